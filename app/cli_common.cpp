@@ -1,0 +1,56 @@
+#include "cli_common.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <stdexcept>
+
+namespace gridwarp::cli {
+
+void add_common_options(CLI::App& command, CommonOptions& options) {
+    command.add_flag("-v,--verbose", options.verbose, "Report what is read, computed and written");
+    command.add_flag("-q,--quiet", options.quiet, "Print errors only");
+    command.add_option("--threads", options.threads, "Worker threads (default: every core)")
+        ->check(CLI::NonNegativeNumber);
+}
+
+void apply_common_options(const CommonOptions& options) {
+    if (options.quiet) {
+        spdlog::set_level(spdlog::level::err);
+    } else if (options.verbose) {
+        spdlog::set_level(spdlog::level::debug);
+    } else {
+        spdlog::set_level(spdlog::level::info);
+    }
+}
+
+void add_sampling_options(CLI::App& command, SamplingFlags& flags) {
+    command.add_option("--mode", flags.mode, "Interpolation: linear, nearest or cubic (aliases bilinear, trilinear, bicubic)")
+        ->capture_default_str();
+    command.add_option("--padding", flags.padding, "Outside the input: zeros, border or reflection")
+        ->capture_default_str();
+    command.add_flag("--align-corners", flags.align_corners,
+                     "-1 and 1 are the centres of the corner pixels (default: their outer edges)");
+    command.add_option("--fill", flags.fill, "Value read outside the input under zeros padding (default 0)");
+}
+
+SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions& common) {
+    SampleOptions options;
+    options.mode = parse_interpolation(flags.mode);
+    options.padding = parse_padding(flags.padding);
+    options.align_corners = flags.align_corners;
+    options.fill = flags.fill;
+    options.threads = common.threads;
+    return options;
+}
+
+void check_output_differs(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs) {
+    for (const auto& input : inputs) {
+        std::error_code error;
+        const bool same = std::filesystem::equivalent(output, input, error);
+        if (same || std::filesystem::weakly_canonical(output, error) == std::filesystem::weakly_canonical(input, error)) {
+            throw std::invalid_argument(output.string() + ": the output would overwrite the input; choose another path");
+        }
+    }
+}
+
+}  // namespace gridwarp::cli

@@ -1,0 +1,46 @@
+// What every gridwarp subcommand shares: logging, threads, the sampling options, and the
+// conversions from command-line text to library types.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "gridwarp/grid_sample.hpp"
+
+namespace gridwarp::cli {
+
+struct CommonOptions {
+    bool verbose = false;
+    bool quiet = false;
+    int threads = 0;
+};
+
+// -v/--verbose, -q/--quiet, --threads N.
+void add_common_options(CLI::App& command, CommonOptions& options);
+// Applies the log level; call first in every run function.
+void apply_common_options(const CommonOptions& options);
+
+struct SamplingFlags {
+    std::string mode = "linear";
+    std::string padding = "zeros";
+    bool align_corners = false;
+    double fill = 0.0;
+};
+
+// --mode, --padding, --align-corners, --fill.
+void add_sampling_options(CLI::App& command, SamplingFlags& flags);
+// Parses the names (aliases included) into library options; throws std::invalid_argument.
+SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions& common);
+
+// Refuses to overwrite an input with the output (the run would destroy its own input).
+void check_output_differs(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs);
+
+// Each subcommand lives in its own file and registers itself here.
+void register_sample_command(CLI::App& app);
+void register_grid_command(CLI::App& app);
+
+}  // namespace gridwarp::cli

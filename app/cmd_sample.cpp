@@ -1,0 +1,59 @@
+// gridwarp sample: the ONNX GridSample operator on .npy tensors.
+#include <spdlog/spdlog.h>
+
+#include <memory>
+
+#include "cli_common.hpp"
+#include "gridwarp/io/npy.hpp"
+
+namespace gridwarp::cli {
+
+namespace {
+
+struct SampleCommand {
+    std::filesystem::path input;
+    std::filesystem::path grid;
+    std::filesystem::path output;
+    SamplingFlags sampling;
+    CommonOptions common;
+};
+
+void run_sample(const SampleCommand& command) {
+    apply_common_options(command.common);
+    const SampleOptions options = to_sample_options(command.sampling, command.common);
+    check_output_differs(command.output, {command.input, command.grid});
+
+    const Tensor input = io::read_npy(command.input);
+    const Tensor grid = io::read_npy(command.grid);
+    spdlog::debug("input {}: {} {}", command.input.string(), dtype_name(input.dtype()), shape_to_string(input.shape()));
+    spdlog::debug("grid {}: {} {}", command.grid.string(), dtype_name(grid.dtype()), shape_to_string(grid.shape()));
+
+    Tensor output;
+    try {
+        output = grid_sample(input.view(), grid.view(), options);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(command.input.string() + " with " + command.grid.string() + ": " + e.what());
+    }
+    io::write_npy(command.output, output.view());
+    spdlog::debug("wrote {}: {} {}", command.output.string(), dtype_name(output.dtype()), shape_to_string(output.shape()));
+}
+
+}  // namespace
+
+void register_sample_command(CLI::App& app) {
+    auto command = std::make_shared<SampleCommand>();
+    CLI::App* sub = app.add_subcommand("sample", "Sample a tensor at the positions of a grid (ONNX GridSample)");
+    sub->add_option("-i,--input", command->input, "Input tensor X (N, C, D1..Dr) as .npy, any dtype")->required();
+    sub->add_option("-g,--grid", command->grid, "Grid (N, O1..Or, r) as .npy: float16/bfloat16/float32/float64")->required();
+    sub->add_option("-o,--output", command->output, "Output Y (N, C, O1..Or) as .npy, X's dtype")->required();
+    add_sampling_options(*sub, command->sampling);
+    add_common_options(*sub, command->common);
+    sub->footer(
+        "Examples:\n"
+        "  gridwarp sample --input X.npy --grid G.npy --output Y.npy\n"
+        "  gridwarp sample -i X.npy -g G.npy -o Y.npy --mode cubic --padding reflection --align-corners\n"
+        "  gridwarp sample -i labels.npy -g G.npy -o out.npy --mode nearest --fill 255");
+    sub->callback([command] { run_sample(*command); });
+}
+
+}  // namespace gridwarp::cli

@@ -1,0 +1,33 @@
+// gridwarp: exact grid sampling of images, volumes and tensors from the command line.
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <exception>
+
+#include "cli_common.hpp"
+
+int main(int argc, char** argv) {
+    // Messages go to stderr so that stdout stays clean for data (gridwarp info --json).
+    auto logger = spdlog::stderr_color_mt("gridwarp");
+    logger->set_pattern("gridwarp: %^%l%$: %v");
+    spdlog::set_default_logger(logger);
+
+    CLI::App app{"gridwarp: exact N-D grid sampling (ONNX GridSample / AffineGrid) for images, volumes and tensors"};
+    app.set_version_flag("--version", "gridwarp " GRIDWARP_VERSION);
+    app.require_subcommand(1);
+    app.footer("Run 'gridwarp COMMAND --help' for a command's options and examples.\nDocs: docs/cli.md");
+    gridwarp::cli::register_sample_command(app);
+    gridwarp::cli::register_grid_command(app);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    } catch (const std::exception& e) {
+        // Subcommand callbacks run inside parse(): every failure ends here as one line.
+        spdlog::error("{}", e.what());
+        return 1;
+    }
+    return 0;
+}

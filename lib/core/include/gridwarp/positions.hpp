@@ -1,0 +1,97 @@
+// Where the sampler reads its sample positions from. A position source hands out normalized
+// coordinates (-1 and 1 at the input's edges, see docs/semantics.md) one output row at a time, so
+// that positions computed on the fly (an affine map, a displacement field) never need a full grid
+// tensor in memory.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gridwarp/tensor.hpp"
+
+namespace gridwarp {
+
+class PositionSource {
+public:
+    virtual ~PositionSource() = default;
+
+    // N: the batch size the positions are given for.
+    virtual std::int64_t batch() const = 0;
+    // (O1..Or): the output's spatial shape; its length is the spatial rank r.
+    virtual const Shape& output_shape() const = 0;
+    // The dtype of the grid the positions stand for (float16, bfloat16, float32 or float64).
+    // It decides the arithmetic: float64 positions are unnormalized in double, others in float.
+    virtual DType coordinate_dtype() const = 0;
+
+    // Writes `count` points of the row (n, outer[0..r-2], start .. start+count-1) as r coordinates
+    // each, innermost axis first (x, y, z, ...), to xyz[0 .. count*r-1].
+    virtual void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+                     float* xyz) const = 0;
+    virtual void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+                     double* xyz) const = 0;
+
+    std::int64_t spatial_rank() const { return static_cast<std::int64_t>(output_shape().size()); }
+};
+
+// Positions read from an explicit grid tensor (N, O1..Or, r), as the ONNX operator takes them.
+// The view is not copied: the grid must outlive this object.
+class GridPositions final : public PositionSource {
+public:
+    explicit GridPositions(ConstTensorView grid);
+
+    std::int64_t batch() const override { return grid_.shape.front(); }
+    const Shape& output_shape() const override { return output_shape_; }
+    DType coordinate_dtype() const override { return grid_.dtype; }
+    void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+             float* xyz) const override;
+    void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+             double* xyz) const override;
+
+private:
+    template <class Coord>
+    void read_row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+                  Coord* xyz) const;
+
+    ConstTensorView grid_;
+    Shape output_shape_;
+};
+
+// Positions of torch.nn.functional.affine_grid / ONNX AffineGrid, computed on the fly:
+// grid[n, o..., :] = theta[n] @ [x, y, (z, ...) 1] with x, y, ... the base coordinates of the
+// output point, in double, rounded to `coordinate_dtype` (so that sampling through this source
+// equals sampling the grid that affine_grid() returns, bit for bit).
+class AffinePositions final : public PositionSource {
+public:
+    // theta: N matrices of r rows and r+1 columns, row-major, in double.
+    AffinePositions(std::vector<double> theta, std::int64_t batch, Shape output_shape, bool align_corners,
+                    DType coordinate_dtype = DType::Float32);
+    // theta: a tensor (N, r, r+1) of a floating dtype, which also becomes the coordinate dtype.
+    AffinePositions(const ConstTensorView& theta, Shape output_shape, bool align_corners);
+
+    std::int64_t batch() const override { return batch_; }
+    const Shape& output_shape() const override { return output_shape_; }
+    DType coordinate_dtype() const override { return coordinate_dtype_; }
+    void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+             float* xyz) const override;
+    void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+             double* xyz) const override;
+
+private:
+    template <class Coord>
+    void compute_row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+                     Coord* xyz) const;
+    double base_coordinate(std::int64_t index, std::int64_t extent) const;
+
+    std::vector<double> theta_;
+    std::int64_t batch_;
+    Shape output_shape_;
+    bool align_corners_;
+    DType coordinate_dtype_;
+};
+
+// ONNX AffineGrid: theta (N, 2, 3) with size (N, C, H, W), theta (N, 3, 4) with size
+// (N, C, D, H, W), and as an extension theta (N, r, r+1) with an (r+2)-long size.
+// Returns the grid (N, O1..Or, r) in theta's dtype.
+Tensor affine_grid(const ConstTensorView& theta, const Shape& size, bool align_corners);
+
+}  // namespace gridwarp

@@ -1,0 +1,228 @@
+#include "gridwarp/positions.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace gridwarp {
+
+namespace {
+
+// Calls fn(type_tag<T>{}) for the four dtypes a grid may have.
+template <class Fn>
+decltype(auto) visit_grid_dtype(DType type, const char* who, Fn&& fn) {
+    switch (type) {
+        case DType::Float32: return fn(type_tag<float>{});
+        case DType::Float64: return fn(type_tag<double>{});
+        case DType::Float16: return fn(type_tag<float16>{});
+        case DType::BFloat16: return fn(type_tag<bfloat16>{});
+        default:
+            throw std::invalid_argument(std::string(who) +
+                                        ": expected a float16, bfloat16, float32 or float64 tensor, got " +
+                                        std::string(dtype_name(type)));
+    }
+}
+
+template <class Coord, class T>
+Coord to_coordinate(T value) {
+    if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
+        return static_cast<Coord>(static_cast<float>(value));
+    } else {
+        return static_cast<Coord>(value);
+    }
+}
+
+// Rounds a double to what a tensor of `type` would store, then widens it to Coord.
+template <class Coord>
+Coord round_through(double value, DType type) {
+    switch (type) {
+        case DType::Float64: return static_cast<Coord>(value);
+        case DType::Float16: return static_cast<Coord>(static_cast<float>(float16(static_cast<float>(value))));
+        case DType::BFloat16: return static_cast<Coord>(static_cast<float>(bfloat16(static_cast<float>(value))));
+        default: return static_cast<Coord>(static_cast<float>(value));
+    }
+}
+
+}  // namespace
+
+GridPositions::GridPositions(ConstTensorView grid) : grid_(std::move(grid)) {
+    visit_grid_dtype(grid_.dtype, "grid", [](auto) { return 0; });
+    if (grid_.rank() < 3) {
+        throw std::invalid_argument("grid must have rank >= 3 (N, O1..Or, r), got shape " +
+                                    shape_to_string(grid_.shape));
+    }
+    output_shape_.assign(grid_.shape.begin() + 1, grid_.shape.end() - 1);
+    if (grid_.shape.back() != static_cast<std::int64_t>(output_shape_.size())) {
+        throw std::invalid_argument("grid's last axis must equal its spatial rank " +
+                                    std::to_string(output_shape_.size()) + ", got shape " +
+                                    shape_to_string(grid_.shape));
+    }
+}
+
+template <class Coord>
+void GridPositions::read_row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+                             Coord* xyz) const {
+    const auto rank = static_cast<std::int64_t>(output_shape_.size());
+    const auto& strides = grid_.strides;
+    std::int64_t offset = n * strides[0] + start * strides[rank];
+    for (std::int64_t axis = 0; axis + 1 < rank; ++axis) offset += outer[axis] * strides[axis + 1];
+    const std::int64_t point_stride = strides[rank];
+    const std::int64_t component_stride = strides[rank + 1];
+    visit_grid_dtype(grid_.dtype, "grid", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T* base = grid_.typed<T>() + offset;
+        for (std::int64_t p = 0; p < count; ++p) {
+            const T* point = base + p * point_stride;
+            for (std::int64_t k = 0; k < rank; ++k) xyz[p * rank + k] = to_coordinate<Coord>(point[k * component_stride]);
+        }
+        return 0;
+    });
+}
+
+void GridPositions::row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+                        float* xyz) const {
+    read_row(n, outer, start, count, xyz);
+}
+
+void GridPositions::row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+                        double* xyz) const {
+    read_row(n, outer, start, count, xyz);
+}
+
+AffinePositions::AffinePositions(std::vector<double> theta, std::int64_t batch, Shape output_shape,
+                                 bool align_corners, DType coordinate_dtype)
+    : theta_(std::move(theta)),
+      batch_(batch),
+      output_shape_(std::move(output_shape)),
+      align_corners_(align_corners),
+      coordinate_dtype_(coordinate_dtype) {
+    visit_grid_dtype(coordinate_dtype_, "affine positions", [](auto) { return 0; });
+    const auto rank = static_cast<std::int64_t>(output_shape_.size());
+    if (rank < 1) throw std::invalid_argument("affine positions need a spatial rank >= 1");
+    if (batch_ < 0 || static_cast<std::int64_t>(theta_.size()) != batch_ * rank * (rank + 1)) {
+        throw std::invalid_argument("theta must hold N=" + std::to_string(batch_) + " matrices of " +
+                                    std::to_string(rank) + "x" + std::to_string(rank + 1) + " values, got " +
+                                    std::to_string(theta_.size()) + " values");
+    }
+}
+
+namespace {
+
+std::vector<double> theta_values(const ConstTensorView& theta, std::int64_t rank) {
+    if (theta.rank() != 3 || theta.shape[1] != rank || theta.shape[2] != rank + 1) {
+        throw std::invalid_argument("theta must have shape (N, " + std::to_string(rank) + ", " +
+                                    std::to_string(rank + 1) + ") for a " + std::to_string(rank) +
+                                    "-D size, got shape " + shape_to_string(theta.shape));
+    }
+    std::vector<double> values;
+    values.reserve(static_cast<std::size_t>(theta.numel()));
+    visit_grid_dtype(theta.dtype, "theta", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T* data = theta.typed<T>();
+        for (std::int64_t n = 0; n < theta.shape[0]; ++n)
+            for (std::int64_t i = 0; i < theta.shape[1]; ++i)
+                for (std::int64_t j = 0; j < theta.shape[2]; ++j)
+                    values.push_back(to_coordinate<double>(
+                        data[n * theta.strides[0] + i * theta.strides[1] + j * theta.strides[2]]));
+        return 0;
+    });
+    return values;
+}
+
+}  // namespace
+
+AffinePositions::AffinePositions(const ConstTensorView& theta, Shape output_shape, bool align_corners)
+    : AffinePositions(theta_values(theta, static_cast<std::int64_t>(output_shape.size())),
+                      theta.rank() >= 1 ? theta.shape[0] : 0, output_shape, align_corners, theta.dtype) {}
+
+double AffinePositions::base_coordinate(std::int64_t index, std::int64_t extent) const {
+    if (align_corners_) {
+        // A single point sits at the centre (PyTorch); ONNX's function body would give -1 or NaN.
+        return extent == 1 ? 0.0 : -1.0 + 2.0 * static_cast<double>(index) / static_cast<double>(extent - 1);
+    }
+    return (2.0 * static_cast<double>(index) + 1.0) / static_cast<double>(extent) - 1.0;
+}
+
+template <class Coord>
+void AffinePositions::compute_row(std::int64_t n, const std::int64_t* outer, std::int64_t start,
+                                  std::int64_t count, Coord* xyz) const {
+    const auto rank = static_cast<std::int64_t>(output_shape_.size());
+    const auto columns = rank + 1;
+    const double* matrix = theta_.data() + n * rank * columns;
+    // The part of each output coordinate that is constant along the row: outer axes and translation.
+    // outer[] is outermost-first (O1..O(r-1)); base coordinate j (innermost-first) pairs with column j.
+    std::vector<double> row_constant(static_cast<std::size_t>(rank));
+    for (std::int64_t k = 0; k < rank; ++k) {
+        double sum = matrix[k * columns + rank];
+        for (std::int64_t j = 1; j < rank; ++j) {
+            const std::int64_t axis = rank - 1 - j;  // position of base coordinate j in outer[]
+            sum += matrix[k * columns + j] * base_coordinate(outer[axis], output_shape_[static_cast<std::size_t>(axis)]);
+        }
+        row_constant[static_cast<std::size_t>(k)] = sum;
+    }
+    const std::int64_t width = output_shape_.back();
+    for (std::int64_t p = 0; p < count; ++p) {
+        const double x = base_coordinate(start + p, width);
+        for (std::int64_t k = 0; k < rank; ++k) {
+            xyz[p * rank + k] =
+                round_through<Coord>(matrix[k * columns] * x + row_constant[static_cast<std::size_t>(k)], coordinate_dtype_);
+        }
+    }
+}
+
+void AffinePositions::row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+                          float* xyz) const {
+    compute_row(n, outer, start, count, xyz);
+}
+
+void AffinePositions::row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+                          double* xyz) const {
+    compute_row(n, outer, start, count, xyz);
+}
+
+Tensor affine_grid(const ConstTensorView& theta, const Shape& size, bool align_corners) {
+    if (size.size() < 3) {
+        throw std::invalid_argument("affine_grid(): size must list (N, C, D1..Dr) with r >= 1, got " +
+                                    shape_to_string(size));
+    }
+    for (auto extent : size) {
+        if (extent < 0) throw std::invalid_argument("affine_grid(): size has a negative extent: " + shape_to_string(size));
+    }
+    const auto rank = static_cast<std::int64_t>(size.size()) - 2;
+    Shape output_shape(size.begin() + 2, size.end());
+    AffinePositions positions(theta, output_shape, align_corners);
+    if (positions.batch() != size[0]) {
+        throw std::invalid_argument("affine_grid(): theta's N=" + std::to_string(positions.batch()) +
+                                    " does not match size's N=" + std::to_string(size[0]) + " in " +
+                                    shape_to_string(size));
+    }
+    Shape grid_shape{size[0]};
+    grid_shape.insert(grid_shape.end(), output_shape.begin(), output_shape.end());
+    grid_shape.push_back(rank);
+    Tensor grid(theta.dtype, grid_shape);
+    const std::int64_t width = output_shape.back();
+    const std::int64_t rows = shape_numel(Shape(output_shape.begin(), output_shape.end() - 1));
+    std::vector<double> coords(static_cast<std::size_t>(width * rank));
+    std::vector<std::int64_t> outer(static_cast<std::size_t>(rank), 0);
+    visit_grid_dtype(theta.dtype, "theta", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        T* out = grid.data_as<T>();
+        for (std::int64_t n = 0; n < size[0]; ++n) {
+            for (std::int64_t r = 0; r < rows; ++r) {
+                // Unflatten the row number into outer indices (outermost first).
+                std::int64_t rest = r;
+                for (std::int64_t axis = rank - 2; axis >= 0; --axis) {
+                    outer[static_cast<std::size_t>(axis)] = rest % output_shape[static_cast<std::size_t>(axis)];
+                    rest /= output_shape[static_cast<std::size_t>(axis)];
+                }
+                positions.row(n, outer.data(), 0, width, coords.data());
+                for (std::int64_t i = 0; i < width * rank; ++i) {
+                    *out++ = static_cast<T>(static_cast<std::conditional_t<std::is_same_v<T, double>, double, float>>(coords[static_cast<std::size_t>(i)]));
+                }
+            }
+        }
+        return 0;
+    });
+    return grid;
+}
+
+}  // namespace gridwarp

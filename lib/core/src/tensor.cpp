@@ -1,0 +1,147 @@
+#include "gridwarp/tensor.hpp"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace gridwarp {
+
+std::string shape_to_string(const Shape& shape) {
+    std::string text = "(";
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (i) text += ", ";
+        text += std::to_string(shape[i]);
+    }
+    if (shape.size() == 1) text += ",";
+    return text + ")";
+}
+
+std::int64_t shape_numel(const Shape& shape) {
+    std::int64_t count = 1;
+    for (auto extent : shape) count *= extent;
+    return count;
+}
+
+Shape contiguous_strides(const Shape& shape) {
+    Shape strides(shape.size());
+    std::int64_t stride = 1;
+    for (std::size_t i = shape.size(); i-- > 0;) {
+        strides[i] = stride;
+        stride *= std::max<std::int64_t>(shape[i], 1);
+    }
+    return strides;
+}
+
+namespace {
+
+template <class T>
+std::shared_ptr<void> allocate_elements(std::int64_t count) {
+    // new T[n]() value-initialises: zeros for numbers, empty strings for std::string.
+    return std::shared_ptr<void>(new T[static_cast<std::size_t>(std::max<std::int64_t>(count, 1))](),
+                                 [](void* p) { delete[] static_cast<T*>(p); });
+}
+
+}  // namespace
+
+Tensor::Tensor(DType type, Shape shape) : dtype_(type), shape_(std::move(shape)) {
+    for (auto extent : shape_) {
+        if (extent < 0) throw std::invalid_argument("Tensor: negative extent in shape " + shape_to_string(shape_));
+    }
+    const auto count = numel();
+    storage_ = visit_dtype(type, [count](auto tag) { return allocate_elements<typename decltype(tag)::type>(count); });
+}
+
+void copy_elements(ConstTensorView src, TensorView dst) {
+    if (src.dtype != dst.dtype || src.shape != dst.shape) {
+        throw std::invalid_argument("copy_elements: source " + std::string(dtype_name(src.dtype)) + " " +
+                                    shape_to_string(src.shape) + " does not match destination " +
+                                    std::string(dtype_name(dst.dtype)) + " " + shape_to_string(dst.shape));
+    }
+    const auto count = src.numel();
+    if (count == 0) return;
+    const auto rank = src.shape.size();
+    visit_dtype(src.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T* in = src.typed<T>();
+        T* out = dst.typed<T>();
+        std::vector<std::int64_t> index(rank, 0);
+        std::int64_t in_offset = 0, out_offset = 0;
+        for (std::int64_t n = 0; n < count; ++n) {
+            out[out_offset] = in[in_offset];
+            // Odometer increment, innermost axis fastest.
+            for (std::size_t axis = rank; axis-- > 0;) {
+                if (++index[axis] < src.shape[axis]) {
+                    in_offset += src.strides[axis];
+                    out_offset += dst.strides[axis];
+                    break;
+                }
+                in_offset -= src.strides[axis] * (src.shape[axis] - 1);
+                out_offset -= dst.strides[axis] * (dst.shape[axis] - 1);
+                index[axis] = 0;
+            }
+        }
+    });
+}
+
+Tensor Tensor::copy_of(ConstTensorView source) {
+    Tensor result(source.dtype, source.shape);
+    copy_elements(source, result.view());
+    return result;
+}
+
+namespace {
+
+template <class T>
+double to_double(const T& value) {
+    if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
+        return static_cast<float>(value);
+    } else {
+        return static_cast<double>(value);
+    }
+}
+
+template <class T>
+T from_double(double value) {
+    if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
+        return T(static_cast<float>(value));
+    } else if constexpr (std::is_same_v<T, bool>) {
+        return !std::isnan(value) && std::nearbyint(value) >= 1.0;
+    } else if constexpr (std::is_integral_v<T>) {
+        if (std::isnan(value)) return T(0);
+        const double rounded = std::nearbyint(value);
+        if (rounded >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+        if (rounded <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+        return static_cast<T>(rounded);
+    } else {
+        return static_cast<T>(value);
+    }
+}
+
+template <class T>
+constexpr bool is_real_number = !std::is_same_v<T, std::string> && !std::is_same_v<T, std::complex<float>> &&
+                                !std::is_same_v<T, std::complex<double>>;
+
+}  // namespace
+
+Tensor convert_to(const ConstTensorView& source, DType type) {
+    const Tensor contiguous = Tensor::copy_of(source);
+    Tensor result(type, source.shape);
+    const auto count = contiguous.numel();
+    visit_dtype(source.dtype, [&](auto from_tag) {
+        using From = typename decltype(from_tag)::type;
+        visit_dtype(type, [&](auto to_tag) {
+            using To = typename decltype(to_tag)::type;
+            if constexpr (is_real_number<From> && is_real_number<To>) {
+                const From* in = contiguous.data_as<From>();
+                To* out = result.data_as<To>();
+                for (std::int64_t i = 0; i < count; ++i) out[i] = from_double<To>(to_double(in[i]));
+            } else {
+                throw std::invalid_argument("convert_to(): cannot convert " + std::string(dtype_name(source.dtype)) +
+                                            " to " + std::string(dtype_name(type)));
+            }
+        });
+    });
+    return result;
+}
+
+}  // namespace gridwarp

@@ -1,0 +1,25 @@
+// NumPy .npy files: every dtype gridwarp knows, format versions 1.0, 2.0 and 3.0, little and
+// big endian, C and Fortran order. Strings are NumPy's fixed-width unicode ('<U') or bytes ('S');
+// bfloat16 is read and written with the descr 'bfloat16' (NumPy has no such type of its own).
+// See docs/formats.md.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "gridwarp/tensor.hpp"
+
+namespace gridwarp::io {
+
+// Parses the bytes of a .npy file; `source` names it in errors. Throws FileError.
+Tensor parse_npy(std::string_view bytes, const std::filesystem::path& source);
+Tensor read_npy(const std::filesystem::path& file);
+
+// Encodes a tensor as .npy (version 1.0, or 2.0 when the header needs it; little endian, C order;
+// strings as '<U' with the longest string's length in code points).
+std::string encode_npy(const ConstTensorView& tensor);
+// Writes atomically (see atomic_file.hpp).
+void write_npy(const std::filesystem::path& file, const ConstTensorView& tensor);
+
+}  // namespace gridwarp::io

@@ -1,0 +1,20 @@
+// Plain-text matrices: one row per line, numbers separated by spaces, tabs or commas;
+// blank lines and lines starting with '#' are ignored.
+#pragma once
+
+#include <filesystem>
+#include <string_view>
+#include <vector>
+
+namespace gridwarp::io {
+
+struct TextMatrix {
+    std::size_t rows = 0;
+    std::size_t columns = 0;
+    std::vector<double> values;  // row-major
+};
+
+TextMatrix parse_text_matrix(std::string_view text, const std::filesystem::path& source);
+TextMatrix read_text_matrix(const std::filesystem::path& file);
+
+}  // namespace gridwarp::io
