@@ -35,8 +35,17 @@ void add_sampling_options(CLI::App& command, SamplingFlags& flags) {
 
 SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions& common) {
     SampleOptions options;
-    options.mode = parse_interpolation(flags.mode);
-    options.padding = parse_padding(flags.padding);
+    // The library's messages name the value; say which option it came from.
+    try {
+        options.mode = parse_interpolation(flags.mode);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("--mode: ") + e.what());
+    }
+    try {
+        options.padding = parse_padding(flags.padding);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("--padding: ") + e.what());
+    }
     options.align_corners = flags.align_corners;
     options.fill = flags.fill;
     options.threads = common.threads;
@@ -45,9 +54,17 @@ SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions&
 
 void check_output_differs(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs) {
     for (const auto& input : inputs) {
-        std::error_code error;
-        const bool same = std::filesystem::equivalent(output, input, error);
-        if (same || std::filesystem::weakly_canonical(output, error) == std::filesystem::weakly_canonical(input, error)) {
+        // Same file (hard links, symlinks), or the same path once resolved, or spelled alike. A path
+        // that cannot be resolved (a symlink loop, an unsearchable directory) compares by its
+        // spelling only, so that two unresolvable paths are not taken for one.
+        std::error_code same_error, output_error, input_error;
+        bool same = std::filesystem::equivalent(output, input, same_error);
+        if (!same) {
+            const auto resolved_output = std::filesystem::weakly_canonical(output, output_error);
+            const auto resolved_input = std::filesystem::weakly_canonical(input, input_error);
+            same = !output_error && !input_error && resolved_output == resolved_input;
+        }
+        if (same || output.lexically_normal() == input.lexically_normal()) {
             throw std::invalid_argument(output.string() + ": the output would overwrite the input; choose another path");
         }
     }

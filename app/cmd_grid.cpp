@@ -58,11 +58,30 @@ void run_grid(const GridCommand& command) {
     const bool text = command.theta.extension() != ".npy";
     Tensor theta = text ? theta_from_text(command.theta, rank) : io::read_npy(command.theta);
     // Text holds decimals: the grid is float32 unless asked otherwise, like an ONNX float32 theta.
-    const DType grid_dtype = !command.dtype.empty() ? parse_dtype(command.dtype) : text ? DType::Float32 : theta.dtype();
+    DType grid_dtype = text ? DType::Float32 : theta.dtype();
+    if (!command.dtype.empty()) {
+        try {
+            grid_dtype = parse_dtype(command.dtype);
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument(std::string("--dtype: ") + e.what());
+        }
+    }
+    if (command.dtype.empty() && !is_floating(grid_dtype)) {
+        throw io::FileError(command.theta, std::string("theta is ") + std::string(dtype_name(grid_dtype)) +
+                                               ", expected float16, bfloat16, float32 or float64 "
+                                               "(or pass --dtype to convert it)");
+    }
     if (!is_floating(grid_dtype)) {
         throw std::invalid_argument("--dtype must be float16, bfloat16, float32 or float64, got " + command.dtype);
     }
-    if (theta.dtype() != grid_dtype) theta = convert_to(theta.view(), grid_dtype);
+    if (theta.dtype() != grid_dtype) {
+        try {
+            theta = convert_to(theta.view(), grid_dtype);
+        } catch (const std::invalid_argument& e) {  // complex or string theta
+            throw io::FileError(command.theta, std::string("theta cannot be converted to --dtype ") +
+                                                   std::string(dtype_name(grid_dtype)) + ": " + e.what());
+        }
+    }
 
     Tensor grid;
     try {

@@ -178,6 +178,21 @@ Tensor tensor_from(DType type, const Shape& shape, const std::vector<double>& va
 
 Tensor random_tensor(DType type, const Shape& shape, double lo, double hi, std::mt19937& rng) {
     std::uniform_real_distribution<double> uniform(lo, hi);
+    if (is_complex(type)) {
+        Tensor result(type, shape);
+        visit_dtype(type, [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
+                using R = typename T::value_type;
+                for (std::int64_t i = 0; i < result.numel(); ++i) {
+                    const double re = uniform(rng);
+                    result.data_as<T>()[i] = T(static_cast<R>(re), static_cast<R>(uniform(rng)));
+                }
+            }
+            return 0;
+        });
+        return result;
+    }
     std::vector<double> values(static_cast<std::size_t>(shape_numel(shape)));
     for (auto& v : values) v = uniform(rng);
     return tensor_from(type, shape, values);

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs everything gridwarp needs to build and test on Debian 12 (bookworm).
+set -euo pipefail
+packages=(
+  cmake make g++ pkg-config
+  libopencv-dev            # images (gridwarp::io)
+  libinsighttoolkit5-dev   # medical volumes (gridwarp::io)
+  libcli11-dev libspdlog-dev
+  catch2 nlohmann-json3-dev
+)
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${packages[@]}"
