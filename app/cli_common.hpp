@@ -42,5 +42,8 @@ void check_output_differs(const std::filesystem::path& output, const std::vector
 // Each subcommand lives in its own file and registers itself here.
 void register_sample_command(CLI::App& app);
 void register_grid_command(CLI::App& app);
+void register_affine_command(CLI::App& app);
+void register_flow_command(CLI::App& app);
+void register_info_command(CLI::App& app);
 
 }  // namespace gridwarp::cli

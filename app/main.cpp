@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
     app.footer("Run 'gridwarp COMMAND --help' for a command's options and examples.\nDocs: docs/cli.md");
     gridwarp::cli::register_sample_command(app);
     gridwarp::cli::register_grid_command(app);
+    gridwarp::cli::register_affine_command(app);
+    gridwarp::cli::register_flow_command(app);
+    gridwarp::cli::register_info_command(app);
 
     try {
         app.parse(argc, argv);

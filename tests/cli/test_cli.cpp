@@ -49,6 +49,9 @@ std::string format_double(double value) {
     return buffer;
 }
 
+// "v" followed by the value: a string element standing for a number.
+std::string label(double value) { return std::string(1, 'v').append(format_double(value)); }
+
 std::string join_sizes(const std::vector<double>& values) {
     std::string text;
     for (double v : values) {
@@ -405,7 +408,7 @@ TEST_CASE("inputs that do not fit together are refused with one line naming them
     SECTION("a string input with --mode linear") {
         Tensor strings(DType::String, {1, 1, 3, 2});
         auto* values = strings.data_as<std::string>();
-        for (int i = 0; i < 6; ++i) values[i] = "s" + std::to_string(i);
+        for (int i = 0; i < 6; ++i) values[i] = std::string(1, 's').append(std::to_string(i));
         const fs::path string_file = temp / "strings.npy";
         io::write_npy(string_file, strings.view());
         const auto before = listing(temp.path());
@@ -422,7 +425,7 @@ TEST_CASE("string input with --mode nearest works", "[cli][sample]") {
     const auto x = as_doubles(c.inputs.at(0).view());
     const auto y = as_doubles(c.outputs.at(0).view());
     Tensor strings(DType::String, c.inputs.at(0).shape());
-    for (std::size_t i = 0; i < x.size(); ++i) strings.data_as<std::string>()[i] = "v" + format_double(x[i]);
+    for (std::size_t i = 0; i < x.size(); ++i) strings.data_as<std::string>()[i] = label(x[i]);
     TempDir temp;
     io::write_npy(temp / "strings.npy", strings.view());
     require_success(run_gridwarp({"sample", "--input", (temp / "strings.npy").string(), "--grid",
@@ -436,10 +439,10 @@ TEST_CASE("string input with --mode nearest works", "[cli][sample]") {
         const std::string& actual = out.data_as<std::string>()[i];
         if (y[i] == 0.0) {
             // Either the input's 0 or a point outside the input (zeros padding: "" for strings).
-            CHECK((actual.empty() || actual == "v" + format_double(0.0)));
+            CHECK((actual.empty() || actual == label(0.0)));
         } else {
             REQUIRE(std::count(x.begin(), x.end(), y[i]) == 1);
-            CHECK(actual == "v" + format_double(y[i]));
+            CHECK(actual == label(y[i]));
         }
     }
 }

@@ -144,15 +144,26 @@ C unnormalize(C g, std::int64_t d, bool align_corners) {
 
 // Taps and weights along one axis. False when the point takes the fill value.
 template <class C, class Interp, class Pad>
-bool axis_taps(C g, std::int64_t d, bool align_corners, std::int64_t* index, C* weight) {
+bool axis_taps(C g, std::int64_t d, bool align_corners, CoordinateSpace space, std::int64_t* index, C* weight) {
     if (!std::isfinite(g) || d == 0) return false;
-    if constexpr (std::is_same_v<Pad, ReflectionPadding>) {
-        // Reflection repeats with period 4 in normalized units for both align_corners settings;
-        // folding a far coordinate keeps the unnormalized value small enough for an int64.
-        constexpr C kFoldBeyond = C(1 << 20);
-        if (std::fabs(g) > kFoldBeyond) g = std::fmod(g, C(4));
+    C u;
+    if (space == CoordinateSpace::Normalized) {
+        if constexpr (std::is_same_v<Pad, ReflectionPadding>) {
+            // Reflection repeats with period 4 in normalized units for both align_corners settings;
+            // folding a far coordinate keeps the unnormalized value small enough for an int64.
+            constexpr C kFoldBeyond = C(1 << 20);
+            if (std::fabs(g) > kFoldBeyond) g = std::fmod(g, C(4));
+        }
+        u = unnormalize(g, d, align_corners);
+    } else {
+        u = g;
+        if constexpr (std::is_same_v<Pad, ReflectionPadding>) {
+            // The same period in pixels: 2d, or 2(d-1) with align_corners (any period for d = 1).
+            const C period = static_cast<C>(align_corners ? 2 * std::max<std::int64_t>(d - 1, 1) : 2 * d);
+            constexpr C kFoldBeyond = C(std::int64_t{1} << 40);
+            if (std::fabs(u) > kFoldBeyond) u = std::fmod(u, period);
+        }
     }
-    C u = unnormalize(g, d, align_corners);
     if (!Pad::bound(u, d)) return false;
     const C first = Interp::first_tap(u);
     Interp::weights(u, first, weight);
@@ -175,6 +186,7 @@ struct InputGeometry {
     const std::int64_t* extent = nullptr;  // D1..Dr, outermost first
     const std::int64_t* stride = nullptr;  // element strides of D1..Dr
     bool align_corners = false;
+    CoordinateSpace space = CoordinateSpace::Normalized;
 };
 
 template <class C>
@@ -203,7 +215,7 @@ void build_plan(const C* xyz, std::int64_t count, const InputGeometry& geometry,
         for (int a = 0; a < rank && inside; ++a) {
             // Coordinates come innermost-first: x belongs to the last input axis.
             inside = axis_taps<C, Interp, Pad>(coords[rank - 1 - a], geometry.extent[a], geometry.align_corners,
-                                               axis_index + a * K, axis_weight + a * K);
+                                               geometry.space, axis_index + a * K, axis_weight + a * K);
         }
         plan.fill[p] = inside ? 0 : 1;
         if (!inside) continue;
@@ -384,7 +396,8 @@ void run_sampler(const Task& task) {
     const std::int64_t chunks_per_row = (width + chunk - 1) / chunk;
     const std::int64_t work_items = batch * rows * chunks_per_row;
 
-    const InputGeometry geometry{rank, input.shape.data() + 2, input.strides.data() + 2, options.align_corners};
+    const InputGeometry geometry{rank, input.shape.data() + 2, input.strides.data() + 2, options.align_corners,
+                                 task.positions.space()};
     const PlanFunction<C> planner = select_planner<C>(options, rank);
 
     using V = typename compute_type<S>::type;

@@ -89,12 +89,13 @@ void GridPositions::row(std::int64_t n, const std::int64_t* outer, std::int64_t 
 }
 
 AffinePositions::AffinePositions(std::vector<double> theta, std::int64_t batch, Shape output_shape,
-                                 bool align_corners, DType coordinate_dtype)
+                                 bool align_corners, DType coordinate_dtype, CoordinateSpace space)
     : theta_(std::move(theta)),
       batch_(batch),
       output_shape_(std::move(output_shape)),
       align_corners_(align_corners),
-      coordinate_dtype_(coordinate_dtype) {
+      coordinate_dtype_(coordinate_dtype),
+      space_(space) {
     visit_grid_dtype(coordinate_dtype_, "affine positions", [](auto) { return 0; });
     const auto rank = static_cast<std::int64_t>(output_shape_.size());
     if (rank < 1) throw std::invalid_argument("affine positions need a spatial rank >= 1");
@@ -135,6 +136,7 @@ AffinePositions::AffinePositions(const ConstTensorView& theta, Shape output_shap
                       theta.rank() >= 1 ? theta.shape[0] : 0, output_shape, align_corners, theta.dtype) {}
 
 double AffinePositions::base_coordinate(std::int64_t index, std::int64_t extent) const {
+    if (space_ == CoordinateSpace::Pixel) return static_cast<double>(index);
     if (align_corners_) {
         // A single point sits at the centre (PyTorch); ONNX's function body would give -1 or NaN.
         return extent == 1 ? 0.0 : -1.0 + 2.0 * static_cast<double>(index) / static_cast<double>(extent - 1);

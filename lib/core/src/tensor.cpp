@@ -51,6 +51,22 @@ Tensor::Tensor(DType type, Shape shape) : dtype_(type), shape_(std::move(shape))
     storage_ = visit_dtype(type, [count](auto tag) { return allocate_elements<typename decltype(tag)::type>(count); });
 }
 
+Tensor Tensor::adopt(DType type, Shape shape, std::shared_ptr<void> storage) {
+    Tensor tensor;
+    tensor.dtype_ = type;
+    tensor.shape_ = std::move(shape);
+    tensor.storage_ = std::move(storage);
+    return tensor;
+}
+
+Tensor Tensor::reshaped(Shape shape) && {
+    if (shape_numel(shape) != numel()) {
+        throw std::invalid_argument("cannot reshape " + shape_to_string(shape_) + " to " + shape_to_string(shape));
+    }
+    shape_ = std::move(shape);
+    return std::move(*this);
+}
+
 void copy_elements(ConstTensorView src, TensorView dst) {
     if (src.dtype != dst.dtype || src.shape != dst.shape) {
         throw std::invalid_argument("copy_elements: source " + std::string(dtype_name(src.dtype)) + " " +

@@ -206,6 +206,10 @@ std::optional<std::vector<std::uint32_t>> decode_utf8(std::string_view text) {
             if ((next & 0xc0) != 0x80) return std::nullopt;
             code = (code << 6) | (next & 0x3f);
         }
+        // Overlong forms, UTF-16 surrogates and values past U+10FFFF are not UTF-8 (and the
+        // reader refuses such code points in a '<U' file).
+        constexpr std::uint32_t kShortest[] = {0, 0x80, 0x800, 0x10000};
+        if (code < kShortest[extra] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return std::nullopt;
         codes.push_back(code);
         i += static_cast<std::size_t>(extra) + 1;
     }
@@ -234,13 +238,15 @@ void copy_numeric(const unsigned char* in, std::size_t count, std::size_t item_s
 }  // namespace
 
 Tensor parse_npy(std::string_view bytes, const std::filesystem::path& source) {
-    if (bytes.size() < 10 || bytes.substr(0, 6) != kMagic) {
+    if (bytes.substr(0, 6) != kMagic) {
         throw FileError(source, "not a .npy file (expected the \\x93NUMPY magic at the start)");
     }
+    if (bytes.size() < 10) throw FileError(source, "truncated .npy header");
     const auto major = static_cast<unsigned char>(bytes[6]);
-    if (major < 1 || major > 3) {
+    const auto minor = static_cast<unsigned char>(bytes[7]);
+    if (major < 1 || major > 3 || minor != 0) {
         throw FileError(source, "unsupported .npy format version " + std::to_string(major) + "." +
-                                    std::to_string(static_cast<unsigned char>(bytes[7])) + " (expected 1.0, 2.0 or 3.0)");
+                                    std::to_string(minor) + " (expected 1.0, 2.0 or 3.0)");
     }
     const auto* raw = reinterpret_cast<const unsigned char*>(bytes.data());
     std::size_t header_length = 0, header_start = 0;
@@ -260,22 +266,22 @@ Tensor parse_npy(std::string_view bytes, const std::filesystem::path& source) {
     const auto header = parser.parse();
     const Descr descr = parse_descr(header.descr, source);
 
-    // Count the elements without overflow before trusting the shape.
+    // Count the elements without overflow before trusting the shape. The nonzero extents must
+    // multiply within int64 even when another extent is zero (numpy refuses such shapes too):
+    // the tensor's element count and strides are int64 products of them.
     std::size_t count = 1;
     bool empty = false;
     for (auto extent : header.shape) {
-        if (extent == 0) empty = true;
-    }
-    if (!empty) {
-        for (auto extent : header.shape) {
-            if (count > std::numeric_limits<std::size_t>::max() / static_cast<std::size_t>(extent)) {
-                throw FileError(source, "shape " + shape_to_string(header.shape) + " is too large");
-            }
-            count *= static_cast<std::size_t>(extent);
+        if (extent == 0) {
+            empty = true;
+            continue;
         }
-    } else {
-        count = 0;
+        if (count > static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max()) / static_cast<std::size_t>(extent)) {
+            throw FileError(source, "shape " + shape_to_string(header.shape) + " is too large");
+        }
+        count *= static_cast<std::size_t>(extent);
     }
+    if (empty) count = 0;
     const std::size_t data_start = header_start + header_length;
     const std::size_t available = bytes.size() - data_start;
     if (descr.item_size == 0 && count > 0) throw FileError(source, "zero-sized dtype '" + header.descr + "'");

@@ -6,6 +6,7 @@
 
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
+#include "gridwarp/io/npy.hpp"
 
 namespace gridwarp::io {
 
@@ -50,5 +51,24 @@ TextMatrix parse_text_matrix(std::string_view text, const std::filesystem::path&
 }
 
 TextMatrix read_text_matrix(const std::filesystem::path& file) { return parse_text_matrix(read_file_bytes(file), file); }
+
+TextMatrix read_matrix(const std::filesystem::path& file) {
+    if (file.extension() != ".npy") return read_text_matrix(file);
+    const Tensor tensor = read_npy(file);
+    Shape shape = tensor.shape();
+    if (shape.size() == 3 && shape[0] == 1) shape.erase(shape.begin());
+    if (shape.size() != 2 || shape[0] < 1 || shape[1] < 1) {
+        throw FileError(file, "expected one matrix (rows, columns), got shape " + shape_to_string(tensor.shape()));
+    }
+    TextMatrix matrix;
+    matrix.rows = static_cast<std::size_t>(shape[0]);
+    matrix.columns = static_cast<std::size_t>(shape[1]);
+    const Tensor values = convert_to(tensor.view(), DType::Float64);
+    matrix.values.assign(values.data_as<double>(), values.data_as<double>() + values.numel());
+    for (double v : matrix.values) {
+        if (!std::isfinite(v)) throw FileError(file, "the matrix holds a non-finite value");
+    }
+    return matrix;
+}
 
 }  // namespace gridwarp::io

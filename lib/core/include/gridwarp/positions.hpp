@@ -11,6 +11,11 @@
 
 namespace gridwarp {
 
+// What a position's numbers mean. Normalized: -1 and 1 are the input's edges (or corner
+// centres with align_corners), as in ONNX. Pixel: input indices, pixel centres at integers, so an
+// identity or an integer shift is exact in any arithmetic.
+enum class CoordinateSpace { Normalized, Pixel };
+
 class PositionSource {
 public:
     virtual ~PositionSource() = default;
@@ -22,6 +27,7 @@ public:
     // The dtype of the grid the positions stand for (float16, bfloat16, float32 or float64).
     // It decides the arithmetic: float64 positions are unnormalized in double, others in float.
     virtual DType coordinate_dtype() const = 0;
+    virtual CoordinateSpace space() const { return CoordinateSpace::Normalized; }
 
     // Writes `count` points of the row (n, outer[0..r-2], start .. start+count-1) as r coordinates
     // each, innermost axis first (x, y, z, ...), to xyz[0 .. count*r-1].
@@ -56,21 +62,25 @@ private:
     Shape output_shape_;
 };
 
-// Positions of torch.nn.functional.affine_grid / ONNX AffineGrid, computed on the fly:
-// grid[n, o..., :] = theta[n] @ [x, y, (z, ...) 1] with x, y, ... the base coordinates of the
-// output point, in double, rounded to `coordinate_dtype` (so that sampling through this source
-// equals sampling the grid that affine_grid() returns, bit for bit).
+// Positions of an affine map, computed on the fly: position[n, o..., :] = theta[n] @ [b_x, b_y,
+// (b_z, ...) 1], in double, rounded to `coordinate_dtype`.
+//  - In normalized space the b are the base coordinates of torch.nn.functional.affine_grid /
+//    ONNX AffineGrid, so sampling through this source equals sampling the grid that affine_grid()
+//    returns, bit for bit.
+//  - In pixel space the b are the output indices themselves and theta maps output pixel indices
+//    to input pixel indices (OpenCV's warpAffine with WARP_INVERSE_MAP).
 class AffinePositions final : public PositionSource {
 public:
     // theta: N matrices of r rows and r+1 columns, row-major, in double.
     AffinePositions(std::vector<double> theta, std::int64_t batch, Shape output_shape, bool align_corners,
-                    DType coordinate_dtype = DType::Float32);
+                    DType coordinate_dtype = DType::Float32, CoordinateSpace space = CoordinateSpace::Normalized);
     // theta: a tensor (N, r, r+1) of a floating dtype, which also becomes the coordinate dtype.
     AffinePositions(const ConstTensorView& theta, Shape output_shape, bool align_corners);
 
     std::int64_t batch() const override { return batch_; }
     const Shape& output_shape() const override { return output_shape_; }
     DType coordinate_dtype() const override { return coordinate_dtype_; }
+    CoordinateSpace space() const override { return space_; }
     void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
              float* xyz) const override;
     void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
@@ -87,6 +97,7 @@ private:
     Shape output_shape_;
     bool align_corners_;
     DType coordinate_dtype_;
+    CoordinateSpace space_;
 };
 
 // ONNX AffineGrid: theta (N, 2, 3) with size (N, C, H, W), theta (N, 3, 4) with size

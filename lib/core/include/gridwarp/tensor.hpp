@@ -64,6 +64,13 @@ public:
     Tensor(const Tensor&) = delete;
     Tensor& operator=(const Tensor&) = delete;
 
+    // Takes a C-ordered buffer that someone else allocated (an OpenCV or ITK image) without copying;
+    // `storage` keeps it alive (its deleter releases the owner).
+    static Tensor adopt(DType type, Shape shape, std::shared_ptr<void> storage);
+
+    // The same elements under another shape with the same element count (no copy).
+    Tensor reshaped(Shape shape) &&;
+
     // A C-ordered copy of any view (strided or not) of the same dtype.
     static Tensor copy_of(ConstTensorView source);
     Tensor clone() const { return copy_of(view()); }

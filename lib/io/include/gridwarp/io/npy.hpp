@@ -1,6 +1,7 @@
 // NumPy .npy files: every dtype gridwarp knows, format versions 1.0, 2.0 and 3.0, little and
 // big endian, C and Fortran order. Strings are NumPy's fixed-width unicode ('<U') or bytes ('S');
-// bfloat16 is read and written with the descr 'bfloat16' (NumPy has no such type of its own).
+// bfloat16 is written with the descr '<V2' (how ml_dtypes arrays are saved: NumPy has no bfloat16
+// of its own) and read from '<V2', '|V2' or 'bfloat16'.
 // See docs/formats.md.
 #pragma once
 

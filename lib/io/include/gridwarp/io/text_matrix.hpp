@@ -16,5 +16,7 @@ struct TextMatrix {
 
 TextMatrix parse_text_matrix(std::string_view text, const std::filesystem::path& source);
 TextMatrix read_text_matrix(const std::filesystem::path& file);
+// A matrix from a text file, or from a .npy file holding a 2-D array (or a 3-D one with N=1).
+TextMatrix read_matrix(const std::filesystem::path& file);
 
 }  // namespace gridwarp::io

@@ -1,0 +1,240 @@
+// gridwarp affine: warp an image, volume or tensor by an affine map, without building a grid.
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <memory>
+#include <optional>
+
+#include "cli_common.hpp"
+#include "gridwarp/flow.hpp"
+#include "gridwarp/io/error.hpp"
+#include "gridwarp/io/image.hpp"
+#include "gridwarp/io/npy.hpp"
+#include "gridwarp/io/text_matrix.hpp"
+
+namespace gridwarp::cli {
+
+namespace {
+
+struct AffineCommand {
+    std::filesystem::path input;
+    std::filesystem::path output;
+    std::filesystem::path theta;
+    std::filesystem::path matrix;
+    bool inverse = false;
+    std::optional<double> rotate;
+    std::optional<double> scale;
+    std::vector<double> shift;
+    std::vector<std::int64_t> size;
+    SamplingFlags sampling;
+    CommonOptions common;
+};
+
+// theta for AffineGrid: a .npy (N or 1, r, r+1) as stored, or a text matrix rounded to float32
+// (what an ONNX float32 theta holds), so that the result equals `gridwarp grid` + `gridwarp sample`.
+Tensor read_theta(const std::filesystem::path& file, std::int64_t rank, std::int64_t batch) {
+    Tensor theta;
+    if (file.extension() == ".npy") {
+        theta = io::read_npy(file);
+        if (theta.rank() == 2) theta = std::move(theta).reshaped({1, theta.shape()[0], theta.shape()[1]});
+    } else {
+        const io::TextMatrix text = io::read_text_matrix(file);
+        if (text.columns != static_cast<std::size_t>(rank + 1) ||
+            (text.rows != static_cast<std::size_t>(rank) && text.rows != static_cast<std::size_t>(rank + 1))) {
+            throw io::FileError(file, "theta is " + std::to_string(text.rows) + "x" + std::to_string(text.columns) +
+                                          ", expected " + std::to_string(rank) + "x" + std::to_string(rank + 1) +
+                                          " for a " + std::to_string(rank) + "-D input");
+        }
+        Tensor exact(DType::Float64, {1, rank, rank + 1});
+        std::copy_n(text.values.begin(), rank * (rank + 1), exact.data_as<double>());
+        theta = convert_to(exact.view(), DType::Float32);
+    }
+    if (theta.rank() != 3 || theta.shape()[1] != rank || theta.shape()[2] != rank + 1) {
+        throw io::FileError(file, "theta must have shape (N, " + std::to_string(rank) + ", " + std::to_string(rank + 1) +
+                                      ") for a " + std::to_string(rank) + "-D input, got " + shape_to_string(theta.shape()));
+    }
+    if (theta.shape()[0] == 1 && batch > 1) {  // one matrix for every batch item
+        Tensor repeated(theta.dtype(), {batch, rank, rank + 1});
+        for (std::int64_t n = 0; n < batch; ++n) {
+            copy_elements(theta.view(), TensorView(theta.dtype(), static_cast<char*>(repeated.data()) +
+                                                                      n * rank * (rank + 1) * dtype_size(theta.dtype()),
+                                                   theta.shape()));
+        }
+        theta = std::move(repeated);
+    }
+    return theta;
+}
+
+// A pixel matrix (output pixel -> input pixel), r x (r+1), from r x (r+1) or (r+1) x (r+1) rows.
+std::vector<double> read_pixel_matrix(const std::filesystem::path& file, std::int64_t rank, bool inverse) {
+    const io::TextMatrix m = io::read_matrix(file);
+    const auto columns = static_cast<std::size_t>(rank + 1);
+    if (m.columns != columns || (m.rows != columns - 1 && m.rows != columns)) {
+        throw io::FileError(file, "the matrix is " + std::to_string(m.rows) + "x" + std::to_string(m.columns) + ", expected " +
+                                      std::to_string(rank) + "x" + std::to_string(rank + 1) + " or " +
+                                      std::to_string(rank + 1) + "x" + std::to_string(rank + 1) + " for a " +
+                                      std::to_string(rank) + "-D input");
+    }
+    if (m.rows == columns) {
+        for (std::size_t j = 0; j < columns; ++j) {
+            if (m.values[(columns - 1) * columns + j] != (j + 1 == columns ? 1.0 : 0.0)) {
+                throw io::FileError(file, "the last row of a homogeneous matrix must be 0 ... 0 1");
+            }
+        }
+    }
+    std::vector<double> matrix(m.values.begin(), m.values.begin() + static_cast<std::ptrdiff_t>((columns - 1) * columns));
+    if (inverse) {
+        try {
+            matrix = invert_affine(matrix, rank);
+        } catch (const std::invalid_argument& e) {
+            throw io::FileError(file, e.what());
+        }
+    }
+    return matrix;
+}
+
+// cos and sin of an angle in degrees, exact at multiples of 90 (where std::cos(pi/2) is not 0).
+std::pair<double, double> cos_sin_degrees(double degrees) {
+    const double quarter_turns = degrees / 90.0;
+    if (quarter_turns == std::round(quarter_turns)) {
+        static constexpr double kCos[] = {1, 0, -1, 0}, kSin[] = {0, 1, 0, -1};
+        const auto k = static_cast<int>(((static_cast<long long>(quarter_turns) % 4) + 4) % 4);
+        return {kCos[k], kSin[k]};
+    }
+    const double radians = degrees * std::acos(-1.0) / 180.0;
+    return {std::cos(radians), std::sin(radians)};
+}
+
+// Scale, rotate (counter-clockwise on screen, in the x-y plane) and shift about the image centre:
+// the forward map is p_out = c_out + shift + R S (p_in - c_in); returned is its inverse, the
+// output -> input pixel matrix.
+std::vector<double> srt_matrix(const AffineCommand& command, const Shape& input_spatial, const Shape& output_spatial) {
+    const auto rank = static_cast<std::int64_t>(input_spatial.size());
+    const double scale = command.scale.value_or(1.0);
+    if (!(scale > 0) || !std::isfinite(scale)) throw std::invalid_argument("--scale must be a positive number");
+    if (!command.shift.empty() && static_cast<std::int64_t>(command.shift.size()) != rank) {
+        throw std::invalid_argument("--shift needs " + std::to_string(rank) + " values for a " + std::to_string(rank) +
+                                    "-D input, got " + std::to_string(command.shift.size()));
+    }
+    const auto [c, s] = cos_sin_degrees(command.rotate.value_or(0.0));
+    // Inverse of R S is S^-1 R^T; with y pointing down, R = [[c, s], [-s, c]] turns counter-clockwise.
+    std::vector<double> linear(static_cast<std::size_t>(rank * rank), 0.0);
+    for (std::int64_t i = 0; i < rank; ++i) linear[static_cast<std::size_t>(i * rank + i)] = 1.0 / scale;
+    if (rank >= 2) {
+        linear[0] = c / scale;
+        linear[1] = -s / scale;
+        linear[static_cast<std::size_t>(rank)] = s / scale;
+        linear[static_cast<std::size_t>(rank + 1)] = c / scale;
+    }
+    std::vector<double> matrix(static_cast<std::size_t>(rank * (rank + 1)));
+    for (std::int64_t k = 0; k < rank; ++k) {
+        const double centre_in = (static_cast<double>(input_spatial[static_cast<std::size_t>(rank - 1 - k)]) - 1.0) / 2.0;
+        double translation = centre_in;
+        for (std::int64_t j = 0; j < rank; ++j) {
+            const double centre_out = (static_cast<double>(output_spatial[static_cast<std::size_t>(rank - 1 - j)]) - 1.0) / 2.0;
+            const double shift = command.shift.empty() ? 0.0 : command.shift[static_cast<std::size_t>(j)];
+            const double a = linear[static_cast<std::size_t>(k * rank + j)];
+            matrix[static_cast<std::size_t>(k * (rank + 1) + j)] = a;
+            translation -= a * (centre_out + shift);
+        }
+        matrix[static_cast<std::size_t>(k * (rank + 1) + rank)] = translation;
+    }
+    return matrix;
+}
+
+void run_affine(const AffineCommand& command) {
+    apply_common_options(command.common);
+    const SampleOptions options = to_sample_options(command.sampling, command.common);
+    const bool srt = command.rotate || command.scale || !command.shift.empty();
+    const int sources = (command.theta.empty() ? 0 : 1) + (command.matrix.empty() ? 0 : 1) + (srt ? 1 : 0);
+    if (sources > 1 || (sources == 0 && command.size.empty())) {
+        throw std::invalid_argument("give exactly one of --theta, --matrix, or --rotate/--scale/--shift (or only --size to resize)");
+    }
+    if (command.inverse && command.matrix.empty()) throw std::invalid_argument("--inverse applies to --matrix only");
+    std::vector<std::filesystem::path> inputs{command.input};
+    if (!command.theta.empty()) inputs.push_back(command.theta);
+    if (!command.matrix.empty()) inputs.push_back(command.matrix);
+    check_output_differs(command.output, inputs);
+
+    io::Image input = io::read_image(command.input);
+    const auto rank = static_cast<std::int64_t>(input.spatial.size());
+    spdlog::debug("input {}: {} {}, {} channel(s), spatial {}", command.input.string(), io::file_kind_name(input.kind),
+                  dtype_name(input.dtype()), input.channels, shape_to_string(input.spatial));
+
+    Shape output_spatial = input.spatial;
+    if (!command.size.empty()) {
+        if (static_cast<std::int64_t>(command.size.size()) != rank) {
+            throw std::invalid_argument("--size needs " + std::to_string(rank) + " values (W,H" + (rank == 3 ? ",D" : "") +
+                                        ") for " + command.input.string() + ", got " + std::to_string(command.size.size()));
+        }
+        for (auto extent : command.size) {
+            if (extent < 1) throw std::invalid_argument("--size values must be positive");
+        }
+        output_spatial.assign(command.size.rbegin(), command.size.rend());  // W,H,D -> (D, H, W)
+    }
+
+    std::unique_ptr<PositionSource> positions;
+    Tensor theta;
+    if (!command.theta.empty()) {
+        theta = read_theta(command.theta, rank, input.batch);
+        positions = std::make_unique<AffinePositions>(theta.view(), output_spatial, options.align_corners);
+    } else if (sources == 0) {  // --size alone: the identity in normalized space resizes
+        std::vector<double> identity;
+        for (std::int64_t n = 0; n < input.batch; ++n) {
+            for (std::int64_t k = 0; k < rank; ++k) {
+                for (std::int64_t j = 0; j <= rank; ++j) identity.push_back(j == k ? 1.0 : 0.0);
+            }
+        }
+        positions = std::make_unique<AffinePositions>(identity, input.batch, output_spatial, options.align_corners,
+                                                      DType::Float64);
+    } else {
+        const std::vector<double> matrix = !command.matrix.empty()
+                                               ? read_pixel_matrix(command.matrix, rank, command.inverse)
+                                               : srt_matrix(command, input.spatial, output_spatial);
+        std::vector<double> per_batch;
+        for (std::int64_t n = 0; n < input.batch; ++n) per_batch.insert(per_batch.end(), matrix.begin(), matrix.end());
+        positions = std::make_unique<AffinePositions>(per_batch, input.batch, output_spatial, options.align_corners,
+                                                      DType::Float64, CoordinateSpace::Pixel);
+    }
+
+    io::Image output = io::Image::allocate_like(input, output_spatial);
+    if (input.geometry) {
+        output.geometry = output_spatial == input.spatial
+                              ? *input.geometry
+                              : io::resampled_geometry(*input.geometry, input.spatial, output_spatial, options.align_corners);
+    }
+    grid_sample(input.nchw(), *positions, output.nchw(), options);
+    io::write_image(command.output, output);
+    spdlog::info("wrote {} ({} {}, spatial {})", command.output.string(), io::file_kind_name(output.kind),
+                 dtype_name(output.dtype()), shape_to_string(output.spatial));
+}
+
+}  // namespace
+
+void register_affine_command(CLI::App& app) {
+    auto command = std::make_shared<AffineCommand>();
+    CLI::App* sub = app.add_subcommand("affine", "Warp an image, volume or tensor by an affine map");
+    sub->add_option("-i,--input", command->input, "Image (.png, .jpg, .tif, ...), volume (.nii[.gz], .nrrd, .mha, ...) or .npy")
+        ->required();
+    sub->add_option("-o,--output", command->output, "Output file; its extension picks the format")->required();
+    sub->add_option("--theta", command->theta, "Normalized 2x3 / 3x4 matrix exactly as ONNX AffineGrid (text or .npy)");
+    sub->add_option("--matrix", command->matrix,
+                    "Pixel-space matrix mapping output pixels to input pixels (2x3/3x3 images, 3x4/4x4 volumes; text or .npy)");
+    sub->add_flag("--inverse", command->inverse, "The --matrix maps input pixels to output pixels (OpenCV's default)");
+    sub->add_option("--rotate", command->rotate, "Rotate by DEG degrees counter-clockwise (as seen on screen) about the centre");
+    sub->add_option("--scale", command->scale, "Scale by S about the centre");
+    sub->add_option("--shift", command->shift, "Then shift by X,Y[,Z] output pixels")->delimiter(',');
+    sub->add_option("--size", command->size, "Output size W,H[,D] (default: the input's)")->delimiter(',');
+    add_sampling_options(*sub, command->sampling);
+    add_common_options(*sub, command->common);
+    sub->footer(
+        "Examples:\n"
+        "  gridwarp affine -i photo.png -o turned.png --rotate 30 --scale 1.2 --mode cubic\n"
+        "  gridwarp affine -i photo.jpg -o out.jpg --matrix M.txt --inverse     # OpenCV warpAffine's M\n"
+        "  gridwarp affine -i brain.nii.gz -o turned.nii.gz --rotate 15 --mode cubic\n"
+        "  gridwarp affine -i brain.nii.gz -o small.nii.gz --size 64,64,40   # resize, same extent\n"
+        "  gridwarp affine -i X.npy -o Y.npy --theta theta.npy --align-corners   # = grid + sample");
+    sub->callback([command] { run_affine(*command); });
+}
+
+}  // namespace gridwarp::cli

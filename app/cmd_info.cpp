@@ -1,0 +1,151 @@
+// gridwarp info: what a file holds, as text or one JSON object.
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <sstream>
+
+#include "cli_common.hpp"
+#include "gridwarp/io/flow_io.hpp"
+#include "gridwarp/io/image.hpp"
+
+namespace gridwarp::cli {
+
+namespace {
+
+struct InfoCommand {
+    std::filesystem::path file;
+    bool json = false;
+    CommonOptions common;
+};
+
+struct ValueRange {
+    double min = std::numeric_limits<double>::infinity();
+    double max = -std::numeric_limits<double>::infinity();
+    std::int64_t non_finite = 0;
+    bool numeric = true;
+};
+
+ValueRange value_range(const ConstTensorView& view) {
+    ValueRange range;
+    if (view.dtype == DType::String || is_complex(view.dtype)) {
+        range.numeric = false;
+        return range;
+    }
+    const Tensor values = convert_to(view, DType::Float64);
+    const double* data = values.data_as<double>();
+    for (std::int64_t i = 0; i < values.numel(); ++i) {
+        if (!std::isfinite(data[i])) {
+            ++range.non_finite;
+            continue;
+        }
+        range.min = std::min(range.min, data[i]);
+        range.max = std::max(range.max, data[i]);
+    }
+    return range;
+}
+
+// Sizes innermost-first (W, H, D), the order image tools print them in.
+std::vector<std::int64_t> size_innermost_first(const Shape& spatial) { return std::vector<std::int64_t>(spatial.rbegin(), spatial.rend()); }
+
+std::string joined(const std::vector<double>& values, const char* separator) {
+    std::ostringstream out;
+    out.precision(10);
+    for (std::size_t i = 0; i < values.size(); ++i) out << (i ? separator : "") << values[i] + 0.0;  // no "-0"
+    return out.str();
+}
+
+void run_info(const InfoCommand& command) {
+    apply_common_options(command.common);
+    nlohmann::ordered_json info;
+    info["file"] = command.file.string();
+    const std::string name = command.file.filename().string();
+    const bool is_flo = name.size() > 4 && name.compare(name.size() - 4, 4, ".flo") == 0;
+
+    std::optional<io::Geometry> geometry;
+    ValueRange range;
+    if (is_flo) {
+        const io::FlowField flow = io::read_flow(command.file);
+        const Shape& shape = flow.field.shape();
+        info["kind"] = "flow";
+        info["format"] = flow.format;
+        info["size"] = size_innermost_first(Shape(shape.begin() + 1, shape.end() - 1));
+        info["batch"] = shape[0];
+        info["channels"] = shape.back();
+        info["dtype"] = std::string(dtype_name(flow.field.dtype()));
+        range = value_range(flow.field.view());
+    } else {
+        const io::Image image = io::read_image(command.file);
+        info["kind"] = std::string(io::file_kind_name(image.kind));
+        info["format"] = image.format;
+        info["size"] = size_innermost_first(image.spatial);
+        info["batch"] = image.batch;
+        info["channels"] = image.channels;
+        if (!image.channel_order.empty()) info["channel_order"] = image.channel_order;
+        info["dtype"] = std::string(dtype_name(image.dtype()));
+        range = value_range(image.nchw());
+        geometry = image.geometry;
+    }
+    if (range.numeric && range.min <= range.max) info["range"] = {range.min, range.max};
+    if (range.non_finite > 0) info["non_finite_values"] = range.non_finite;
+    if (geometry) {
+        info["spacing"] = geometry->spacing;
+        info["origin"] = geometry->origin;
+        const std::size_t d = geometry->dimension();
+        nlohmann::json direction = nlohmann::json::array();
+        for (std::size_t i = 0; i < d; ++i) {
+            direction.push_back(std::vector<double>(geometry->direction.begin() + static_cast<std::ptrdiff_t>(i * d),
+                                                    geometry->direction.begin() + static_cast<std::ptrdiff_t>((i + 1) * d)));
+        }
+        info["direction"] = direction;
+    }
+
+    if (command.json) {
+        std::cout << info.dump() << "\n";
+        return;
+    }
+    std::cout << "file:      " << command.file.string() << "\n";
+    std::cout << "kind:      " << info["kind"].get<std::string>() << " (" << info["format"].get<std::string>() << ")\n";
+    const auto size = info["size"].get<std::vector<std::int64_t>>();
+    std::cout << "size:      ";
+    for (std::size_t i = 0; i < size.size(); ++i) std::cout << (i ? " x " : "") << size[i];
+    std::cout << (size.size() == 3 ? "  (W x H x D)" : size.size() == 2 ? "  (W x H)" : "") << "\n";
+    if (info["batch"].get<std::int64_t>() != 1) std::cout << "batch:     " << info["batch"].get<std::int64_t>() << "\n";
+    std::cout << "channels:  " << info["channels"].get<std::int64_t>();
+    if (info.contains("channel_order")) std::cout << " (" << info["channel_order"].get<std::string>() << ")";
+    std::cout << "\n";
+    std::cout << "dtype:     " << info["dtype"].get<std::string>() << "\n";
+    if (info.contains("range")) std::cout << "range:     [" << joined(info["range"].get<std::vector<double>>(), ", ") << "]\n";
+    if (range.non_finite > 0) std::cout << "non-finite values: " << range.non_finite << "\n";
+    if (geometry) {
+        std::cout << "spacing:   " << joined(geometry->spacing, " x ") << " mm\n";
+        std::cout << "origin:    (" << joined(geometry->origin, ", ") << ") mm, LPS\n";
+        const std::size_t d = geometry->dimension();
+        for (std::size_t i = 0; i < d; ++i) {
+            std::cout << (i == 0 ? "direction: " : "           ") << "["
+                      << joined(std::vector<double>(geometry->direction.begin() + static_cast<std::ptrdiff_t>(i * d),
+                                                    geometry->direction.begin() + static_cast<std::ptrdiff_t>((i + 1) * d)),
+                                ", ")
+                      << "]\n";
+        }
+    }
+}
+
+}  // namespace
+
+void register_info_command(CLI::App& app) {
+    auto command = std::make_shared<InfoCommand>();
+    CLI::App* sub = app.add_subcommand("info", "Describe an image, volume, tensor or flow file");
+    sub->add_option("file", command->file, "The file to describe")->required();
+    sub->add_flag("--json", command->json, "Print one JSON object instead of text");
+    add_common_options(*sub, command->common);
+    sub->footer(
+        "Examples:\n"
+        "  gridwarp info data/brain.nii.gz\n"
+        "  gridwarp info photo.png --json | python3 -m json.tool");
+    sub->callback([command] { run_info(*command); });
+}
+
+}  // namespace gridwarp::cli

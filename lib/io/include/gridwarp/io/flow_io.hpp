@@ -1,0 +1,26 @@
+// Flow and displacement fields on disk. Every reader returns the field as (N, O1..Or, r) with
+// components innermost-first (u/x, v/y, w/z); see docs/formats.md for each format's conventions.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+
+#include "gridwarp/io/image.hpp"
+
+namespace gridwarp::io {
+
+struct FlowField {
+    Tensor field;                       // (N, O1..Or, r); NaN marks invalid vectors
+    std::string format;                 // "flo", "kitti", "npy", "nifti", "nrrd", "metaimage"
+    std::optional<Geometry> geometry;   // for fields read from volume formats
+};
+
+// .flo (Middlebury; |u| or |v| >= 1e9 marks unknown flow and reads as NaN), .png (KITTI 16-bit
+// flow; invalid pixels read as NaN), .npy ((H, W, 2), (D, H, W, 3), or either with a leading N),
+// .nii/.nii.gz/.nrrd/.nhdr/.mha/.mhd (vector images with one component per spatial axis).
+FlowField read_flow(const std::filesystem::path& file);
+
+// Middlebury .flo, for a field (1, H, W, 2) or (H, W, 2) of a real dtype (stored as float32).
+void write_flo(const std::filesystem::path& file, const ConstTensorView& field);
+
+}  // namespace gridwarp::io

@@ -1,0 +1,78 @@
+// Images, volumes and tensors read from and written to files, the format chosen by extension:
+//  - .npy: a tensor (N, C, D1..Dr) as it is;
+//  - .nii, .nii.gz, .nrrd, .nhdr, .mha, .mhd: a volume through ITK, with its physical geometry;
+//  - anything else (.png, .jpg, .tif, .bmp, .webp, ...): a raster image through OpenCV.
+// Pixels stay in the file's memory layout; nchw() views them as (N, C, D1..Dr) through strides, so
+// nothing is converted or copied to be sampled. OpenCV and ITK appear in no public header.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gridwarp/tensor.hpp"
+
+namespace gridwarp::io {
+
+enum class FileKind { Tensor, Raster, Volume };
+std::string_view file_kind_name(FileKind kind);
+
+// Physical geometry in ITK's convention (LPS, millimetres). Axes are innermost-first (i, j, k):
+// spacing[0] belongs to the fastest-varying axis (W). direction is row-major dim x dim; its
+// column j is the direction of axis j. The physical point of index (i, j, k) is
+// origin + direction * diag(spacing) * (i, j, k).
+struct Geometry {
+    std::vector<double> spacing;
+    std::vector<double> origin;
+    std::vector<double> direction;
+
+    std::size_t dimension() const { return spacing.size(); }
+    static Geometry identity(std::size_t dimension);
+};
+
+// How the channels sit in memory.
+enum class ChannelLayout {
+    Interleaved,  // channels fastest: OpenCV's HWC, ITK's vector pixels
+    Planar,       // channels slowest: .npy tensors (N, C, ...), 4-D series (a volume per channel)
+};
+
+struct Image {
+    FileKind kind = FileKind::Tensor;
+    std::string format;        // "png", "nifti", "nrrd", "metaimage", "npy", ...
+    Tensor pixels;             // the buffer, in the file's layout
+    std::int64_t batch = 1;    // N: 1 except for .npy tensors
+    std::int64_t channels = 1; // C
+    Shape spatial;             // (D1..Dr), outermost first: (H, W) or (D, H, W)
+    ChannelLayout layout = ChannelLayout::Planar;
+    std::optional<Geometry> geometry;  // volumes only
+    std::string channel_order;         // "BGR", "BGRA" for OpenCV colour images, else empty
+
+    DType dtype() const { return pixels.dtype(); }
+    // (N, C, D1..Dr) views of the pixels.
+    ConstTensorView nchw() const;
+    TensorView nchw();
+
+    // An image of the same kind, format, layout, channels and dtype with another spatial shape
+    // (geometry left for the caller to set).
+    static Image allocate_like(const Image& prototype, const Shape& spatial);
+    // A planar tensor image over (N, C, D1..Dr).
+    static Image from_tensor(Tensor tensor);
+};
+
+// The geometry of `new_spatial` points covering the physical extent that `geometry` gives
+// `old_spatial` points (shapes outermost-first). align_corners=0 keeps the outer edges of the edge
+// voxels in place, align_corners=1 the centres of the corner voxels.
+Geometry resampled_geometry(const Geometry& geometry, const Shape& old_spatial, const Shape& new_spatial,
+                            bool align_corners);
+
+// Reads any supported file. Throws FileError naming the file and the problem.
+Image read_image(const std::filesystem::path& file);
+// Writes atomically (see atomic_file.hpp), choosing the format by the extension. Throws
+// FileError when the format cannot hold the image (e.g. float pixels in a JPEG).
+void write_image(const std::filesystem::path& file, const Image& image);
+
+// The format a path's extension selects.
+FileKind kind_for_path(const std::filesystem::path& file);
+
+}  // namespace gridwarp::io

@@ -1,0 +1,22 @@
+// Internal: the format back-ends behind read_image / write_image.
+#pragma once
+
+#include <filesystem>
+
+#include "gridwarp/io/image.hpp"
+
+namespace gridwarp::io::detail {
+
+// Throws FileError unless `file` exists and is a regular file.
+void require_readable_file(const std::filesystem::path& file);
+
+Image read_raster(const std::filesystem::path& file);                           // OpenCV
+void write_raster(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
+Image read_volume(const std::filesystem::path& file);                           // ITK
+void write_volume(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
+
+// The pixels of `image` as a C-ordered buffer in `layout` ((N, spatial..., C) or (N, C, spatial...)):
+// image.pixels itself when it already is one, else a converted copy kept in `scratch`.
+const void* pixels_in_layout(const Image& image, ChannelLayout layout, Tensor& scratch);
+
+}  // namespace gridwarp::io::detail

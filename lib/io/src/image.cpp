@@ -1,0 +1,197 @@
+#include "gridwarp/io/image.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "formats.hpp"
+#include "gridwarp/io/atomic_file.hpp"
+#include "gridwarp/io/error.hpp"
+#include "gridwarp/io/npy.hpp"
+
+namespace gridwarp::io {
+
+namespace fs = std::filesystem;
+
+std::string_view file_kind_name(FileKind kind) {
+    switch (kind) {
+        case FileKind::Tensor: return "tensor";
+        case FileKind::Raster: return "image";
+        case FileKind::Volume: return "volume";
+    }
+    return "tensor";
+}
+
+Geometry Geometry::identity(std::size_t dimension) {
+    Geometry geometry;
+    geometry.spacing.assign(dimension, 1.0);
+    geometry.origin.assign(dimension, 0.0);
+    geometry.direction.assign(dimension * dimension, 0.0);
+    for (std::size_t i = 0; i < dimension; ++i) geometry.direction[i * dimension + i] = 1.0;
+    return geometry;
+}
+
+namespace {
+
+Shape nchw_shape(const Image& image) {
+    Shape shape{image.batch, image.channels};
+    shape.insert(shape.end(), image.spatial.begin(), image.spatial.end());
+    return shape;
+}
+
+Shape nchw_strides(const Image& image) {
+    const Shape shape = nchw_shape(image);
+    if (image.layout == ChannelLayout::Planar) return contiguous_strides(shape);
+    // Storage (spatial..., C) per batch item.
+    Shape storage_shape = image.spatial;
+    storage_shape.push_back(image.channels);
+    const Shape storage_strides = contiguous_strides(storage_shape);
+    Shape strides{shape_numel(storage_shape), 1};
+    strides.insert(strides.end(), storage_strides.begin(), storage_strides.end() - 1);
+    return strides;
+}
+
+std::string lowercase(std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+    return text;
+}
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+ConstTensorView Image::nchw() const { return ConstTensorView(pixels.dtype(), pixels.data(), nchw_shape(*this), nchw_strides(*this)); }
+
+TensorView Image::nchw() { return TensorView(pixels.dtype(), pixels.data(), nchw_shape(*this), nchw_strides(*this)); }
+
+Image Image::allocate_like(const Image& prototype, const Shape& spatial) {
+    Image image;
+    image.kind = prototype.kind;
+    image.format = prototype.format;
+    image.batch = prototype.batch;
+    image.channels = prototype.channels;
+    image.spatial = spatial;
+    image.layout = prototype.layout;
+    image.channel_order = prototype.channel_order;
+    Shape storage_shape;
+    if (image.layout == ChannelLayout::Interleaved) {
+        storage_shape = spatial;
+        storage_shape.insert(storage_shape.begin(), image.batch);
+        storage_shape.push_back(image.channels);
+        if (image.batch == 1) storage_shape.erase(storage_shape.begin());
+    } else {
+        storage_shape = nchw_shape(image);
+    }
+    image.pixels = Tensor(prototype.dtype(), storage_shape);
+    return image;
+}
+
+Image Image::from_tensor(Tensor tensor) {
+    if (tensor.rank() < 3) {
+        throw std::invalid_argument("a tensor image needs shape (N, C, D1..Dr), got " + shape_to_string(tensor.shape()));
+    }
+    Image image;
+    image.kind = FileKind::Tensor;
+    image.format = "npy";
+    image.batch = tensor.shape()[0];
+    image.channels = tensor.shape()[1];
+    image.spatial.assign(tensor.shape().begin() + 2, tensor.shape().end());
+    image.layout = ChannelLayout::Planar;
+    image.pixels = std::move(tensor);
+    return image;
+}
+
+Geometry resampled_geometry(const Geometry& geometry, const Shape& old_spatial, const Shape& new_spatial,
+                            bool align_corners) {
+    const std::size_t dimension = geometry.dimension();
+    Geometry result = geometry;
+    std::vector<double> shift(dimension, 0.0);  // origin change along each axis, in millimetres
+    for (std::size_t axis = 0; axis < dimension; ++axis) {
+        const auto old_size = static_cast<double>(old_spatial[dimension - 1 - axis]);
+        const auto new_size = static_cast<double>(new_spatial[dimension - 1 - axis]);
+        if (align_corners) {
+            if (new_size > 1 && old_size > 1) result.spacing[axis] = geometry.spacing[axis] * (old_size - 1) / (new_size - 1);
+        } else {
+            result.spacing[axis] = geometry.spacing[axis] * old_size / new_size;
+            shift[axis] = 0.5 * (result.spacing[axis] - geometry.spacing[axis]);
+        }
+    }
+    for (std::size_t i = 0; i < dimension; ++i) {
+        for (std::size_t j = 0; j < dimension; ++j) result.origin[i] += geometry.direction[i * dimension + j] * shift[j];
+    }
+    return result;
+}
+
+FileKind kind_for_path(const fs::path& file) {
+    const std::string name = lowercase(file.filename().string());
+    if (ends_with(name, ".npy")) return FileKind::Tensor;
+    for (const char* extension : {".nii", ".nii.gz", ".nrrd", ".nhdr", ".mha", ".mhd"}) {
+        if (ends_with(name, extension)) return FileKind::Volume;
+    }
+    return FileKind::Raster;
+}
+
+namespace detail {
+
+void require_readable_file(const fs::path& file) {
+    std::error_code error;
+    const auto status = fs::status(file, error);
+    if (!fs::exists(status)) throw FileError(file, "no such file");
+    if (fs::is_directory(status)) throw FileError(file, "is a directory, expected a file");
+}
+
+const void* pixels_in_layout(const Image& image, ChannelLayout layout, Tensor& scratch) {
+    if (layout == image.layout) return image.pixels.data();
+    const ConstTensorView source = image.nchw();
+    Shape storage_shape;  // N first, then the layout's order
+    Shape strides;        // of that storage, permuted to (N, C, spatial...)
+    if (layout == ChannelLayout::Interleaved) {
+        storage_shape = image.spatial;
+        storage_shape.insert(storage_shape.begin(), image.batch);
+        storage_shape.push_back(image.channels);
+        const Shape s = contiguous_strides(storage_shape);
+        strides = {s[0], s.back()};
+        strides.insert(strides.end(), s.begin() + 1, s.end() - 1);
+    } else {
+        storage_shape = source.shape;
+        strides = contiguous_strides(storage_shape);
+    }
+    scratch = Tensor(image.pixels.dtype(), storage_shape);
+    copy_elements(source, TensorView(scratch.dtype(), scratch.data(), source.shape, strides));
+    return scratch.data();
+}
+
+}  // namespace detail
+
+Image read_image(const fs::path& file) {
+    detail::require_readable_file(file);
+    switch (kind_for_path(file)) {
+        case FileKind::Tensor: {
+            Tensor tensor = read_npy(file);
+            if (tensor.rank() < 3) {
+                throw FileError(file, "expected a tensor (N, C, D1..Dr) of rank >= 3, got shape " + shape_to_string(tensor.shape()));
+            }
+            return Image::from_tensor(std::move(tensor));
+        }
+        case FileKind::Volume: return detail::read_volume(file);
+        case FileKind::Raster: return detail::read_raster(file);
+    }
+    return detail::read_raster(file);
+}
+
+void write_image(const fs::path& file, const Image& image) {
+    switch (kind_for_path(file)) {
+        case FileKind::Tensor:
+            write_npy(file, image.nchw());
+            return;
+        case FileKind::Volume:
+            write_path_atomically(file, [&](const fs::path& temporary) { detail::write_volume(temporary, file, image); });
+            return;
+        case FileKind::Raster:
+            write_path_atomically(file, [&](const fs::path& temporary) { detail::write_raster(temporary, file, image); });
+            return;
+    }
+}
+
+}  // namespace gridwarp::io

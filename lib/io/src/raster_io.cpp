@@ -1,0 +1,136 @@
+// Raster images through OpenCV: PNG, JPEG, TIFF, BMP, WebP and whatever else Debian's OpenCV reads.
+#include <opencv2/core/utils/logger.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include <algorithm>
+#include <cctype>
+
+#include "formats.hpp"
+#include "gridwarp/io/error.hpp"
+
+namespace gridwarp::io::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// OpenCV reports decoder trouble on stderr itself; gridwarp reports it once, as a FileError.
+void silence_opencv() {
+    static const bool silenced = [] {
+        cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);
+        return true;
+    }();
+    (void)silenced;
+}
+
+std::string extension_of(const fs::path& file) {
+    std::string extension = file.extension().string();
+    if (!extension.empty()) extension.erase(0, 1);
+    std::transform(extension.begin(), extension.end(), extension.begin(), [](unsigned char c) { return std::tolower(c); });
+    return extension;
+}
+
+DType dtype_for_depth(int depth, const fs::path& file) {
+    switch (depth) {
+        case CV_8U: return DType::UInt8;
+        case CV_8S: return DType::Int8;
+        case CV_16U: return DType::UInt16;
+        case CV_16S: return DType::Int16;
+        case CV_32S: return DType::Int32;
+        case CV_32F: return DType::Float32;
+        case CV_64F: return DType::Float64;
+        case CV_16F: return DType::Float16;
+        default: throw FileError(file, "unsupported OpenCV pixel depth " + std::to_string(depth));
+    }
+}
+
+int depth_for_dtype(DType type) {
+    switch (type) {
+        case DType::UInt8: return CV_8U;
+        case DType::Int8: return CV_8S;
+        case DType::UInt16: return CV_16U;
+        case DType::Int16: return CV_16S;
+        case DType::Int32: return CV_32S;
+        case DType::Float32: return CV_32F;
+        case DType::Float64: return CV_64F;
+        case DType::Float16: return CV_16F;
+        default: return -1;
+    }
+}
+
+// The depths each common format can store; formats not listed are left to OpenCV to judge.
+std::vector<DType> depths_for_format(const std::string& extension) {
+    if (extension == "png") return {DType::UInt8, DType::UInt16};
+    if (extension == "jpg" || extension == "jpeg" || extension == "jpe" || extension == "bmp" || extension == "webp" ||
+        extension == "pbm" || extension == "pgm" || extension == "ppm" || extension == "ras" || extension == "sr") {
+        return {DType::UInt8};
+    }
+    if (extension == "tif" || extension == "tiff") {
+        return {DType::UInt8, DType::UInt16, DType::Int8, DType::Int16, DType::Int32, DType::Float32, DType::Float64};
+    }
+    return {};
+}
+
+}  // namespace
+
+Image read_raster(const fs::path& file) {
+    silence_opencv();
+    cv::Mat mat;
+    try {
+        if (!cv::haveImageReader(file.string())) {
+            throw FileError(file, "not a recognised image format (expected PNG, JPEG, TIFF, BMP, WebP, ... "
+                                  "or .npy, .nii, .nii.gz, .nrrd, .nhdr, .mha, .mhd)");
+        }
+        mat = cv::imread(file.string(), cv::IMREAD_UNCHANGED);
+    } catch (const cv::Exception& e) {
+        throw FileError(file, "cannot read the image: " + std::string(e.err));
+    }
+    if (mat.empty()) throw FileError(file, "cannot read the image: corrupt, truncated or unsupported");
+    if (!mat.isContinuous()) mat = mat.clone();
+
+    Image image;
+    image.kind = FileKind::Raster;
+    image.format = extension_of(file);
+    image.channels = mat.channels();
+    image.spatial = {mat.rows, mat.cols};
+    image.layout = ChannelLayout::Interleaved;
+    if (image.channels == 3) image.channel_order = "BGR";
+    if (image.channels == 4) image.channel_order = "BGRA";
+    const DType dtype = dtype_for_depth(mat.depth(), file);
+    // Keep OpenCV's buffer: the tensor shares it instead of copying.
+    auto owner = std::make_shared<cv::Mat>(std::move(mat));
+    image.pixels = Tensor::adopt(dtype, {owner->rows, owner->cols, image.channels}, std::shared_ptr<void>(owner, owner->data));
+    return image;
+}
+
+void write_raster(const fs::path& temporary, const fs::path& target, const Image& image) {
+    silence_opencv();
+    if (image.batch != 1 || image.spatial.size() != 2) {
+        throw FileError(target, "an image file holds one 2-D image, got N=" + std::to_string(image.batch) +
+                                    " and spatial shape " + shape_to_string(image.spatial) + " (write .npy or a volume format)");
+    }
+    const int depth = depth_for_dtype(image.dtype());
+    const std::string extension = extension_of(target);
+    const auto allowed = depths_for_format(extension);
+    const bool depth_allowed = allowed.empty() || std::find(allowed.begin(), allowed.end(), image.dtype()) != allowed.end();
+    if (depth < 0 || !depth_allowed) {
+        throw FileError(target, "a ." + extension + " file cannot hold " + std::string(dtype_name(image.dtype())) +
+                                    " pixels (write .tif, .npy or .nii for other types)");
+    }
+    if (image.channels < 1 || image.channels > 4) {
+        throw FileError(target, "image files hold 1 to 4 channels, got " + std::to_string(image.channels));
+    }
+    Tensor scratch;
+    const void* data = pixels_in_layout(image, ChannelLayout::Interleaved, scratch);
+    const cv::Mat mat(static_cast<int>(image.spatial[0]), static_cast<int>(image.spatial[1]),
+                      CV_MAKETYPE(depth, static_cast<int>(image.channels)), const_cast<void*>(data));
+    bool written = false;
+    try {
+        written = cv::imwrite(temporary.string(), mat);
+    } catch (const cv::Exception& e) {
+        throw FileError(target, "cannot write the image: " + std::string(e.err));
+    }
+    if (!written) throw FileError(target, "cannot write the image (OpenCV has no writer for this format and pixel type)");
+}
+
+}  // namespace gridwarp::io::detail
