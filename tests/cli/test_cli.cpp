@@ -661,7 +661,7 @@ TEST_CASE("an existing output file is replaced only on success", "[cli][errors]"
 // ---------------------------------------------------------------------------------------------
 // 4. Help, version, aliases, threads, quiet
 
-TEST_CASE("--help of each subcommand shows examples", "[cli][help]") {
+TEST_CASE("each subcommand's help shows examples", "[cli][help]") {
     for (const char* command : {"sample", "grid"}) {
         INFO("gridwarp " << command << " --help");
         const RunResult r = run_gridwarp({command, "--help"});
@@ -677,7 +677,7 @@ TEST_CASE("--help of each subcommand shows examples", "[cli][help]") {
     CHECK(top.out.find("grid") != std::string::npos);
 }
 
-TEST_CASE("--version prints the project version", "[cli][version]") {
+TEST_CASE("the version flag prints the project version", "[cli][version]") {
     // The version the top-level CMakeLists.txt declares.
     const std::string cmake = file_bytes(data_dir().parent_path().parent_path() / "CMakeLists.txt");
     std::smatch match;
@@ -712,7 +712,7 @@ TEST_CASE("mode aliases bilinear, bicubic and trilinear work", "[cli][aliases]")
     }
 }
 
-TEST_CASE("--threads 1 and --threads 2 give identical outputs", "[cli][threads]") {
+TEST_CASE("one and two threads give identical outputs", "[cli][threads]") {
     std::mt19937 rng(12345);
     TempDir temp;
     const Tensor x = random_tensor(DType::Float32, {2, 3, 37, 41}, -5, 5, rng);
@@ -745,7 +745,7 @@ TEST_CASE("--threads 1 and --threads 2 give identical outputs", "[cli][threads]"
     CHECK(compare_exact(io::read_npy(temp / "a1.npy").view(), io::read_npy(temp / "a2.npy").view()) == "");
 }
 
-TEST_CASE("-q prints errors only; -v reports", "[cli][quiet]") {
+TEST_CASE("quiet runs print errors only, verbose runs report", "[cli][quiet]") {
     const FixtureCase c = load_case(onnx_case("test_gridsample_bilinear"));
     TempDir temp;
     auto sample = [&](const std::vector<std::string>& flags) {

@@ -1,6 +1,5 @@
 #include "gridwarp/io/atomic_file.hpp"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,52 +17,44 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Everything from the first dot of the file name on (".nii.gz"), ignoring a leading dot.
-std::string full_extension(const fs::path& target) {
-    const std::string name = target.filename().string();
-    const auto dot = name.find('.', 1);
-    return dot == std::string::npos ? std::string() : name.substr(dot);
-}
-
-// Creates an empty temporary file beside target with the permissions a plain create would give.
-fs::path make_temporary(const fs::path& target) {
+// A fresh directory beside target: the writer creates its file(s) there under their final names,
+// so formats that write a header and a data file referring to each other (.nhdr, .mhd) stay valid.
+fs::path make_staging_directory(const fs::path& target) {
     const fs::path directory = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-    const std::string extension = full_extension(target);
-    std::string stem = target.filename().string();
-    stem = stem.substr(0, stem.size() - extension.size());
-    std::string pattern = (directory / ("." + stem + ".gridwarp-XXXXXX" + extension)).string();
+    std::string pattern = (directory / ".gridwarp-XXXXXX").string();
     std::vector<char> buffer(pattern.begin(), pattern.end());
     buffer.push_back('\0');
-    const int fd = ::mkstemps(buffer.data(), static_cast<int>(extension.size()));
-    if (fd < 0) throw FileError(target, std::string("cannot create a file in its directory: ") + std::strerror(errno));
-    const mode_t mask = ::umask(0);
-    ::umask(mask);
-    ::fchmod(fd, 0666 & ~mask);
-    ::close(fd);
-    return fs::path(buffer.data());
-}
-
-void commit(const fs::path& temporary, const fs::path& target) {
-    std::error_code error;
-    fs::rename(temporary, target, error);
-    if (error) {
-        fs::remove(temporary, error);
-        throw FileError(target, "cannot move the finished file into place: " + error.message());
+    if (!::mkdtemp(buffer.data())) {
+        throw FileError(target, std::string("cannot create a file in its directory: ") + std::strerror(errno));
     }
+    return fs::path(buffer.data());
 }
 
 }  // namespace
 
 void write_path_atomically(const fs::path& target, const std::function<void(const fs::path&)>& write) {
-    const fs::path temporary = make_temporary(target);
+    const fs::path staging = make_staging_directory(target);
+    std::error_code ignored;
     try {
-        write(temporary);
+        write(staging / target.filename());
+        if (!fs::exists(staging / target.filename())) throw FileError(target, "the writer produced no file");
+        // Companion files first, the named file last: it appears only once everything is in place.
+        const fs::path directory = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+        std::vector<fs::path> written;
+        for (const auto& entry : fs::directory_iterator(staging)) {
+            if (entry.path().filename() != target.filename()) written.push_back(entry.path());
+        }
+        written.push_back(staging / target.filename());
+        for (const auto& file : written) {
+            std::error_code error;
+            fs::rename(file, directory / file.filename(), error);
+            if (error) throw FileError(target, "cannot move the finished file into place: " + error.message());
+        }
     } catch (...) {
-        std::error_code ignored;
-        fs::remove(temporary, ignored);
+        fs::remove_all(staging, ignored);
         throw;
     }
-    commit(temporary, target);
+    fs::remove_all(staging, ignored);
 }
 
 void write_file_atomically(const fs::path& target, const std::function<void(std::ostream&)>& write) {

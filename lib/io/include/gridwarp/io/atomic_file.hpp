@@ -8,13 +8,15 @@
 
 namespace gridwarp::io {
 
-// Writes to a temporary file beside `target` (same directory, so the final rename is atomic),
-// then renames it into place. If `write` throws, or the write fails, the temporary file is removed,
-// `target` is left as it was, and a FileError naming `target` is thrown.
+// Writes into a staging directory beside `target` (same file system, so the final rename is
+// atomic), then renames the result into place. If `write` throws, or the write fails, the staging
+// directory is removed, `target` is left as it was, and the error propagates (a FileError naming
+// `target` for write failures).
 void write_file_atomically(const std::filesystem::path& target, const std::function<void(std::ostream&)>& write);
 
-// Same, for a writer that needs a file name of its own (a third-party library writing by path).
-// The temporary path keeps target's extension(s), so format detection by extension still works.
+// Same, for a writer that needs a path of its own (a third-party library writing by name). The
+// path it gets has target's file name, so format detection by extension works, and companion
+// files it writes beside it (a detached header's data file) are moved into place too.
 void write_path_atomically(const std::filesystem::path& target,
                            const std::function<void(const std::filesystem::path& temporary)>& write);
 
