@@ -10,7 +10,7 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
     command.add_flag("-v,--verbose", options.verbose, "Report what is read, computed and written");
     command.add_flag("-q,--quiet", options.quiet, "Print errors only");
     command.add_option("--threads", options.threads, "Worker threads (default: every core)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(CLI::Range(0, 4096));
 }
 
 void apply_common_options(const CommonOptions& options) {

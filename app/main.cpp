@@ -16,6 +16,12 @@ int main(int argc, char** argv) {
     CLI::App app{"gridwarp: exact N-D grid sampling (ONNX GridSample / AffineGrid) for images, volumes and tensors"};
     app.set_version_flag("--version", "gridwarp " GRIDWARP_VERSION);
     app.require_subcommand(1);
+    // One line for command-line mistakes too, in the same form as every other error.
+    app.failure_message([](const CLI::App* command, const CLI::Error& e) {
+        const auto used = command->get_subcommands();
+        const std::string help = used.empty() ? "gridwarp --help" : "gridwarp " + used.front()->get_name() + " --help";
+        return "gridwarp: error: " + std::string(e.what()) + " (see '" + help + "')\n";
+    });
     app.footer("Run 'gridwarp COMMAND --help' for a command's options and examples.\nDocs: docs/cli.md");
     gridwarp::cli::register_sample_command(app);
     gridwarp::cli::register_grid_command(app);
