@@ -45,5 +45,6 @@ void register_grid_command(CLI::App& app);
 void register_affine_command(CLI::App& app);
 void register_flow_command(CLI::App& app);
 void register_info_command(CLI::App& app);
+void register_resample_command(CLI::App& app);
 
 }  // namespace gridwarp::cli

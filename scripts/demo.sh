@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on the bundled data: describe the samples, then warp the test card by a rotation and
-# by a swirl flow field, and turn and resize the brain volume. Outputs go to $1 (default: out/).
+# by a swirl flow field, turn and resize the brain volume, and resample it through an ITK
+# transform. Outputs go to $1 (default: out/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 gridwarp=${GRIDWARP:-build/app/gridwarp}
@@ -17,4 +18,7 @@ mkdir -p "$out"
 "$gridwarp" affine -i data/brain.nii.gz -o "$out/brain_rotated.nii.gz" --rotate 15 --mode cubic
 "$gridwarp" affine -i data/brain.nii.gz -o "$out/brain_half.nii.gz" --size 17,21,13
 "$gridwarp" info "$out/brain_half.nii.gz"
+"$gridwarp" affine -i data/brain.nii.gz -o "$out/ref3mm.nii.gz" --size 22,27,17
+"$gridwarp" resample -i data/brain.nii.gz -r "$out/ref3mm.nii.gz" -t data/tilt.tfm -o "$out/brain_tilted.nii.gz" --mode cubic
+"$gridwarp" info "$out/brain_tilted.nii.gz"
 echo "demo outputs are in $out/"

@@ -12,7 +12,7 @@ void require_readable_file(const std::filesystem::path& file);
 
 Image read_raster(const std::filesystem::path& file);                           // OpenCV
 void write_raster(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
-Image read_volume(const std::filesystem::path& file);                           // ITK
+Image read_volume(const std::filesystem::path& file, bool with_pixels = true);  // ITK
 void write_volume(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
 
 // The pixels of `image` as a C-ordered buffer in `layout` ((N, spatial..., C) or (N, C, spatial...)):

@@ -180,6 +180,12 @@ Image read_image(const fs::path& file) {
     return detail::read_raster(file);
 }
 
+Image read_image_header(const fs::path& file) {
+    detail::require_readable_file(file);
+    if (kind_for_path(file) == FileKind::Volume) return detail::read_volume(file, false);
+    return read_image(file);
+}
+
 void write_image(const fs::path& file, const Image& image) {
     switch (kind_for_path(file)) {
         case FileKind::Tensor:

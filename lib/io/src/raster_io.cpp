@@ -117,6 +117,14 @@ void write_raster(const fs::path& temporary, const fs::path& target, const Image
         throw FileError(target, "a ." + extension + " file cannot hold " + std::string(dtype_name(image.dtype())) +
                                     " pixels (write .tif, .npy or .nii for other types)");
     }
+    // Colour TIFFs go through OpenCV's BGR -> RGB swap, which takes 8/16-bit and float32 pixels only
+    // (for other depths imwrite fails after printing its own message on stderr).
+    const bool colour_tiff_depth = image.dtype() == DType::UInt8 || image.dtype() == DType::UInt16 || image.dtype() == DType::Float32;
+    if ((extension == "tif" || extension == "tiff") && image.channels > 1 && !colour_tiff_depth) {
+        throw FileError(target, "a ." + extension + " file with " + std::to_string(image.channels) + " channels cannot hold " +
+                                    std::string(dtype_name(image.dtype())) +
+                                    " pixels (uint8, uint16 or float32 only; write .npy or .nii for other types)");
+    }
     if (image.channels < 1 || image.channels > 4) {
         throw FileError(target, "image files hold 1 to 4 channels, got " + std::to_string(image.channels));
     }
@@ -124,9 +132,12 @@ void write_raster(const fs::path& temporary, const fs::path& target, const Image
     const void* data = pixels_in_layout(image, ChannelLayout::Interleaved, scratch);
     const cv::Mat mat(static_cast<int>(image.spatial[0]), static_cast<int>(image.spatial[1]),
                       CV_MAKETYPE(depth, static_cast<int>(image.channels)), const_cast<void*>(data));
+    // OpenCV writes 3-channel float32 TIFF as SGILOG (lossy LogLuv) unless a compression is named.
+    std::vector<int> parameters;
+    if (extension == "tif" || extension == "tiff") parameters = {cv::IMWRITE_TIFF_COMPRESSION, 5 /* LZW */};
     bool written = false;
     try {
-        written = cv::imwrite(temporary.string(), mat);
+        written = cv::imwrite(temporary.string(), mat, parameters);
     } catch (const cv::Exception& e) {
         throw FileError(target, "cannot write the image: " + std::string(e.err));
     }

@@ -6,8 +6,13 @@
 #include <itkNiftiImageIOFactory.h>
 #include <itkNrrdImageIOFactory.h>
 
+#include <itk_zlib.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cstring>
+#include <fstream>
+#include <memory>
 #include <mutex>
 
 #include "formats.hpp"
@@ -79,9 +84,140 @@ itk::IOComponentEnum component_for_dtype(DType type, const fs::path& file) {
     }
 }
 
+// NIfTI and MetaImage readers do not fail on a short file: nifticlib pads the voxels with zeros and
+// MetaIO prints a warning, and ITK goes on. So count the bytes that hold the voxels here and refuse
+// a file with fewer than the header describes.
+void require_voxel_bytes(const fs::path& file, std::uint64_t available, std::uint64_t needed) {
+    if (available < needed) {
+        throw FileError(file, "truncated: the header describes " + std::to_string(needed) + " bytes of voxels, the file holds " +
+                                  std::to_string(available));
+    }
+}
+
+// Bytes that `read` yields from a gzip stream (or a plain file: zlib reads those unchanged), after
+// the first `skip`; stops early once `enough` are counted.
+std::uint64_t gzip_bytes_after(const fs::path& file, std::uint64_t skip, std::uint64_t enough) {
+    gzFile stream = gzopen(file.string().c_str(), "rb");
+    if (!stream) throw FileError(file, "cannot open for reading");
+    const std::unique_ptr<gzFile_s, int (*)(gzFile)> closer(stream, gzclose);
+    std::vector<char> buffer(1 << 16);
+    std::uint64_t total = 0;
+    while (total < skip + enough) {
+        const int got = gzread(stream, buffer.data(), static_cast<unsigned>(buffer.size()));
+        if (got <= 0) break;  // end of data, or a truncated or corrupt stream
+        total += static_cast<std::uint64_t>(got);
+    }
+    return total > skip ? total - skip : 0;
+}
+
+void check_nifti_complete(const fs::path& file, std::uint64_t voxel_bytes) {
+    unsigned char header[544] = {};
+    {
+        gzFile stream = gzopen(file.string().c_str(), "rb");
+        if (!stream) throw FileError(file, "cannot open for reading");
+        const std::unique_ptr<gzFile_s, int (*)(gzFile)> closer(stream, gzclose);
+        if (gzread(stream, header, sizeof header) < 348) throw FileError(file, "truncated NIfTI header");
+    }
+    auto field = [&](std::size_t offset, std::size_t size, bool swap) {
+        unsigned char bytes[8];
+        std::memcpy(bytes, header + offset, size);
+        if (swap) std::reverse(bytes, bytes + size);
+        return std::vector<unsigned char>(bytes, bytes + size);
+    };
+    auto as_i32 = [&](std::size_t offset, bool swap) {
+        const auto b = field(offset, 4, swap);
+        std::int32_t v;
+        std::memcpy(&v, b.data(), 4);
+        return v;
+    };
+    std::uint64_t offset = 0;
+    const bool swap = as_i32(0, false) != 348 && as_i32(0, false) != 540;
+    const std::int32_t header_size = as_i32(0, swap);
+    if (header_size == 348 && std::memcmp(header + 344, "n+1", 4) == 0) {
+        const auto b = field(108, 4, swap);
+        float v;
+        std::memcpy(&v, b.data(), 4);
+        offset = v >= 348 ? static_cast<std::uint64_t>(v) : 352;
+    } else if (header_size == 540 && std::memcmp(header + 4, "n+2", 3) == 0) {
+        const auto b = field(168, 8, swap);
+        std::int64_t v;
+        std::memcpy(&v, b.data(), 8);
+        offset = v >= 540 ? static_cast<std::uint64_t>(v) : 544;
+    } else {
+        return;  // not a single-file NIfTI: left to ITK
+    }
+    require_voxel_bytes(file, gzip_bytes_after(file, offset, voxel_bytes), voxel_bytes);
+}
+
+std::string trimmed(const std::string& text) {
+    const auto first = text.find_first_not_of(" \t\r");
+    if (first == std::string::npos) return "";
+    return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
+}
+
+// Output bytes of the zlib (or gzip) stream in `file` from byte `offset`, up to `enough`.
+std::uint64_t inflated_bytes(const fs::path& file, std::uint64_t offset, std::uint64_t enough) {
+    std::ifstream in(file, std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(offset));
+    z_stream z{};
+    if (inflateInit2(&z, 15 + 32) != Z_OK) throw FileError(file, "cannot start decompressing");
+    std::vector<unsigned char> input(1 << 16), output(1 << 16);
+    std::uint64_t total = 0;
+    int status = Z_OK;
+    while (status == Z_OK && total < enough && in) {
+        in.read(reinterpret_cast<char*>(input.data()), static_cast<std::streamsize>(input.size()));
+        z.next_in = input.data();
+        z.avail_in = static_cast<uInt>(in.gcount());
+        if (z.avail_in == 0) break;
+        while (z.avail_in > 0 && status == Z_OK) {
+            z.next_out = output.data();
+            z.avail_out = static_cast<uInt>(output.size());
+            status = inflate(&z, Z_NO_FLUSH);
+            total += output.size() - z.avail_out;
+        }
+    }
+    inflateEnd(&z);
+    return total;
+}
+
+void check_metaimage_complete(const fs::path& file, std::uint64_t voxel_bytes) {
+    std::ifstream in(file, std::ios::binary);
+    bool compressed = false;
+    std::int64_t header_size = 0;
+    std::string data_file;
+    std::string line;
+    while (data_file.empty() && std::getline(in, line)) {
+        const auto equals = line.find('=');
+        if (equals == std::string::npos) continue;
+        const std::string key = trimmed(line.substr(0, equals)), value = trimmed(line.substr(equals + 1));
+        std::string lower = value;
+        std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (key == "CompressedData") compressed = lower == "true";
+        if (key == "HeaderSize") header_size = std::atoll(value.c_str());
+        if (key == "ElementDataFile") data_file = value;
+    }
+    fs::path data = file;
+    std::uint64_t offset = 0;
+    if (data_file == "LOCAL" || data_file == "Local" || data_file == "local") {
+        if (!in) return;
+        offset = static_cast<std::uint64_t>(in.tellg());
+    } else if (data_file.empty() || data_file == "LIST" || data_file.find('%') != std::string::npos ||
+               data_file.find(' ') != std::string::npos || header_size < 0) {
+        return;  // data split over several files, or at the end of one: left to ITK
+    } else {
+        data = fs::path(data_file).is_absolute() ? fs::path(data_file) : file.parent_path() / data_file;
+        offset = static_cast<std::uint64_t>(header_size);
+    }
+    std::error_code error;
+    const std::uintmax_t size = fs::file_size(data, error);
+    if (error) throw FileError(file, "cannot read its data file " + data.string() + ": " + error.message());
+    const std::uint64_t stored = size > offset ? size - offset : 0;
+    require_voxel_bytes(file, compressed ? inflated_bytes(data, offset, voxel_bytes) : stored, voxel_bytes);
+}
+
 }  // namespace
 
-Image read_volume(const fs::path& file) {
+Image read_volume(const fs::path& file, bool with_pixels) {
     register_itk_formats();
     Image image;
     try {
@@ -132,6 +268,10 @@ Image read_volume(const fs::path& file) {
             storage_shape = image.spatial;
             storage_shape.push_back(image.channels);
         }
+        if (!with_pixels) {
+            image.pixels = Tensor(dtype, Shape(storage_shape.size(), 0));
+            return image;
+        }
         image.pixels = Tensor(dtype, storage_shape);
         if (io->GetImageSizeInBytes() != image.pixels.nbytes()) {
             throw FileError(file, "the header describes " + std::to_string(io->GetImageSizeInBytes()) +
@@ -143,6 +283,8 @@ Image read_volume(const fs::path& file) {
             region.SetSize(i, static_cast<itk::SizeValueType>(sizes[i]));
         }
         io->SetIORegion(region);
+        if (image.format == "nifti") check_nifti_complete(file, image.pixels.nbytes());
+        if (image.format == "metaimage") check_metaimage_complete(file, image.pixels.nbytes());
         io->Read(image.pixels.data());
     } catch (const itk::ExceptionObject& e) {
         std::string message = e.GetDescription();

@@ -68,6 +68,9 @@ Geometry resampled_geometry(const Geometry& geometry, const Shape& old_spatial, 
 
 // Reads any supported file. Throws FileError naming the file and the problem.
 Image read_image(const std::filesystem::path& file);
+// Reads what describes an image without its pixels where the format allows it (volumes): kind,
+// format, dtype, channels, spatial shape and geometry; `pixels` is then an empty tensor.
+Image read_image_header(const std::filesystem::path& file);
 // Writes atomically (see atomic_file.hpp), choosing the format by the extension. Throws
 // FileError when the format cannot hold the image (e.g. float pixels in a JPEG).
 void write_image(const std::filesystem::path& file, const Image& image);

@@ -1,0 +1,90 @@
+// Sample positions through physical space: an output voxel's index becomes a physical point (the
+// reference grid), a chain of point transforms moves it (affine maps and displacement fields, in
+// ITK's order), and the moving image's geometry turns the result into a continuous voxel index.
+// This is what `gridwarp resample` samples with; see docs/resample.md.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "gridwarp/positions.hpp"
+
+namespace gridwarp {
+
+// An affine map of points, p' = matrix * p + offset, in `dimension` dimensions.
+struct AffineMap {
+    std::size_t dimension = 0;
+    std::vector<double> matrix;  // dimension x dimension, row-major
+    std::vector<double> offset;  // dimension
+
+    static AffineMap identity(std::size_t dimension);
+    // index -> point for a grid with this geometry: p = origin + direction * diag(spacing) * index.
+    static AffineMap from_geometry(const std::vector<double>& spacing, const std::vector<double>& origin,
+                                   const std::vector<double>& direction);
+
+    void apply(const double* in, double* out) const;
+    // this(other(p)).
+    AffineMap after(const AffineMap& other) const;
+    // Throws std::invalid_argument when the matrix is singular.
+    AffineMap inverse() const;
+};
+
+// A dense displacement field in physical units with its own geometry, as ITK's
+// DisplacementFieldTransform uses it: p' = p + d(p), with d interpolated linearly at p's continuous
+// index, edge values repeated within half a voxel of the field, and zero displacement beyond.
+class DisplacementField {
+public:
+    // field: (D1..Dr, r) vectors, innermost-first components, of float32 or float64, any strides;
+    // not copied. index_to_point: the field's geometry.
+    DisplacementField(ConstTensorView field, AffineMap index_to_point);
+
+    std::size_t dimension() const { return index_to_point_.dimension; }
+    void apply(const double* in, double* out) const;
+
+private:
+    ConstTensorView field_;
+    AffineMap index_to_point_;
+    AffineMap point_to_index_;
+};
+
+// One step of a transform chain.
+struct PointTransform {
+    std::shared_ptr<const AffineMap> affine;             // either this ...
+    std::shared_ptr<const DisplacementField> field;      // ... or this
+    void apply(const double* in, double* out) const;
+    std::size_t dimension() const { return affine ? affine->dimension : field->dimension(); }
+};
+
+// Positions in the input's pixel space: for output index x,
+//   input_index = point_to_input_index( steps[last]( ... steps[0]( output_index_to_point(x) )))
+// `steps` are listed in the order they act (antsApplyTransforms' -t list reversed). When every step
+// is affine, the chain collapses into one affine map at construction and rows are evaluated as such.
+class TransformChainPositions final : public PositionSource {
+public:
+    TransformChainPositions(AffineMap output_index_to_point, std::vector<PointTransform> steps,
+                            AffineMap point_to_input_index, Shape output_shape);
+
+    std::int64_t batch() const override { return 1; }
+    const Shape& output_shape() const override { return output_shape_; }
+    DType coordinate_dtype() const override { return DType::Float64; }
+    CoordinateSpace space() const override { return CoordinateSpace::Pixel; }
+    void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+             float* xyz) const override;
+    void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+             double* xyz) const override;
+
+    // True when the chain reduced to one affine map (no displacement field).
+    bool is_affine() const { return collapsed_ != nullptr; }
+
+private:
+    template <class Coord>
+    void compute_row(const std::int64_t* outer, std::int64_t start, std::int64_t count, Coord* xyz) const;
+
+    AffineMap output_index_to_point_;
+    std::vector<PointTransform> steps_;
+    AffineMap point_to_input_index_;
+    Shape output_shape_;
+    std::unique_ptr<AffinePositions> collapsed_;
+};
+
+}  // namespace gridwarp

@@ -1,0 +1,207 @@
+#include "gridwarp/io/transform_io.hpp"
+
+#include <itkCompositeTransform.h>
+#include <itkHDF5TransformIOFactory.h>
+#include <itkMatlabTransformIOFactory.h>
+#include <itkMatrixOffsetTransformBase.h>
+#include <itkTransformFactoryBase.h>
+#include <itkTransformFileReader.h>
+#include <itkTranslationTransform.h>
+#include <itkTxtTransformIOFactory.h>
+
+#include <algorithm>
+#include <cctype>
+#include <mutex>
+
+#include "formats.hpp"
+#include "gridwarp/io/atomic_file.hpp"
+#include "gridwarp/io/error.hpp"
+#include "gridwarp/io/image.hpp"
+#include "gridwarp/io/text_matrix.hpp"
+
+namespace gridwarp::io {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void register_itk_transforms() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        itk::TransformFactoryBase::RegisterDefaultTransforms();
+        itk::TxtTransformIOFactory::RegisterOneFactory();
+        itk::MatlabTransformIOFactory::RegisterOneFactory();
+        itk::HDF5TransformIOFactory::RegisterOneFactory();
+    });
+}
+
+std::string lowercase_name(const fs::path& file) {
+    std::string name = file.filename().string();
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    return name;
+}
+
+bool has_suffix(const std::string& name, const std::string& suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// ITK's own text format starts with this line; other text is a plain matrix.
+bool is_itk_text(const fs::path& file) {
+    const std::string head = read_file_bytes(file).substr(0, 64);
+    return head.rfind("#Insight Transform File", 0) == 0;
+}
+
+// A .mat is ITK's Matlab (v4) transform unless it parses as text numbers.
+bool is_text(const fs::path& file) {
+    const std::string bytes = read_file_bytes(file);
+    return std::all_of(bytes.begin(), bytes.end(), [](unsigned char c) { return c == '\n' || c == '\r' || c == '\t' || (c >= 32 && c < 127); });
+}
+
+PointTransform affine_step(AffineMap map) {
+    PointTransform step;
+    step.affine = std::make_shared<const AffineMap>(std::move(map));
+    return step;
+}
+
+template <unsigned D>
+bool append_itk_transform(const itk::TransformBaseTemplate<double>* transform, std::vector<PointTransform>& steps) {
+    if (const auto* composite = dynamic_cast<const itk::CompositeTransform<double, D>*>(transform)) {
+        for (unsigned i = 0; i < composite->GetNumberOfTransforms(); ++i) {
+            if (!append_itk_transform<D>(composite->GetNthTransformConstPointer(i), steps)) return false;
+        }
+        return true;
+    }
+    AffineMap map = AffineMap::identity(D);
+    if (const auto* linear = dynamic_cast<const itk::MatrixOffsetTransformBase<double, D, D>*>(transform)) {
+        const auto& matrix = linear->GetMatrix();
+        const auto& offset = linear->GetOffset();
+        for (unsigned i = 0; i < D; ++i) {
+            for (unsigned j = 0; j < D; ++j) map.matrix[i * D + j] = matrix(i, j);
+            map.offset[i] = offset[i];
+        }
+    } else if (const auto* translation = dynamic_cast<const itk::TranslationTransform<double, D>*>(transform)) {
+        const auto& offset = translation->GetOffset();
+        for (unsigned i = 0; i < D; ++i) map.offset[i] = offset[i];
+    } else {
+        return false;
+    }
+    steps.push_back(affine_step(std::move(map)));
+    return true;
+}
+
+std::vector<PointTransform> read_itk_transform(const fs::path& file, std::size_t dimension) {
+    register_itk_transforms();
+    std::vector<PointTransform> steps;
+    try {
+        auto reader = itk::TransformFileReaderTemplate<double>::New();
+        reader->SetFileName(file.string());
+        reader->Update();
+        for (const auto& transform : *reader->GetTransformList()) {
+            const unsigned input_dimension = transform->GetInputSpaceDimension();
+            if (input_dimension != dimension || transform->GetOutputSpaceDimension() != dimension) {
+                throw FileError(file, "a " + std::to_string(input_dimension) + "-D " + transform->GetTransformTypeAsString() +
+                                          " cannot map " + std::to_string(dimension) + "-D images");
+            }
+            const bool known = dimension == 2 ? append_itk_transform<2>(transform.GetPointer(), steps)
+                                              : append_itk_transform<3>(transform.GetPointer(), steps);
+            if (!known) {
+                throw FileError(file, "unsupported transform type " + transform->GetTransformTypeAsString() +
+                                          " (gridwarp reads linear ITK transforms, translations, composites of them, "
+                                          "and displacement field images)");
+            }
+        }
+    } catch (const itk::ExceptionObject& e) {
+        std::string message = e.GetDescription();
+        message.erase(std::remove(message.begin(), message.end(), '\n'), message.end());
+        throw FileError(file, "cannot read the transform: " + message);
+    }
+    if (steps.empty()) throw FileError(file, "the file holds no transform");
+    return steps;
+}
+
+std::vector<PointTransform> read_matrix_transform(const fs::path& file, std::size_t dimension) {
+    const TextMatrix m = read_matrix(file);
+    const std::size_t d = dimension;
+    if (m.columns != d + 1 || (m.rows != d && m.rows != d + 1)) {
+        throw FileError(file, "the matrix is " + std::to_string(m.rows) + "x" + std::to_string(m.columns) + ", expected " +
+                                  std::to_string(d + 1) + "x" + std::to_string(d + 1) + " (or " + std::to_string(d) + "x" +
+                                  std::to_string(d + 1) + ") for " + std::to_string(d) + "-D images");
+    }
+    if (m.rows == d + 1) {
+        for (std::size_t j = 0; j <= d; ++j) {
+            if (m.values[d * (d + 1) + j] != (j == d ? 1.0 : 0.0)) {
+                throw FileError(file, "the last row of a homogeneous matrix must be 0 ... 0 1");
+            }
+        }
+    }
+    AffineMap map = AffineMap::identity(d);
+    for (std::size_t i = 0; i < d; ++i) {
+        for (std::size_t j = 0; j < d; ++j) map.matrix[i * d + j] = m.values[i * (d + 1) + j];
+        map.offset[i] = m.values[i * (d + 1) + d];
+    }
+    return {affine_step(std::move(map))};
+}
+
+TransformFile read_displacement_field(const fs::path& file, std::size_t dimension) {
+    Image image = read_image(file);
+    if (image.spatial.size() != dimension || image.channels != static_cast<std::int64_t>(dimension) ||
+        image.layout != ChannelLayout::Interleaved) {
+        throw FileError(file, "a displacement field for " + std::to_string(dimension) + "-D images must be a " +
+                                  std::to_string(dimension) + "-D vector image with " + std::to_string(dimension) +
+                                  " components, got spatial " + shape_to_string(image.spatial) + " with " +
+                                  std::to_string(image.channels) + " channel(s)");
+    }
+    const Geometry geometry = image.geometry ? *image.geometry : Geometry::identity(dimension);
+    Shape shape = image.spatial;
+    shape.push_back(static_cast<std::int64_t>(dimension));
+    Tensor vectors = std::move(image.pixels).reshaped(shape);
+    if (vectors.dtype() != DType::Float32 && vectors.dtype() != DType::Float64) {
+        vectors = convert_to(vectors.view(), DType::Float64);
+    }
+    auto buffer = std::make_shared<const Tensor>(std::move(vectors));
+    TransformFile result;
+    PointTransform step;
+    try {
+        step.field = std::make_shared<const DisplacementField>(
+            buffer->view(), AffineMap::from_geometry(geometry.spacing, geometry.origin, geometry.direction));
+    } catch (const std::invalid_argument& e) {
+        throw FileError(file, e.what());
+    }
+    result.steps.push_back(std::move(step));
+    result.buffers.push_back(std::move(buffer));
+    return result;
+}
+
+}  // namespace
+
+TransformFile read_transform(const fs::path& file, std::size_t dimension, bool invert) {
+    detail::require_readable_file(file);
+    if (dimension != 2 && dimension != 3) {
+        throw FileError(file, "transforms apply to 2-D and 3-D images, got " + std::to_string(dimension) + "-D");
+    }
+    const std::string name = lowercase_name(file);
+    TransformFile result;
+    if (kind_for_path(file) == FileKind::Volume) {
+        result = read_displacement_field(file, dimension);
+    } else if (has_suffix(name, ".tfm") || has_suffix(name, ".h5") || has_suffix(name, ".hdf5") ||
+               (has_suffix(name, ".txt") && is_itk_text(file)) || (has_suffix(name, ".mat") && !is_text(file))) {
+        result.steps = read_itk_transform(file, dimension);
+    } else {
+        result.steps = read_matrix_transform(file, dimension);
+    }
+    if (invert) {
+        // (A o B)^-1 = B^-1 o A^-1: reverse the list and invert each step.
+        std::reverse(result.steps.begin(), result.steps.end());
+        for (auto& step : result.steps) {
+            if (!step.affine) throw FileError(file, "a displacement field cannot be inverted here; pass its inverse field");
+            try {
+                step.affine = std::make_shared<const AffineMap>(step.affine->inverse());
+            } catch (const std::invalid_argument& e) {
+                throw FileError(file, e.what());
+            }
+        }
+    }
+    return result;
+}
+
+}  // namespace gridwarp::io
