@@ -9,7 +9,9 @@
 
 #include "cli_common.hpp"
 #include "gridwarp/io/flow_io.hpp"
+#include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"
+#include "gridwarp/io/transform_io.hpp"
 
 namespace gridwarp::cli {
 
@@ -57,8 +59,76 @@ std::string joined(const std::vector<double>& values, const char* separator) {
     return out.str();
 }
 
+bool has_suffix(const std::string& name, const char* suffix) {
+    const std::string tail(suffix);
+    return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+bool is_transform_file(std::string name) {
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (const char* suffix : {".tfm", ".h5", ".hdf5", ".mat", ".txt"}) {
+        if (has_suffix(name, suffix)) return true;
+    }
+    return false;
+}
+
+// A transform file: its dimension and steps (3-D tried first, then 2-D).
+void describe_transform(const InfoCommand& command) {
+    io::TransformFile transform;
+    std::size_t dimension = 3;
+    try {
+        transform = io::read_transform(command.file, 3, false);
+    } catch (const io::FileError&) {
+        dimension = 2;
+        transform = io::read_transform(command.file, 2, false);
+    }
+    nlohmann::ordered_json info;
+    info["file"] = command.file.string();
+    info["kind"] = "transform";
+    info["dimension"] = dimension;
+    nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+    for (const auto& step : transform.steps) {
+        nlohmann::ordered_json entry;
+        if (step.affine) {
+            entry["type"] = "affine";
+            nlohmann::json rows = nlohmann::json::array();
+            for (std::size_t i = 0; i < dimension; ++i) {
+                rows.push_back(std::vector<double>(step.affine->matrix.begin() + static_cast<std::ptrdiff_t>(i * dimension),
+                                                   step.affine->matrix.begin() + static_cast<std::ptrdiff_t>((i + 1) * dimension)));
+            }
+            entry["matrix"] = rows;
+            entry["offset"] = step.affine->offset;
+        } else {
+            entry["type"] = "displacement field";
+        }
+        steps.push_back(entry);
+    }
+    info["steps"] = steps;
+    if (command.json) {
+        std::cout << info.dump() << "\n";
+        return;
+    }
+    std::cout << "file:      " << command.file.string() << "\n";
+    std::cout << "kind:      transform, " << dimension << "-D, " << transform.steps.size()
+              << " step(s), maps reference points to moving points (LPS mm); the last step acts first\n";
+    for (std::size_t k = 0; k < transform.steps.size(); ++k) {
+        const auto& step = transform.steps[k];
+        if (!step.affine) {
+            std::cout << "step " << k + 1 << ":    displacement field\n";
+            continue;
+        }
+        for (std::size_t i = 0; i < dimension; ++i) {
+            std::vector<double> row(step.affine->matrix.begin() + static_cast<std::ptrdiff_t>(i * dimension),
+                                    step.affine->matrix.begin() + static_cast<std::ptrdiff_t>((i + 1) * dimension));
+            row.push_back(step.affine->offset[i]);
+            std::cout << (i == 0 ? "step " + std::to_string(k + 1) + ":    [" : std::string("           [")) << joined(row, ", ") << "]\n";
+        }
+    }
+}
+
 void run_info(const InfoCommand& command) {
     apply_common_options(command.common);
+    if (is_transform_file(command.file.filename().string())) return describe_transform(command);
     nlohmann::ordered_json info;
     info["file"] = command.file.string();
     const std::string name = command.file.filename().string();
@@ -137,13 +207,14 @@ void run_info(const InfoCommand& command) {
 
 void register_info_command(CLI::App& app) {
     auto command = std::make_shared<InfoCommand>();
-    CLI::App* sub = app.add_subcommand("info", "Describe an image, volume, tensor or flow file");
+    CLI::App* sub = app.add_subcommand("info", "Describe an image, volume, tensor, flow or transform file");
     sub->add_option("file", command->file, "The file to describe")->required();
     sub->add_flag("--json", command->json, "Print one JSON object instead of text");
     add_common_options(*sub, command->common);
     sub->footer(
         "Examples:\n"
         "  gridwarp info data/brain.nii.gz\n"
+        "  gridwarp info data/tilt.tfm\n"
         "  gridwarp info photo.png --json | python3 -m json.tool");
     sub->callback([command] { run_info(*command); });
 }
