@@ -48,7 +48,15 @@ void run_flow(const FlowCommand& command) {
         throw std::invalid_argument(command.flow.string() + ": the flow holds N=" + std::to_string(field_shape[0]) +
                                     " fields but " + command.input.string() + " has N=" + std::to_string(input.batch));
     }
-    const FlowPositions positions(flow.field.view(), units, command.absolute, options.align_corners);
+    // A raw GridSample grid (normalized, absolute) is read as `gridwarp sample` reads it, in the
+    // grid's own precision (float32 grids are unnormalized in float), so that the two agree bit for bit.
+    std::unique_ptr<PositionSource> source;
+    if (units == FlowUnits::Normalized && command.absolute && is_floating(flow.field.dtype())) {
+        source = std::make_unique<GridPositions>(flow.field.view());
+    } else {
+        source = std::make_unique<FlowPositions>(flow.field.view(), units, command.absolute, options.align_corners);
+    }
+    const PositionSource& positions = *source;
     const Shape output_spatial = positions.output_shape();
 
     io::Image output = io::Image::allocate_like(input, output_spatial);
