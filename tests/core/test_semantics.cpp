@@ -217,6 +217,21 @@ TEST_CASE("one axis: taps and weights of each mode", "[semantics][taps]") {
         CHECK(y[1] == 40.0);
         CHECK(y[2] == 100.0);
     }
+    SECTION("a point whose taps all miss an axis is exactly the fill value") {
+        // Between 1 and 6 pixels outside, the taps are planned; the result must still be the fill
+        // itself, not a float sum of weight * fill.
+        for (auto mode : kModes) {
+            std::vector<double> coords;
+            for (int i = 0; i < 200; ++i) {
+                const double outside = 2.0 + 3.9 * i / 200.0;  // 2 to 5.9 pixels past an edge
+                coords.push_back(normalized(-outside, 4, false));
+                coords.push_back(normalized(3.0 + outside, 4, false));
+            }
+            const auto y = sample_1d({1.0, 2.0, 3.0, 4.0}, coords, options_for(mode, Padding::Zeros, false, -3.25),
+                                     DType::Float32, DType::Float32);
+            for (double v : y) CHECK(v == -3.25);
+        }
+    }
     SECTION("fill does not apply to border and reflection") {
         for (auto padding : {Padding::Border, Padding::Reflection}) {
             const auto y = sample_1d(signal, {normalized(-3.0, d, true)}, options_for(Interpolation::Linear, padding, true, 40.0));

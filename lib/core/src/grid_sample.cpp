@@ -15,15 +15,24 @@
 // (coordinate type, interpolation, padding, rank) and the gatherer per (pixel type, coordinate
 // type, taps per point) instead of once per element of their product. Ranks 2 and 3 get fixed-rank
 // planners whose axis loops unroll; every other rank uses the same source with a runtime rank.
+//
+// That is the reference path, kept as the definition of the results. Ranks 2 and 3 of the common
+// pixel types take a fast path (further down) with the same two stages over blocks of points,
+// written for the compiler to vectorise, and with the same arithmetic in the same order, so that
+// it gives the same bits; SampleOptions::force_generic_rank selects the reference path.
 #include "gridwarp/grid_sample.hpp"
 
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gridwarp {
@@ -67,15 +76,46 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Interpolation policies: along one axis, the first tap and the weights of `taps` consecutive taps.
 
+// floor(u) as an integer for |u| < 2^31, by truncation and a correction, in code that vectorises.
+template <class C>
+std::int32_t floor_int(C u) {
+    const auto t = static_cast<std::int32_t>(u);
+    return t - static_cast<std::int32_t>(static_cast<C>(t) > u);
+}
+
+// interior_lo/interior_hi/interior_first serve the fast path only: a coordinate u with
+// interior_lo <= u < interior_hi(d) has every tap inside [0, d-1] (so padding cannot matter), and
+// there interior_first(u) equals first_tap(u) computed through an integer conversion; with
+// u < outside_below or u >= outside_from(d), every tap is outside [0, d-1].
 struct NearestTaps {
     static constexpr int taps = 1;
     template <class C> static C first_tap(C u) { return std::nearbyint(u); }  // ties to even
     template <class C> static void weights(C, C, C* w) { w[0] = C(1); }
+    template <class C> static C interior_lo() { return C(0); }
+    template <class C> static C interior_hi(std::int64_t d) { return static_cast<C>(d) - C(0.5); }
+    // u < outside_below or u >= outside_from(d): every tap is outside [0, d-1].
+    template <class C> static C outside_below() { return C(-0.5); }
+    template <class C> static C outside_from(std::int64_t d) { return static_cast<C>(d); }
+    // For 0 <= u < 2^22, adding and subtracting 1.5 * 2^(mantissa bits) rounds to an integer in
+    // the current rounding mode, as nearbyint does, without a branch or a call, so it vectorises.
+    template <class C> static std::int32_t interior_first(C u) {
+        constexpr C kRound = C(1.5) * C(std::int64_t{1} << (std::numeric_limits<C>::digits - 1));
+        return static_cast<std::int32_t>((u + kRound) - kRound);
+    }
+    // first_tap(u) for any |u| < 2^22 (the same rounding, negative u included).
+    template <class C> static std::int32_t near_first(C u) { return interior_first(u); }
 };
 
 struct LinearTaps {
     static constexpr int taps = 2;
     template <class C> static C first_tap(C u) { return std::floor(u); }
+    template <class C> static C interior_lo() { return C(0); }
+    template <class C> static C interior_hi(std::int64_t d) { return static_cast<C>(d - 1); }
+    template <class C> static C outside_below() { return C(-1); }
+    template <class C> static C outside_from(std::int64_t d) { return static_cast<C>(d); }
+    // u >= 0: truncation is floor.
+    template <class C> static std::int32_t interior_first(C u) { return static_cast<std::int32_t>(u); }
+    template <class C> static std::int32_t near_first(C u) { return floor_int(u); }
     template <class C> static void weights(C u, C first, C* w) {
         const C t = u - first;
         w[0] = C(1) - t;
@@ -86,6 +126,13 @@ struct LinearTaps {
 struct CubicTaps {
     static constexpr int taps = 4;
     template <class C> static C first_tap(C u) { return std::floor(u) - C(1); }
+    template <class C> static C interior_lo() { return C(1); }
+    template <class C> static C interior_hi(std::int64_t d) { return static_cast<C>(d - 2); }
+    template <class C> static C outside_below() { return C(-2); }
+    template <class C> static C outside_from(std::int64_t d) { return static_cast<C>(d + 1); }
+    // u >= 1: truncation is floor.
+    template <class C> static std::int32_t interior_first(C u) { return static_cast<std::int32_t>(u) - 1; }
+    template <class C> static std::int32_t near_first(C u) { return floor_int(u) - 1; }
     // Keys cubic convolution, A = -0.75 (PyTorch, ONNX), t the offset from the second tap.
     template <class C> static void weights(C u, C first, C* w) {
         constexpr C A = C(-0.75);
@@ -112,6 +159,11 @@ struct ZerosPadding {
         return u > -kTapReach<C> && u < static_cast<C>(d) + kTapReach<C>;
     }
     static std::int64_t map(std::int64_t i, std::int64_t d, bool) { return (i >= 0 && i < d) ? i : -1; }
+    // Fast path: true when axis_taps would return false (a non-finite coordinate gives a
+    // non-finite u), for coordinates that are not folded.
+    template <class C> static bool fills(C, C u, std::int64_t d) {
+        return !((u > -kTapReach<C>) & (u < static_cast<C>(d) + kTapReach<C>));
+    }
 };
 
 struct BorderPadding {
@@ -121,6 +173,15 @@ struct BorderPadding {
         return true;
     }
     static std::int64_t map(std::int64_t i, std::int64_t d, bool) { return std::clamp<std::int64_t>(i, 0, d - 1); }
+    template <class C> static bool fills(C g, C, std::int64_t) { return !(std::fabs(g) <= std::numeric_limits<C>::max()); }
+    // Fast path, points near an edge: u as bound() leaves it (the same value as std::clamp for
+    // numbers; max and min vectorise), whether the taps from `first` on all map by near_map, and
+    // near_map: map() without a loop, for those taps.
+    template <class C> static C near_bound(C u, std::int64_t d) {
+        return std::min(static_cast<C>(d) + C(1), std::max(C(-2), u));
+    }
+    static bool near_ok(std::int32_t, int, std::int32_t d, bool) { return d >= 1; }
+    static std::int32_t near_map(std::int32_t i, std::int32_t d, bool) { return std::min(std::max(i, 0), d - 1); }
 };
 
 struct ReflectionPadding {
@@ -133,6 +194,19 @@ struct ReflectionPadding {
         if (m < 0) m += period;
         if (m < d) return m;
         return align_corners ? period - m : period - 1 - m;
+    }
+    template <class C> static bool fills(C g, C, std::int64_t) { return !(std::fabs(g) <= std::numeric_limits<C>::max()); }
+    // Fast path: taps within one reflection of the axis (map() without the modulo), d >= 2.
+    template <class C> static C near_bound(C u, std::int64_t) { return u; }
+    static bool near_ok(std::int32_t first, int taps, std::int32_t d, bool align_corners) {
+        const std::int32_t lo = align_corners ? 1 - d : -d;
+        const std::int32_t hi = align_corners ? 2 * (d - 1) : 2 * d - 1;
+        return (d >= 2) & (first >= lo) & (first + taps - 1 <= hi);
+    }
+    static std::int32_t near_map(std::int32_t i, std::int32_t d, bool align_corners) {
+        const std::int32_t below = align_corners ? -i : -1 - i;
+        const std::int32_t above = align_corners ? 2 * (d - 1) - i : 2 * d - 1 - i;
+        return i < 0 ? below : (i >= d ? above : i);
     }
 };
 
@@ -168,8 +242,14 @@ bool axis_taps(C g, std::int64_t d, bool align_corners, CoordinateSpace space, s
     const C first = Interp::first_tap(u);
     Interp::weights(u, first, weight);
     const auto first_index = static_cast<std::int64_t>(first);
-    for (int k = 0; k < Interp::taps; ++k) index[k] = Pad::map(first_index + k, d, align_corners);
-    return true;
+    bool any_inside = false;
+    for (int k = 0; k < Interp::taps; ++k) {
+        index[k] = Pad::map(first_index + k, d, align_corners);
+        any_inside |= index[k] >= 0;
+    }
+    // Every tap outside this axis (zeros padding): the point is exactly the fill value, rather than
+    // a sum of weight * fill that rounding may leave a hair off it.
+    return any_inside;
 }
 
 constexpr std::int64_t int_pow(std::int64_t base, std::int64_t exponent) {
@@ -302,10 +382,13 @@ V load(const S& value) {
 }
 
 // Round half to even and saturate; NaN becomes 0 (only a NaN fill value can produce one).
-template <class S, class R>
+// Rint: round with std::rint instead of std::nearbyint. Both give the same value in every rounding
+// mode (rint may raise FE_INEXACT besides), but rint compiles to inline SSE2 code where nearbyint is
+// a library call. The reference path keeps nearbyint; the fast path uses rint.
+template <class S, bool Rint = false, class R>
 S round_saturate(R value) {
     if (std::isnan(value)) return S(0);
-    const R rounded = std::nearbyint(value);
+    const R rounded = Rint ? std::rint(value) : std::nearbyint(value);
     if constexpr (std::is_same_v<S, bool>) {
         return rounded >= R(1);
     } else {
@@ -319,53 +402,688 @@ S round_saturate(R value) {
     }
 }
 
-template <class S, class V>
+template <class S, bool Rint = false, class V>
 S store(V value) {
     if constexpr (std::is_same_v<S, float16> || std::is_same_v<S, bfloat16>) {
         return S(value);
     } else if constexpr (std::is_integral_v<S>) {
-        return round_saturate<S>(value);
+        return round_saturate<S, Rint>(value);
     } else {
         return static_cast<S>(value);
     }
 }
 
-struct OutputRow {
-    std::int64_t element_stride = 0;  // stride of the innermost output axis
-};
-
 // Nearest: copies values exactly, for every type.
+template <class S, class C>
+const S& copy_point(const Plan<C>& plan, std::int64_t p, const S* input, const S& fill) {
+    const std::int64_t offset = plan.offset[static_cast<std::size_t>(p)];
+    return (plan.fill[static_cast<std::size_t>(p)] || offset < 0) ? fill : input[offset];
+}
+
 template <class S, class C>
 void copy_chunk(const Plan<C>& plan, std::int64_t count, const S* input, S* output, std::int64_t output_stride,
                 const S& fill) {
-    for (std::int64_t p = 0; p < count; ++p) {
-        const std::int64_t offset = plan.offset[p];
-        output[p * output_stride] = (plan.fill[p] || offset < 0) ? fill : input[offset];
-    }
+    for (std::int64_t p = 0; p < count; ++p) output[p * output_stride] = copy_point(plan, p, input, fill);
 }
 
-// Linear and cubic: weighted sums. Taps > 0 fixes the tap count at compile time so the inner
-// loop unrolls; 0 reads it from the plan.
+// Linear and cubic: the weighted sum of one planned point. Taps > 0 fixes the tap count at
+// compile time so the inner loop unrolls; 0 reads it from the plan.
+template <int Taps, bool Rint, class S, class C>
+S gather_point(const Plan<C>& plan, std::int64_t p, const S* input, const S& fill_stored,
+               typename compute_type<S>::type fill_value) {
+    using V = typename compute_type<S>::type;
+    using R = typename real_of<V>::type;
+    if (plan.fill[static_cast<std::size_t>(p)]) return fill_stored;
+    const std::int64_t taps = Taps > 0 ? Taps : plan.taps_per_point;
+    const std::int64_t* offset = plan.offset.data() + p * taps;
+    const C* weight = plan.weight.data() + p * taps;
+    V sum = V(0);
+    for (std::int64_t t = 0; t < taps; ++t) {
+        const V value = offset[t] >= 0 ? load<V>(input[offset[t]]) : fill_value;
+        sum += static_cast<R>(weight[t]) * value;
+    }
+    return store<S, Rint>(sum);
+}
+
 template <int Taps, class S, class C>
 void gather_chunk(const Plan<C>& plan, std::int64_t count, const S* input, S* output, std::int64_t output_stride,
                   const S& fill_stored, typename compute_type<S>::type fill_value) {
-    using V = typename compute_type<S>::type;
-    using R = typename real_of<V>::type;
-    const std::int64_t taps = Taps > 0 ? Taps : plan.taps_per_point;
     for (std::int64_t p = 0; p < count; ++p) {
-        if (plan.fill[p]) {
-            output[p * output_stride] = fill_stored;
+        output[p * output_stride] = gather_point<Taps, false>(plan, p, input, fill_stored, fill_value);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fast path: ranks 2 and 3; float32, float64, 8- and 16-bit integer pixels; extents up to
+// 2^22 and batch items that span fewer than 2^31 elements (int32 offsets). Everything else, and
+// every call with SampleOptions::force_generic_rank, takes the reference path above.
+//
+// The output is cut into tiles (run_fast), so that a tile's input stays in cache, and a tile's
+// rows into blocks of up to 256 points, each taken in two stages again:
+//
+//  1. fast_plan<Coord, Interp, Pad, Rank>: one loop over the block, which the compiler vectorises,
+//     computes along every axis the pixel position u, whether every tap lies inside the input (an
+//     "interior" point: padding cannot matter), the first tap by an integer conversion, the weights
+//     by the interpolation policy's own weights(), the int32 offset of the first tap, and whether
+//     the point certainly takes the fill value. The remaining "edge" points: under border and
+//     reflection padding, those whose taps map by one clamp or one reflection get their mapped tap
+//     indices and weights from a second vectorised loop (plan_near_points); all others ("far":
+//     every edge point under zeros padding, and huge coordinates) are planned by the reference
+//     planner build_plan itself.
+//  2. fast_gather<Storage, Coord, Taps per axis, Rank>: every point of the block is first summed
+//     as if it were interior, from its first tap's offset plus constant tap offsets, with no
+//     per-tap bounds check and no branch (a loop the compiler vectorises); then fill points get the
+//     fill value, near points the sum over their mapped taps, and far points the reference gather
+//     of their reference plan, overwriting what the first pass wrote there.
+//
+// Every operation on a value is the reference path's, in the same order: the same u, the same
+// bounding, the same weights, each tap weight 1 times the per-axis weights from the outermost axis
+// on, the sum over taps in tap order starting from 0, the same rounding on store (an inline form of
+// it where the values allow). Vectorising computes many points at once but each with those
+// operations, and no fused multiply-add can form (AVX2 is enabled without FMA, and generic x86-64
+// has none). So the results are the same bits as the reference path's, which
+// tests/core/test_fast_paths.cpp checks for every interpolation, padding, align_corners, both
+// instruction sets, strided views and points near, across and far past every edge.
+//
+// Instruction sets: the default build targets generic x86-64 (SSE2). On x86-64, the two stages are
+// compiled a second time for AVX2 and chosen at run time when the processor has it (function
+// multiversioning by hand rather than target_clones, so that a test can run either:
+// GRIDWARP_ISA=baseline in the environment forces the generic code). Nothing else changes: no
+// -march flag, and the library still runs on every x86-64 processor.
+
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define GRIDWARP_AVX2_DISPATCH 1
+#define GRIDWARP_TARGET_AVX2 __attribute__((target("avx2")))
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#define GRIDWARP_ALWAYS_INLINE __attribute__((always_inline)) inline
+#define GRIDWARP_NOINLINE __attribute__((noinline))
+#else
+#define GRIDWARP_ALWAYS_INLINE inline
+#define GRIDWARP_NOINLINE
+#endif
+
+// Pixel types with a fast path (the rest are rare enough for the reference path).
+template <class S>
+inline constexpr bool kFastStorage = std::is_same_v<S, float> || std::is_same_v<S, double> ||
+                                     std::is_same_v<S, std::uint8_t> || std::is_same_v<S, std::int8_t> ||
+                                     std::is_same_v<S, std::uint16_t> || std::is_same_v<S, std::int16_t>;
+
+// Extents up to this keep u, d - 1 and d - 0.5 exact in float and tap indices inside int32.
+constexpr std::int64_t kFastMaxExtent = std::int64_t{1} << 22;
+
+// Per-point flags as wide as the coordinate type, so that their loops vectorise for doubles too.
+template <class C> using LaneFlag = std::conditional_t<sizeof(C) == 4, std::int32_t, std::int64_t>;
+
+// store<S> for the sums of the dense pass, written so that it vectorises. There the sum is finite
+// (finite weights times finite values) and, for 8- and 16-bit integers, below 2^22 in magnitude
+// (|value| < 2^16 times the weights' absolute sum, below 2^6 for every mode and rank), where
+// adding and subtracting 1.5 * 2^23 rounds half to even like nearbyint; the limits are exact in
+// float. So this gives store<S>'s value.
+template <class S, class V>
+GRIDWARP_ALWAYS_INLINE S store_finite(V value) {
+    if constexpr (std::is_integral_v<S>) {
+        static_assert(sizeof(S) <= 2 && std::is_same_v<V, float>);
+        constexpr V kRound = V(1.5) * V(std::int64_t{1} << (std::numeric_limits<V>::digits - 1));
+        constexpr V lower = V(std::numeric_limits<S>::min());
+        constexpr V upper = V(std::numeric_limits<S>::max());
+        V r = (value + kRound) - kRound;
+        r = r < lower ? lower : r;
+        r = r > upper ? upper : r;
+        return static_cast<S>(static_cast<std::int32_t>(r));
+    } else {
+        return static_cast<S>(value);
+    }
+}
+
+template <class C>
+struct FastBlock {
+    static constexpr std::int64_t kPoints = 256;
+    std::int64_t count = 0;
+    std::int64_t interior_points = 0;
+    // Zeros padding with the fill value +0: a point with every tap outside along some axis then
+    // sums +0 times its weights to +0, which is the fill value, so it is a fill point too.
+    bool zero_fill = false;
+    std::vector<LaneFlag<C>> interior;     // per point: every tap is inside the input
+    std::vector<LaneFlag<C>> fill;         // per point: the reference gives the fill value
+    std::vector<C> weight;                 // rank x taps-per-axis x kPoints
+    std::vector<std::int32_t> base;        // per point: the offset of its first tap
+    std::vector<std::int32_t> tap_offset;  // per tap: its offset from the first tap
+    std::int64_t fills = 0;
+    std::vector<std::int32_t> fill_point;  // the fill points of the block
+    std::int64_t edges = 0;
+    std::vector<std::int32_t> edge_point;  // the other points (near or past an edge), and their coordinates
+    std::vector<C> edge_xyz;
+    // Border and reflection: edge points whose taps map by one clamp or reflection along every axis
+    // ("near" points) keep their mapped tap indices and weights per axis (rank x taps-per-axis x kPoints,
+    // by edge number); the others are planned by the reference planner.
+    std::vector<LaneFlag<C>> near;
+    std::vector<std::int32_t> near_index;
+    std::vector<C> near_weight;
+    std::vector<std::int32_t> stride;      // the input's spatial strides
+    std::int64_t far_edges = 0;
+    std::vector<std::int32_t> far_point;   // the points that the edge plan holds
+    std::vector<C> far_xyz;
+    Plan<C> edge_plan;
+    // Scratch of the gather: the tap weights shared by several channels, in float or double.
+    mutable std::vector<float> tap_weights_float;
+    mutable std::vector<double> tap_weights_double;
+
+    template <class R>
+    R* tap_weights(std::int64_t taps) const {
+        auto& scratch = [this]() -> std::vector<R>& {
+            if constexpr (std::is_same_v<R, float>) return tap_weights_float;
+            else return tap_weights_double;
+        }();
+        if (scratch.size() < static_cast<std::size_t>(taps * kPoints)) scratch.resize(static_cast<std::size_t>(taps * kPoints));
+        return scratch.data();
+    }
+
+    FastBlock(int rank, int taps_per_axis, const std::int64_t* stride_values, bool zero_fill_value)
+        : zero_fill(zero_fill_value),
+          interior(kPoints),
+          fill(kPoints),
+          weight(static_cast<std::size_t>(rank * taps_per_axis * kPoints)),
+          base(kPoints),
+          fill_point(kPoints),
+          edge_point(kPoints),
+          edge_xyz(static_cast<std::size_t>(rank * kPoints)),
+          near(kPoints),
+          near_index(static_cast<std::size_t>(rank * taps_per_axis * kPoints)),
+          near_weight(static_cast<std::size_t>(rank * taps_per_axis * kPoints)),
+          stride(stride_values, stride_values + rank),
+          far_point(kPoints),
+          far_xyz(static_cast<std::size_t>(rank * kPoints)) {
+        const std::int64_t taps = int_pow(taps_per_axis, rank);
+        // Tap numbers as build_plan numbers them: the outermost axis is the most significant digit.
+        tap_offset.assign(static_cast<std::size_t>(taps), 0);
+        std::int64_t filled = 1;
+        for (int a = 0; a < rank; ++a) {
+            for (std::int64_t j = filled; j-- > 0;) {
+                for (int k = taps_per_axis; k-- > 0;) {
+                    tap_offset[static_cast<std::size_t>(j * taps_per_axis + k)] =
+                        static_cast<std::int32_t>(tap_offset[static_cast<std::size_t>(j)] + k * stride_values[a]);
+                }
+            }
+            filled *= taps_per_axis;
+        }
+        edge_plan.taps_per_point = taps;
+        edge_plan.offset.resize(static_cast<std::size_t>(kPoints * taps));
+        edge_plan.weight.resize(static_cast<std::size_t>(kPoints * taps));
+        edge_plan.fill.resize(kPoints);
+        edge_plan.axis_index.resize(static_cast<std::size_t>(rank * taps_per_axis));
+        edge_plan.axis_weight.resize(static_cast<std::size_t>(rank * taps_per_axis));
+    }
+};
+
+enum class PositionKind { NormalizedEdges, NormalizedCorners, Pixel };
+
+// u as axis_taps computes it for coordinates that are not folded (folded ones are never interior).
+template <PositionKind Kind, class C>
+GRIDWARP_ALWAYS_INLINE C pixel_position(C g, std::int64_t d) {
+    if constexpr (Kind == PositionKind::Pixel) {
+        return g;
+    } else {
+        return unnormalize(g, d, Kind == PositionKind::NormalizedCorners);
+    }
+}
+
+// Stage 1 for the points of a block, every axis in one pass. Returns the number of interior points.
+template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
+GRIDWARP_ALWAYS_INLINE std::int64_t classify_points(const C* __restrict xyz, std::int64_t count,
+                                                    const std::int64_t* extent, const std::int64_t* stride,
+                                                    bool zero_fill, C* __restrict weight, std::int32_t* __restrict base,
+                                                    LaneFlag<C>* __restrict interior, LaneFlag<C>* __restrict fill) {
+    constexpr int K = Interp::taps;
+    constexpr std::int64_t B = FastBlock<C>::kPoints;
+    using Flag = LaneFlag<C>;
+    C lo[Rank], hi[Rank], below_hi[Rank], out_below[Rank], out_from[Rank];
+    std::int32_t s[Rank];
+    std::int64_t d[Rank];
+    for (int a = 0; a < Rank; ++a) {
+        d[a] = extent[a];
+        lo[a] = Interp::template interior_lo<C>();
+        hi[a] = Interp::template interior_hi<C>(d[a]);
+        below_hi[a] = std::nextafter(hi[a], -std::numeric_limits<C>::infinity());
+        out_below[a] = Interp::template outside_below<C>();
+        out_from[a] = Interp::template outside_from<C>(d[a]);
+        s[a] = static_cast<std::int32_t>(stride[a]);
+    }
+    Flag interior_points = 0;
+    for (std::int64_t p = 0; p < count; ++p) {
+        Flag in_all = 1, fill_any = 0;
+        std::int32_t offset = 0;
+#pragma GCC unroll 3
+        for (int a = 0; a < Rank; ++a) {
+            const C g = xyz[p * Rank + (Rank - 1 - a)];  // coordinates come innermost-first
+            const C u = pixel_position<Kind>(g, d[a]);
+            const bool inside = (u >= lo[a]) & (u < hi[a]);  // false for NaN
+            // u itself where inside; elsewhere (NaN included) a stand-in in [lo, hi), which keeps
+            // the integer conversion defined and the taps inside the input. (max and min in this
+            // order send NaN to lo and compile to maxss/minss, which vectorise.)
+            const C safe = std::min(below_hi[a], std::max(lo[a], u));
+            const std::int32_t f = Interp::interior_first(safe);
+            offset += f * s[a];
+            if constexpr (K > 1) {
+                C w[K];
+                Interp::weights(safe, static_cast<C>(f), w);
+                for (int k = 0; k < K; ++k) weight[(a * K + k) * B + p] = w[k];
+            }
+            in_all &= static_cast<Flag>(inside);
+            fill_any |= static_cast<Flag>(Pad::fills(g, u, d[a]));
+            if constexpr (std::is_same_v<Pad, ZerosPadding>) {
+                fill_any |= static_cast<Flag>(zero_fill & ((u < out_below[a]) | (u >= out_from[a])));
+            }
+        }
+        base[p] = offset;
+        interior[p] = in_all;
+        fill[p] = fill_any;
+        interior_points += in_all;
+    }
+    return static_cast<std::int64_t>(interior_points);
+}
+
+// Stage 1 for the edge points of a block under border or reflection padding: the coordinate as
+// axis_taps bounds it, the first tap and weights as axis_taps computes them, and the mapped tap
+// indices, where every axis's taps map by one clamp or reflection (near[e]); 0 elsewhere.
+template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
+GRIDWARP_ALWAYS_INLINE void plan_near_points(const C* __restrict xyz, std::int64_t count, const std::int64_t* extent,
+                                             bool align_corners, std::int32_t* __restrict index,
+                                             C* __restrict weight, LaneFlag<C>* __restrict near) {
+    constexpr int K = Interp::taps;
+    constexpr std::int64_t B = FastBlock<C>::kPoints;
+    using Flag = LaneFlag<C>;
+    // Beyond these, axis_taps folds the coordinate first (reflection), or int32 would not do.
+    constexpr C kLimit = C(std::int64_t{1} << 22);
+    constexpr C kFoldBeyond = C(1 << 20);
+    std::int64_t d[Rank];
+    std::int32_t d32[Rank];
+    for (int a = 0; a < Rank; ++a) {
+        d[a] = extent[a];
+        d32[a] = static_cast<std::int32_t>(extent[a]);
+    }
+    for (std::int64_t e = 0; e < count; ++e) {
+        Flag all = 1;
+#pragma GCC unroll 3
+        for (int a = 0; a < Rank; ++a) {
+            const C g = xyz[e * Rank + (Rank - 1 - a)];
+            const C u = Pad::near_bound(pixel_position<Kind>(g, d[a]), d[a]);
+            bool ok = std::fabs(u) < kLimit;
+            if constexpr (std::is_same_v<Pad, ReflectionPadding> && Kind != PositionKind::Pixel) {
+                ok &= std::fabs(g) <= kFoldBeyond;
+            }
+            const C safe = std::min(kLimit, std::max(-kLimit, u));  // u where ok; NaN never reaches here
+            const std::int32_t first = Interp::near_first(safe);
+            ok &= Pad::near_ok(first, K, d32[a], align_corners);
+            if constexpr (K > 1) {
+                C w[K];
+                Interp::weights(safe, static_cast<C>(first), w);
+                for (int k = 0; k < K; ++k) weight[(a * K + k) * B + e] = w[k];
+            }
+            for (int k = 0; k < K; ++k) {
+                index[(a * K + k) * B + e] = ok ? Pad::near_map(first + k, d32[a], align_corners) : 0;
+            }
+            all &= static_cast<Flag>(ok);
+        }
+        near[e] = all;
+    }
+}
+
+// Stage 1 for one kind of positions. (No lambdas here: a lambda's body would be compiled for the
+// generic instruction set even inside the AVX2 build.)
+template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
+GRIDWARP_ALWAYS_INLINE void fast_plan_kind(const C* xyz, std::int64_t count, const InputGeometry& geometry,
+                                           FastBlock<C>& block) {
+    block.count = count;
+    block.interior_points = classify_points<Kind, C, Interp, Pad, Rank>(
+        xyz, count, geometry.extent, geometry.stride, block.zero_fill, block.weight.data(), block.base.data(),
+        block.interior.data(), block.fill.data());
+    block.fills = 0;
+    block.edges = 0;
+    block.far_edges = 0;
+    if (block.interior_points == count) return;
+    // The rest: fill points, and edge points.
+    std::int64_t fills = 0, edges = 0;
+    for (std::int64_t p = 0; p < count; ++p) {
+        if (block.interior[static_cast<std::size_t>(p)]) continue;
+        if (block.fill[static_cast<std::size_t>(p)]) {
+            block.fill_point[static_cast<std::size_t>(fills++)] = static_cast<std::int32_t>(p);
             continue;
         }
-        const std::int64_t* offset = plan.offset.data() + p * taps;
-        const C* weight = plan.weight.data() + p * taps;
-        V sum = V(0);
-        for (std::int64_t t = 0; t < taps; ++t) {
-            const V value = offset[t] >= 0 ? load<V>(input[offset[t]]) : fill_value;
-            sum += static_cast<R>(weight[t]) * value;
-        }
-        output[p * output_stride] = store<S>(sum);
+        block.edge_point[static_cast<std::size_t>(edges)] = static_cast<std::int32_t>(p);
+        for (int k = 0; k < Rank; ++k) block.edge_xyz[static_cast<std::size_t>(edges * Rank + k)] = xyz[p * Rank + k];
+        ++edges;
     }
+    block.fills = fills;
+    block.edges = edges;
+    if (edges == 0) return;
+    // Edge points that are not near (all of them under zeros padding) are planned by the reference
+    // planner build_plan.
+    std::int64_t far_edges = 0;
+    if constexpr (std::is_same_v<Pad, ZerosPadding>) {
+        far_edges = edges;
+        std::copy_n(block.edge_point.data(), edges, block.far_point.data());
+        std::copy_n(block.edge_xyz.data(), edges * Rank, block.far_xyz.data());
+    } else {
+        plan_near_points<Kind, C, Interp, Pad, Rank>(block.edge_xyz.data(), edges, geometry.extent,
+                                                     geometry.align_corners, block.near_index.data(),
+                                                     block.near_weight.data(), block.near.data());
+        for (std::int64_t e = 0; e < edges; ++e) {
+            if (block.near[static_cast<std::size_t>(e)]) continue;
+            block.far_point[static_cast<std::size_t>(far_edges)] = block.edge_point[static_cast<std::size_t>(e)];
+            for (int k = 0; k < Rank; ++k) {
+                block.far_xyz[static_cast<std::size_t>(far_edges * Rank + k)] =
+                    block.edge_xyz[static_cast<std::size_t>(e * Rank + k)];
+            }
+            ++far_edges;
+        }
+    }
+    block.far_edges = far_edges;
+    if (far_edges > 0) build_plan<C, Interp, Pad, Rank>(block.far_xyz.data(), far_edges, geometry, block.edge_plan);
+}
+
+template <class C, class Interp, class Pad, int Rank>
+GRIDWARP_ALWAYS_INLINE void fast_plan_body(const C* xyz, std::int64_t count, const InputGeometry& geometry,
+                                           FastBlock<C>& block) {
+    if (geometry.space == CoordinateSpace::Pixel) {
+        fast_plan_kind<PositionKind::Pixel, C, Interp, Pad, Rank>(xyz, count, geometry, block);
+    } else if (geometry.align_corners) {
+        fast_plan_kind<PositionKind::NormalizedCorners, C, Interp, Pad, Rank>(xyz, count, geometry, block);
+    } else {
+        fast_plan_kind<PositionKind::NormalizedEdges, C, Interp, Pad, Rank>(xyz, count, geometry, block);
+    }
+}
+
+template <class C>
+using FastPlanFunction = void (*)(const C* xyz, std::int64_t count, const InputGeometry& geometry, FastBlock<C>& block);
+
+template <class C, class Interp, class Pad, int Rank>
+void fast_plan(const C* xyz, std::int64_t count, const InputGeometry& geometry, FastBlock<C>& block) {
+    fast_plan_body<C, Interp, Pad, Rank>(xyz, count, geometry, block);
+}
+
+#ifdef GRIDWARP_AVX2_DISPATCH
+template <class C, class Interp, class Pad, int Rank>
+GRIDWARP_TARGET_AVX2 void fast_plan_avx2(const C* xyz, std::int64_t count, const InputGeometry& geometry,
+                                         FastBlock<C>& block) {
+    fast_plan_body<C, Interp, Pad, Rank>(xyz, count, geometry, block);
+}
+#endif
+
+template <class C>
+FastPlanFunction<C> select_fast_planner(const SampleOptions& options, int rank, bool avx2) {
+    return visit_interpolation(options.mode, [&](auto interp) {
+        return visit_padding(options.padding, [&](auto pad) -> FastPlanFunction<C> {
+            using I = typename decltype(interp)::type;
+            using P = typename decltype(pad)::type;
+#ifdef GRIDWARP_AVX2_DISPATCH
+            if (avx2) return rank == 2 ? &fast_plan_avx2<C, I, P, 2> : &fast_plan_avx2<C, I, P, 3>;
+#endif
+            (void)avx2;
+            return rank == 2 ? &fast_plan<C, I, P, 2> : &fast_plan<C, I, P, 3>;
+        });
+    });
+}
+
+template <class S>
+struct FastOutput {
+    std::int64_t channels = 0;
+    std::int64_t input_channel_stride = 0;
+    std::int64_t output_channel_stride = 0;
+    std::int64_t output_point_stride = 0;
+    S fill_stored{};
+    typename compute_type<S>::type fill_value{};
+};
+
+// The place value of each axis's digit in a tap number (the outermost axis is the most significant).
+template <int K, int Rank>
+constexpr std::array<int, Rank> digit_places() {
+    std::array<int, Rank> place{};
+    int value = 1;
+    for (int a = Rank - 1; a >= 0; --a) {
+        place[static_cast<std::size_t>(a)] = value;
+        value *= K;
+    }
+    return place;
+}
+
+// The weight of tap t of point p as build_plan computes it: 1 times the per-axis weights from the
+// outermost axis on, then converted to the compute type's real type R as the gather converts it.
+template <class R, class C, int K, int Rank>
+GRIDWARP_ALWAYS_INLINE R tap_weight(const C* __restrict axis_weight, int t, std::int64_t p) {
+    constexpr std::int64_t B = FastBlock<C>::kPoints;
+    constexpr std::array<int, Rank> kPlace = digit_places<K, Rank>();
+    C w = C(1);
+#pragma GCC unroll 3
+    for (int a = 0; a < Rank; ++a) {
+        const int k = (t / kPlace[static_cast<std::size_t>(a)]) % K;
+        w = w * axis_weight[(a * K + k) * B + p];
+    }
+    return static_cast<R>(w);
+}
+
+// Stage 2, first pass: one channel of every point of the block as if it were interior, with the
+// tap weights computed on the way (one channel) or read from tap_weights (T x kPoints, computed
+// once for all channels by tap_weights_body). (Called through dense_gather_channel[_avx2]: GCC
+// vectorises where the restrict pointers are the parameters of a function that is not inlined.)
+template <bool Precomputed, class S, class C, int K, int Rank>
+GRIDWARP_ALWAYS_INLINE void dense_gather_body(std::int64_t count, const std::int32_t* __restrict base,
+                                              const std::int32_t* __restrict tap_offset,
+                                              const C* __restrict axis_weight,
+                                              const typename real_of<typename compute_type<S>::type>::type* __restrict tap_weights,
+                                              const S* __restrict in, S* __restrict out, std::int64_t out_stride) {
+    using V = typename compute_type<S>::type;
+    using R = typename real_of<V>::type;
+    constexpr std::int64_t B = FastBlock<C>::kPoints;
+    constexpr int T = static_cast<int>(int_pow(K, Rank));
+    std::int32_t offset[T];
+    for (int t = 0; t < T; ++t) offset[t] = tap_offset[t];
+    if constexpr (std::is_integral_v<S> && K > 1) {
+        // GCC does not vectorise gathers of 8- and 16-bit values: gather the taps into a staging
+        // array first (plain loads), then compute in a loop that vectorises.
+        S staged[T * B];
+        for (std::int64_t p = 0; p < count; ++p) {
+            const std::int32_t b = base[p];
+            for (int t = 0; t < T; ++t) staged[t * B + p] = in[b + offset[t]];
+        }
+        for (std::int64_t p = 0; p < count; ++p) {
+            V sum = V(0);
+#pragma GCC unroll 64
+            for (int t = 0; t < T; ++t) {
+                const R w = Precomputed ? tap_weights[t * B + p] : tap_weight<R, C, K, Rank>(axis_weight, t, p);
+                sum += w * load<V>(staged[t * B + p]);
+            }
+            out[p * out_stride] = store_finite<S>(sum);
+        }
+        return;
+    }
+    for (std::int64_t p = 0; p < count; ++p) {
+        const std::int32_t b = base[p];
+        if constexpr (K == 1) {
+            out[p * out_stride] = in[b];
+        } else {
+            V sum = V(0);
+#pragma GCC unroll 64
+            for (int t = 0; t < T; ++t) {
+                const R w = Precomputed ? tap_weights[t * B + p] : tap_weight<R, C, K, Rank>(axis_weight, t, p);
+                sum += w * load<V>(in[b + offset[t]]);
+            }
+            out[p * out_stride] = store_finite<S>(sum);
+        }
+    }
+}
+
+template <class R, class C, int K, int Rank>
+GRIDWARP_ALWAYS_INLINE void tap_weights_body(std::int64_t count, const C* __restrict axis_weight, R* __restrict tap_weights) {
+    constexpr std::int64_t B = FastBlock<C>::kPoints;
+    constexpr int T = static_cast<int>(int_pow(K, Rank));
+    for (int t = 0; t < T; ++t) {
+        for (std::int64_t p = 0; p < count; ++p) tap_weights[t * B + p] = tap_weight<R, C, K, Rank>(axis_weight, t, p);
+    }
+}
+
+// The functions that the two instruction sets get compiled for.
+#define GRIDWARP_DENSE_FUNCTIONS(SUFFIX, TARGET)                                                                 \
+    template <bool Precomputed, class S, class C, int K, int Rank>                                               \
+    GRIDWARP_NOINLINE TARGET void dense_gather_channel##SUFFIX(                                                  \
+        std::int64_t count, const std::int32_t* __restrict base, const std::int32_t* __restrict tap_offset,     \
+        const C* __restrict axis_weight,                                                                         \
+        const typename real_of<typename compute_type<S>::type>::type* __restrict tap_weights,                   \
+        const S* __restrict in, S* __restrict out, std::int64_t out_stride) {                                   \
+        dense_gather_body<Precomputed, S, C, K, Rank>(count, base, tap_offset, axis_weight, tap_weights, in, out, \
+                                                      out_stride);                                               \
+    }                                                                                                            \
+    template <class R, class C, int K, int Rank>                                                                 \
+    GRIDWARP_NOINLINE TARGET void tap_weights##SUFFIX(std::int64_t count, const C* __restrict axis_weight,      \
+                                                      R* __restrict tap_weights) {                               \
+        tap_weights_body<R, C, K, Rank>(count, axis_weight, tap_weights);                                       \
+    }
+
+GRIDWARP_DENSE_FUNCTIONS(, )
+#ifdef GRIDWARP_AVX2_DISPATCH
+GRIDWARP_DENSE_FUNCTIONS(_avx2, GRIDWARP_TARGET_AVX2)
+#endif
+
+template <bool Avx2, class S, class C, int K, int Rank>
+GRIDWARP_ALWAYS_INLINE void fast_gather_body(const FastBlock<C>& block, const S* input, S* output,
+                                             const FastOutput<S>& out) {
+    constexpr int T = static_cast<int>(int_pow(K, Rank));
+    const std::int64_t ops = out.output_point_stride;
+    const std::int64_t ocs = out.output_channel_stride;
+    const std::int64_t ics = out.input_channel_stride;
+    if (block.interior_points > 0) {
+        using R = typename real_of<typename compute_type<S>::type>::type;
+        // Several channels share the tap weights, computed once.
+        const bool shared = K > 1 && out.channels > 1;
+        R* tap_weights = nullptr;
+        if (shared) {
+            tap_weights = block.template tap_weights<R>(T);
+#ifdef GRIDWARP_AVX2_DISPATCH
+            if constexpr (Avx2) {
+                tap_weights_avx2<R, C, K, Rank>(block.count, block.weight.data(), tap_weights);
+            } else
+#endif
+            {
+                ::gridwarp::tap_weights<R, C, K, Rank>(block.count, block.weight.data(), tap_weights);
+            }
+        }
+        for (std::int64_t c = 0; c < out.channels; ++c) {
+            const S* in = input + c * ics;
+            S* o = output + c * ocs;
+#ifdef GRIDWARP_AVX2_DISPATCH
+            if constexpr (Avx2) {
+                if (shared) {
+                    dense_gather_channel_avx2<true, S, C, K, Rank>(block.count, block.base.data(), block.tap_offset.data(),
+                                                                   block.weight.data(), tap_weights, in, o, ops);
+                } else {
+                    dense_gather_channel_avx2<false, S, C, K, Rank>(block.count, block.base.data(), block.tap_offset.data(),
+                                                                    block.weight.data(), tap_weights, in, o, ops);
+                }
+                continue;
+            }
+#endif
+            if (shared) {
+                dense_gather_channel<true, S, C, K, Rank>(block.count, block.base.data(), block.tap_offset.data(),
+                                                          block.weight.data(), tap_weights, in, o, ops);
+            } else {
+                dense_gather_channel<false, S, C, K, Rank>(block.count, block.base.data(), block.tap_offset.data(),
+                                                           block.weight.data(), tap_weights, in, o, ops);
+            }
+        }
+    }
+    for (std::int64_t f = 0; f < block.fills; ++f) {
+        S* o = output + block.fill_point[static_cast<std::size_t>(f)] * ops;
+        for (std::int64_t c = 0; c < out.channels; ++c) o[c * ocs] = out.fill_stored;
+    }
+    // Near points (border, reflection): the mapped taps, summed as the reference sums them.
+    if constexpr (K > 1) {
+        if (block.far_edges < block.edges) {
+            using V = typename compute_type<S>::type;
+            using R = typename real_of<V>::type;
+            constexpr std::int64_t B = FastBlock<C>::kPoints;
+            constexpr std::array<int, Rank> kPlace = digit_places<K, Rank>();
+            for (std::int64_t e = 0; e < block.edges; ++e) {
+                if (!block.near[static_cast<std::size_t>(e)]) continue;
+                std::int32_t offset[T];
+                R w[T];
+                for (int t = 0; t < T; ++t) {
+                    std::int32_t sum_offset = 0;
+                    for (int a = 0; a < Rank; ++a) {
+                        const int k = (t / kPlace[static_cast<std::size_t>(a)]) % K;
+                        sum_offset += block.near_index[static_cast<std::size_t>((a * K + k) * B + e)] * block.stride[static_cast<std::size_t>(a)];
+                    }
+                    offset[t] = sum_offset;
+                    w[t] = tap_weight<R, C, K, Rank>(block.near_weight.data(), t, e);
+                }
+                S* o = output + block.edge_point[static_cast<std::size_t>(e)] * ops;
+                for (std::int64_t c = 0; c < out.channels; ++c) {
+                    const S* in = input + c * ics;
+                    V sum = V(0);
+                    for (int t = 0; t < T; ++t) sum += w[t] * load<V>(in[offset[t]]);
+                    o[c * ocs] = store_finite<S>(sum);
+                }
+            }
+        }
+    } else {
+        for (std::int64_t e = 0; e < block.edges; ++e) {
+            if (!block.near[static_cast<std::size_t>(e)] || block.far_edges == block.edges) continue;
+            std::int32_t offset = 0;
+            for (int a = 0; a < Rank; ++a) offset += block.near_index[static_cast<std::size_t>(a * FastBlock<C>::kPoints + e)] * block.stride[static_cast<std::size_t>(a)];
+            S* o = output + block.edge_point[static_cast<std::size_t>(e)] * ops;
+            for (std::int64_t c = 0; c < out.channels; ++c) o[c * ocs] = input[c * ics + offset];
+        }
+    }
+    // Far edge points: the reference gather of their reference plan.
+    for (std::int64_t e = 0; e < block.far_edges; ++e) {
+        S* o = output + block.far_point[static_cast<std::size_t>(e)] * ops;
+        for (std::int64_t c = 0; c < out.channels; ++c) {
+            if constexpr (K == 1) {
+                o[c * ocs] = copy_point(block.edge_plan, e, input + c * ics, out.fill_stored);
+            } else {
+                o[c * ocs] = gather_point<T, true>(block.edge_plan, e, input + c * ics, out.fill_stored, out.fill_value);
+            }
+        }
+    }
+}
+
+template <class S, class C>
+using FastGatherFunction = void (*)(const FastBlock<C>& block, const S* input, S* output, const FastOutput<S>& out);
+
+template <class S, class C, int K, int Rank>
+void fast_gather(const FastBlock<C>& block, const S* input, S* output, const FastOutput<S>& out) {
+    fast_gather_body<false, S, C, K, Rank>(block, input, output, out);
+}
+
+#ifdef GRIDWARP_AVX2_DISPATCH
+template <class S, class C, int K, int Rank>
+GRIDWARP_TARGET_AVX2 void fast_gather_avx2(const FastBlock<C>& block, const S* input, S* output,
+                                           const FastOutput<S>& out) {
+    fast_gather_body<true, S, C, K, Rank>(block, input, output, out);
+}
+#endif
+
+template <class S, class C>
+FastGatherFunction<S, C> select_fast_gatherer(Interpolation mode, int rank, bool avx2) {
+    return visit_interpolation(mode, [&](auto interp) -> FastGatherFunction<S, C> {
+        constexpr int K = decltype(interp)::type::taps;
+#ifdef GRIDWARP_AVX2_DISPATCH
+        if (avx2) return rank == 2 ? &fast_gather_avx2<S, C, K, 2> : &fast_gather_avx2<S, C, K, 3>;
+#endif
+        (void)avx2;
+        return rank == 2 ? &fast_gather<S, C, K, 2> : &fast_gather<S, C, K, 3>;
+    });
+}
+
+// Whether to run the AVX2 build of the fast path: when the processor has AVX2, unless the
+// environment says GRIDWARP_ISA=baseline (which tests use to check the generic code too).
+bool use_avx2() {
+#ifdef GRIDWARP_AVX2_DISPATCH
+    const char* isa = std::getenv("GRIDWARP_ISA");
+    if (isa != nullptr && std::string_view(isa) == "baseline") return false;
+    return __builtin_cpu_supports("avx2");
+#else
+    return false;
+#endif
 }
 
 // Points per chunk: enough to amortise the per-row calls, few enough that a plan stays in cache.
@@ -378,8 +1096,25 @@ struct Task {
     const SampleOptions& options;
 };
 
+template <class S>
+struct Fill {
+    S stored{};
+    typename compute_type<S>::type value{};
+    explicit Fill(double fill) {
+        if constexpr (!std::is_same_v<S, std::string>) {
+            using V = typename compute_type<S>::type;
+            value = V(static_cast<typename real_of<V>::type>(fill));
+            stored = store<S>(value);
+        }
+    }
+};
+
+int thread_count(const SampleOptions& options) { return options.threads > 0 ? options.threads : omp_get_max_threads(); }
+
+// The reference path: any rank, any type; rows in chunks, planned by build_plan, gathered by
+// copy_chunk / gather_chunk.
 template <class S, class C>
-void run_sampler(const Task& task) {
+void run_reference(const Task& task) {
     const auto& input = task.input;
     const auto& output = task.output;
     const auto& options = task.options;
@@ -399,20 +1134,14 @@ void run_sampler(const Task& task) {
     const InputGeometry geometry{rank, input.shape.data() + 2, input.strides.data() + 2, options.align_corners,
                                  task.positions.space()};
     const PlanFunction<C> planner = select_planner<C>(options, rank);
-
-    using V = typename compute_type<S>::type;
-    S fill_stored{};
-    V fill_value{};
-    if constexpr (!std::is_same_v<S, std::string>) {
-        fill_value = V(static_cast<typename real_of<V>::type>(options.fill));
-        fill_stored = store<S>(fill_value);
-    }
+    const Fill<S> fill(options.fill);
+    const S& fill_stored = fill.stored;
+    const auto fill_value = fill.value;
 
     const S* in_data = input.typed<S>();
     S* out_data = output.typed<S>();
-    const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
 
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(thread_count(options))
     {
         Plan<C> plan;
         plan.taps_per_point = taps;
@@ -462,6 +1191,138 @@ void run_sampler(const Task& task) {
             }
         }
     }
+}
+
+// Output tiles of the fast path: kTileWidth points along the innermost axis times kTileRows
+// along the next one (and kTileSlices along the one after, in 3-D). Neighbouring rows of a warp
+// read neighbouring input, so a tile's input stays in cache while the tile is sampled, where whole
+// rows would stream a rotated input's rows through the cache again for every output row.
+constexpr std::int64_t kTileWidth = 256;
+constexpr std::int64_t kTileRows = 64;
+constexpr std::int64_t kTileSlices = 4;
+
+// Asks the processor to start loading the input where the block's points would read, moved by
+// `ahead` elements: one request per cache line of first taps. Prefetching never faults, and the
+// address is formed as an integer, so no pointer leaves the input.
+template <class S, class C>
+void prefetch_input(const FastBlock<C>& block, const S* input, std::int64_t ahead) {
+#if defined(__GNUC__) || defined(__clang__)
+    constexpr std::int64_t kStep = std::max<std::int64_t>(64 / static_cast<std::int64_t>(sizeof(S)), 1);
+    const auto origin = reinterpret_cast<std::uintptr_t>(input);
+    for (std::int64_t p = 0; p < block.count; p += kStep) {
+        const std::int64_t element = block.base[static_cast<std::size_t>(p)] + ahead;
+        __builtin_prefetch(reinterpret_cast<const void*>(origin + static_cast<std::uintptr_t>(element) * sizeof(S)));
+    }
+#else
+    (void)block, (void)input, (void)ahead;
+#endif
+}
+
+bool fast_path_applies(const Task& task, int rank) {
+    const auto& input = task.input;
+    if (task.options.force_generic_rank || (rank != 2 && rank != 3)) return false;
+    // Every tap of every channel of a batch item must be within int32 reach of its start.
+    std::int64_t span = (input.shape[1] - 1) * input.strides[1];
+    for (int a = 0; a < rank; ++a) {
+        const std::int64_t extent = input.shape[static_cast<std::size_t>(a + 2)];
+        if (extent > kFastMaxExtent) return false;
+        span += std::max<std::int64_t>(extent - 1, 0) * input.strides[static_cast<std::size_t>(a + 2)];
+    }
+    return span <= std::numeric_limits<std::int32_t>::max();
+}
+
+template <class S, class C>
+void run_fast(const Task& task) {
+    const auto& input = task.input;
+    const auto& output = task.output;
+    const auto& options = task.options;
+    const int rank = static_cast<int>(input.rank()) - 2;  // 2 or 3
+    const Shape& out_spatial = task.positions.output_shape();
+    const std::int64_t batch = input.shape[0];
+    const std::int64_t width = out_spatial.back();
+    const std::int64_t height = out_spatial[static_cast<std::size_t>(rank - 2)];
+    const std::int64_t depth = rank == 3 ? out_spatial[0] : 1;
+    const std::int64_t tile_w = std::min(kTileWidth, width);
+    const std::int64_t tile_h = std::min(kTileRows, height);
+    const std::int64_t tile_d = std::min(kTileSlices, depth);
+    const std::int64_t tiles_w = (width + tile_w - 1) / tile_w;
+    const std::int64_t tiles_h = (height + tile_h - 1) / tile_h;
+    const std::int64_t tiles_d = (depth + tile_d - 1) / tile_d;
+    const std::int64_t work_items = batch * tiles_d * tiles_h * tiles_w;
+
+    const int taps_per_axis = options.mode == Interpolation::Nearest ? 1 : options.mode == Interpolation::Linear ? 2 : 4;
+    const InputGeometry geometry{rank, input.shape.data() + 2, input.strides.data() + 2, options.align_corners,
+                                 task.positions.space()};
+    const bool avx2 = use_avx2();
+    const FastPlanFunction<C> planner = select_fast_planner<C>(options, rank, avx2);
+    const FastGatherFunction<S, C> gatherer = select_fast_gatherer<S, C>(options.mode, rank, avx2);
+    const Fill<S> fill(options.fill);
+    const bool zero_fill = options.padding == Padding::Zeros && options.fill == 0.0 && !std::signbit(options.fill);
+    FastOutput<S> fast_output;
+    fast_output.channels = input.shape[1];
+    fast_output.input_channel_stride = input.strides[1];
+    fast_output.output_channel_stride = output.strides[1];
+    fast_output.output_point_stride = output.strides[static_cast<std::size_t>(rank + 1)];
+    fast_output.fill_stored = fill.stored;
+    fast_output.fill_value = fill.value;
+
+    const S* in_data = input.typed<S>();
+    S* out_data = output.typed<S>();
+    const std::int64_t* out_strides = output.strides.data();
+    constexpr std::int64_t B = FastBlock<C>::kPoints;
+
+#pragma omp parallel num_threads(thread_count(options))
+    {
+        FastBlock<C> block(rank, taps_per_axis, geometry.stride, zero_fill);
+        std::vector<C> xyz(static_cast<std::size_t>(tile_w * rank));
+
+#pragma omp for schedule(dynamic, 1)
+        for (std::int64_t item = 0; item < work_items; ++item) {
+            std::int64_t rest = item;
+            const std::int64_t tx = rest % tiles_w;
+            rest /= tiles_w;
+            const std::int64_t ty = rest % tiles_h;
+            rest /= tiles_h;
+            const std::int64_t tz = rest % tiles_d;
+            const std::int64_t n = rest / tiles_d;
+            const std::int64_t start = tx * tile_w;
+            const std::int64_t count = std::min(tile_w, width - start);
+            const S* batch_in = in_data + n * input.strides[0];
+            bool row_started = false;
+            std::int64_t previous_base = 0;
+            for (std::int64_t z = tz * tile_d; z < std::min(depth, (tz + 1) * tile_d); ++z) {
+                for (std::int64_t y = ty * tile_h; y < std::min(height, (ty + 1) * tile_h); ++y) {
+                    const std::int64_t outer[2] = {rank == 3 ? z : y, y};  // outermost first
+                    std::int64_t out_offset = n * out_strides[0] + start * out_strides[rank + 1] + y * out_strides[rank];
+                    if (rank == 3) out_offset += z * out_strides[2];
+                    task.positions.row(n, outer, start, count, xyz.data());
+                    for (std::int64_t b = 0; b < count; b += B) {
+                        planner(xyz.data() + b * rank, std::min(B, count - b), geometry, block);
+                        if (b == 0) {
+                            // The next row of the tile will read about where this one reads, moved
+                            // by the move from the previous row to this one.
+                            const std::int64_t move = row_started ? block.base[0] - previous_base : 0;
+                            previous_base = block.base[0];
+                            row_started = true;
+                            prefetch_input(block, batch_in, move + block.tap_offset.back());
+                        }
+                        gatherer(block, batch_in, out_data + out_offset + b * out_strides[rank + 1], fast_output);
+                    }
+                }
+            }
+        }
+    }
+}
+
+template <class S, class C>
+void run_sampler(const Task& task) {
+    if constexpr (kFastStorage<S>) {
+        if (fast_path_applies(task, static_cast<int>(task.input.rank()) - 2)) {
+            run_fast<S, C>(task);
+            return;
+        }
+    }
+    run_reference<S, C>(task);
 }
 
 void check_strides(const char* what, const Shape& strides) {

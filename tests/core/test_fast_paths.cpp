@@ -1,0 +1,358 @@
+// The fast paths of the kernel (ranks 2 and 3; float32, float64 and 8/16-bit integer pixels; the
+// generic x86-64 build and the AVX2 build) against the plain reference path, which
+// SampleOptions::force_generic_rank selects. The fast paths do the reference path's arithmetic in
+// the same order, so every comparison here is bit for bit (compare_exact: memcmp per element, so
+// -0 and +0 differ). Positions are drawn near and across every edge, with exact integers and
+// half-integers (tap and rounding boundaries), far and non-finite coordinates.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "gridwarp/positions.hpp"
+#include "support/support.hpp"
+
+using namespace gridwarp;
+using namespace gridwarp::test;
+
+namespace {
+
+const Interpolation kModes[] = {Interpolation::Linear, Interpolation::Nearest, Interpolation::Cubic};
+const Padding kPaddings[] = {Padding::Zeros, Padding::Border, Padding::Reflection};
+const DType kFastTypes[] = {DType::Float32, DType::Float64, DType::UInt8, DType::Int8, DType::UInt16, DType::Int16};
+
+// Selects the kernel's instruction set for its lifetime: the AVX2 build where the processor has it
+// ("auto"), or the generic x86-64 build ("baseline", through GRIDWARP_ISA). Elsewhere both are the
+// generic build.
+class IsaScope {
+public:
+    explicit IsaScope(bool baseline) {
+        if (const char* old = std::getenv("GRIDWARP_ISA")) saved_ = old;
+        if (baseline) {
+            ::setenv("GRIDWARP_ISA", "baseline", 1);
+        } else {
+            ::unsetenv("GRIDWARP_ISA");
+        }
+    }
+    ~IsaScope() {
+        if (saved_) {
+            ::setenv("GRIDWARP_ISA", saved_->c_str(), 1);
+        } else {
+            ::unsetenv("GRIDWARP_ISA");
+        }
+    }
+    IsaScope(const IsaScope&) = delete;
+    IsaScope& operator=(const IsaScope&) = delete;
+
+private:
+    std::optional<std::string> saved_;
+};
+
+const char* isa_name(bool baseline) { return baseline ? "baseline" : "auto"; }
+
+SampleOptions options_for(Interpolation mode, Padding padding, bool align_corners, double fill = 0.0) {
+    SampleOptions options;
+    options.mode = mode;
+    options.padding = padding;
+    options.align_corners = align_corners;
+    options.fill = fill;
+    return options;
+}
+
+SampleOptions reference_of(SampleOptions options) {
+    options.force_generic_rank = true;
+    return options;
+}
+
+// A pixel position along an axis of size d: mostly near or across the edges, some exact integers
+// and half-integers, some well inside, a few far away.
+double edge_position(std::int64_t d, std::mt19937& rng) {
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    const double extent = static_cast<double>(d);
+    const double pick = unit(rng);
+    if (pick < 0.45) return -3.0 + (extent + 5.0) * unit(rng);                          // [-3, d+2]
+    if (pick < 0.60) return std::floor(-3.0 + (extent + 5.0) * unit(rng));              // integers
+    if (pick < 0.75) return std::floor(-3.0 + (extent + 5.0) * unit(rng)) + 0.5;        // half-integers
+    if (pick < 0.95) return (extent - 1.0) * unit(rng);                                 // inside
+    return (unit(rng) < 0.5 ? -1.0 : 1.0) * (extent + 40.0 * unit(rng));                // far
+}
+
+double to_normalized(double u, std::int64_t d, bool align_corners, std::mt19937& rng) {
+    if (align_corners && d == 1) return std::uniform_real_distribution<double>(-1.5, 1.5)(rng);
+    const double extent = static_cast<double>(d);
+    return align_corners ? 2.0 * u / (extent - 1.0) - 1.0 : (2.0 * u + 1.0) / extent - 1.0;
+}
+
+// A grid (1, O..., r) of normalized positions near and across the edges of an input of spatial
+// shape `input_spatial`; with `specials`, some coordinates are NaN, infinite or huge.
+Tensor edge_grid(DType dtype, const Shape& input_spatial, const Shape& output_spatial, bool align_corners,
+                 bool specials, std::mt19937& rng) {
+    const auto rank = static_cast<std::int64_t>(input_spatial.size());
+    Shape shape{1};
+    shape.insert(shape.end(), output_spatial.begin(), output_spatial.end());
+    shape.push_back(rank);
+    const std::int64_t points = shape_numel(output_spatial);
+    std::vector<double> values(static_cast<std::size_t>(points * rank));
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    const double kSpecials[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                                -std::numeric_limits<double>::infinity(), 1e30, -3e38};
+    for (std::int64_t p = 0; p < points; ++p) {
+        for (std::int64_t k = 0; k < rank; ++k) {  // innermost first: k = 0 is x, the last input axis
+            const std::int64_t d = input_spatial[static_cast<std::size_t>(rank - 1 - k)];
+            double g = to_normalized(edge_position(d, rng), d, align_corners, rng);
+            if (specials && unit(rng) < 0.02) g = kSpecials[static_cast<std::size_t>(unit(rng) * 5.0) % 5];
+            values[static_cast<std::size_t>(p * rank + k)] = g;
+        }
+    }
+    return tensor_from(dtype, shape, values);
+}
+
+Tensor input_of(DType dtype, const Shape& shape, std::mt19937& rng) {
+    switch (dtype) {
+        case DType::UInt8: return random_tensor(dtype, shape, 0, 255, rng);
+        case DType::Int8: return random_tensor(dtype, shape, -128, 127, rng);
+        case DType::UInt16: return random_tensor(dtype, shape, 0, 65535, rng);
+        case DType::Int16: return random_tensor(dtype, shape, -32768, 32767, rng);
+        default: return random_tensor(dtype, shape, -100, 100, rng);
+    }
+}
+
+// Output spatial shapes per input shape: a few points per input pixel, so that most land near edges.
+Shape output_for(const Shape& input_shape) {
+    Shape out;
+    for (std::size_t a = 2; a < input_shape.size(); ++a) out.push_back(input_shape[a] + 3);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("fast paths equal the reference path near and across edges, every mode, padding and align_corners",
+          "[fast][edges]") {
+    std::mt19937 rng(515);
+    const Shape shapes[] = {Shape{1, 2, 5, 7}, Shape{2, 1, 1, 6}, Shape{1, 1, 3, 2}, Shape{1, 3, 4, 4},
+                            Shape{1, 1, 4, 5, 6}, Shape{1, 2, 3, 1, 7}, Shape{2, 1, 2, 2, 3}};
+    int round = 0;
+    for (const Shape& input_shape : shapes) {
+        for (DType dtype : kFastTypes) {
+            const Tensor x = input_of(dtype, input_shape, rng);
+            const Shape input_spatial(input_shape.begin() + 2, input_shape.end());
+            for (DType grid_dtype : {DType::Float32, DType::Float64}) {
+                for (bool align_corners : {false, true}) {
+                    Tensor grid = edge_grid(grid_dtype, input_spatial, output_for(input_shape), align_corners,
+                                            (round++ % 3) == 0, rng);
+                    if (input_shape[0] == 2) {  // a second batch item with other positions
+                        Tensor other = edge_grid(grid_dtype, input_spatial, output_for(input_shape), align_corners, false, rng);
+                        Shape two = grid.shape();
+                        two[0] = 2;
+                        auto values = as_doubles(grid.view());
+                        const auto more = as_doubles(other.view());
+                        values.insert(values.end(), more.begin(), more.end());
+                        grid = tensor_from(grid_dtype, two, values);
+                    }
+                    for (auto mode : kModes) {
+                        for (auto padding : kPaddings) {
+                            for (double fill : {0.0, 1.5}) {
+                                const SampleOptions fast = options_for(mode, padding, align_corners, fill);
+                                for (bool baseline : {false, true}) {
+                                    IsaScope isa(baseline);
+                                    INFO(shape_to_string(input_shape) << " " << dtype_name(dtype) << " grid "
+                                                                      << dtype_name(grid_dtype) << " " << interpolation_name(mode)
+                                                                      << " " << padding_name(padding) << " ac " << align_corners
+                                                                      << " fill " << fill << " isa " << isa_name(baseline));
+                                    CHECK(compare_exact(grid_sample(x.view(), grid.view(), fast).view(),
+                                                        grid_sample(x.view(), grid.view(), reference_of(fast)).view()) == "");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("fast paths equal the reference path in pixel space (fused affine positions)", "[fast][affine]") {
+    std::mt19937 rng(77);
+    std::uniform_real_distribution<double> entry(-0.4, 0.4);
+    for (const Shape& input_shape : {Shape{1, 3, 9, 11}, Shape{1, 2, 5, 6, 7}}) {
+        const auto rank = static_cast<std::int64_t>(input_shape.size()) - 2;
+        const Shape input_spatial(input_shape.begin() + 2, input_shape.end());
+        Shape output_spatial;
+        for (std::int64_t a = 0; a < rank; ++a) output_spatial.push_back(input_spatial[static_cast<std::size_t>(a)] + 4);
+        // Near-identity maps with a shift of a few pixels: outputs cover the input, its edges and beyond.
+        std::vector<double> matrix;
+        for (std::int64_t k = 0; k < rank; ++k) {
+            for (std::int64_t j = 0; j <= rank; ++j) {
+                const double identity = (j == k) ? 1.0 : 0.0;
+                matrix.push_back(j == rank ? -2.0 + 4.0 * (entry(rng) + 0.4) : identity + 0.5 * entry(rng));
+            }
+        }
+        for (DType dtype : kFastTypes) {
+            const Tensor x = input_of(dtype, input_shape, rng);
+            for (DType coordinate : {DType::Float64, DType::Float32}) {
+                const AffinePositions positions(matrix, 1, output_spatial, false, coordinate, CoordinateSpace::Pixel);
+                for (auto mode : kModes) {
+                    for (auto padding : kPaddings) {
+                        for (bool align_corners : {false, true}) {
+                            const SampleOptions fast = options_for(mode, padding, align_corners);
+                            for (bool baseline : {false, true}) {
+                                IsaScope isa(baseline);
+                                INFO(shape_to_string(input_shape) << " " << dtype_name(dtype) << " positions "
+                                                                  << dtype_name(coordinate) << " " << interpolation_name(mode)
+                                                                  << " " << padding_name(padding) << " ac " << align_corners
+                                                                  << " isa " << isa_name(baseline));
+                                CHECK(compare_exact(grid_sample(x.view(), positions, fast).view(),
+                                                    grid_sample(x.view(), positions, reference_of(fast)).view()) == "");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("fast paths read and write interleaved (HWC) and other strided views in place", "[fast][strided]") {
+    std::mt19937 rng(4242);
+    const std::int64_t h = 37, w = 53, c = 3;
+    const Shape out_spatial{41, 60};
+    for (DType dtype : {DType::UInt8, DType::Float32, DType::Int16}) {
+        // An interleaved H x W x C buffer seen as (1, C, H, W).
+        const Tensor hwc = input_of(dtype, {h, w, c}, rng);
+        const ConstTensorView interleaved(dtype, hwc.data(), {1, c, h, w}, {0, 1, w * c, c});
+        // A planar (1, C, W, H) buffer seen transposed as (1, C, H, W): the innermost stride is H.
+        const Tensor planar = input_of(dtype, {1, c, w, h}, rng);
+        const ConstTensorView transposed(dtype, planar.data(), {1, c, h, w}, {c * w * h, w * h, 1, h});
+        for (bool align_corners : {false, true}) {
+            const Tensor grid = edge_grid(DType::Float32, {h, w}, out_spatial, align_corners, true, rng);
+            for (auto mode : kModes) {
+                for (auto padding : kPaddings) {
+                    const SampleOptions fast = options_for(mode, padding, align_corners, 7.0);
+                    for (bool baseline : {false, true}) {
+                        IsaScope isa(baseline);
+                        INFO(dtype_name(dtype) << " " << interpolation_name(mode) << " " << padding_name(padding) << " ac "
+                                               << align_corners << " isa " << isa_name(baseline));
+                        const GridPositions positions(grid.view());
+                        // Interleaved in, interleaved out (the OpenCV layout), against the reference.
+                        Tensor out_fast(dtype, {out_spatial[0], out_spatial[1], c});
+                        Tensor out_ref(dtype, {out_spatial[0], out_spatial[1], c});
+                        const Shape out_strides{0, 1, out_spatial[1] * c, c};
+                        grid_sample(interleaved, positions, TensorView(dtype, out_fast.data(), {1, c, 41, 60}, out_strides), fast);
+                        grid_sample(interleaved, positions, TensorView(dtype, out_ref.data(), {1, c, 41, 60}, out_strides),
+                                    reference_of(fast));
+                        CHECK(compare_exact(out_fast.view(), out_ref.view()) == "");
+                        // The same interleaved input equals its planar copy.
+                        const Tensor copy = Tensor::copy_of(interleaved);
+                        CHECK(compare_exact(grid_sample(interleaved, positions, fast).view(),
+                                            grid_sample(copy.view(), positions, reference_of(fast)).view()) == "");
+                        // Transposed input.
+                        CHECK(compare_exact(grid_sample(transposed, positions, fast).view(),
+                                            grid_sample(transposed, positions, reference_of(fast)).view()) == "");
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("fast paths over many tiles, blocks and threads equal the reference path", "[fast][tiles]") {
+    std::mt19937 rng(9);
+    // Wider than a tile and a block (256 points), taller than a tile (64 rows); a smooth warp whose
+    // blocks are mostly interior, some mixed, some entirely outside.
+    const Shape input_shape{2, 2, 90, 310};
+    const Shape out_spatial{100, 600};
+    for (DType dtype : {DType::Float32, DType::UInt8}) {
+        const Tensor x = input_of(dtype, input_shape, rng);
+        for (bool align_corners : {false, true}) {
+            std::vector<double> values;
+            for (std::int64_t n = 0; n < 2; ++n) {
+                for (std::int64_t i = 0; i < out_spatial[0]; ++i) {
+                    for (std::int64_t j = 0; j < out_spatial[1]; ++j) {
+                        const double u = -20.0 + 350.0 * static_cast<double>(j) / 599.0 + 3.0 * std::sin(0.1 * static_cast<double>(i));
+                        const double v = -8.0 + 106.0 * static_cast<double>(i) / 99.0 + 2.0 * std::cos(0.05 * static_cast<double>(j + n));
+                        values.push_back(to_normalized(u, 310, align_corners, rng));
+                        values.push_back(to_normalized(v, 90, align_corners, rng));
+                    }
+                }
+            }
+            const Tensor grid = tensor_from(DType::Float32, {2, out_spatial[0], out_spatial[1], 2}, values);
+            for (auto mode : kModes) {
+                for (auto padding : kPaddings) {
+                    for (int threads : {1, 2}) {
+                        SampleOptions fast = options_for(mode, padding, align_corners);
+                        fast.threads = threads;
+                        for (bool baseline : {false, true}) {
+                            IsaScope isa(baseline);
+                            INFO(dtype_name(dtype) << " " << interpolation_name(mode) << " " << padding_name(padding) << " ac "
+                                                   << align_corners << " threads " << threads << " isa " << isa_name(baseline));
+                            CHECK(compare_exact(grid_sample(x.view(), grid.view(), fast).view(),
+                                                grid_sample(x.view(), grid.view(), reference_of(fast)).view()) == "");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("fast paths: non-finite pixel values and fill values propagate as in the reference path", "[fast][nonfinite]") {
+    std::mt19937 rng(31);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double inf = std::numeric_limits<double>::infinity();
+    for (DType dtype : {DType::Float32, DType::Float64}) {
+        for (const Shape& input_shape : {Shape{1, 1, 6, 8}, Shape{1, 1, 4, 5, 6}}) {
+            const Shape input_spatial(input_shape.begin() + 2, input_shape.end());
+            // One kind of non-finite value per input, so that no sum meets two different NaNs.
+            for (double special : {nan, inf, -inf}) {
+                auto values = as_doubles(input_of(dtype, input_shape, rng).view());
+                for (std::size_t i = 0; i < values.size(); i += 7) values[i] = special;
+                const Tensor x = tensor_from(dtype, input_shape, values);
+                const Tensor grid = edge_grid(DType::Float32, input_spatial, output_for(input_shape), false, false, rng);
+                for (auto mode : kModes) {
+                    for (auto padding : kPaddings) {
+                        for (double fill : {0.0, -0.0, 2.5}) {
+                            const SampleOptions fast = options_for(mode, padding, false, fill);
+                            for (bool baseline : {false, true}) {
+                                IsaScope isa(baseline);
+                                INFO(shape_to_string(input_shape) << " " << dtype_name(dtype) << " value " << special << " "
+                                                                  << interpolation_name(mode) << " " << padding_name(padding)
+                                                                  << " fill " << fill << " isa " << isa_name(baseline));
+                                CHECK(compare_exact(grid_sample(x.view(), grid.view(), fast).view(),
+                                                    grid_sample(x.view(), grid.view(), reference_of(fast)).view()) == "");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("fast paths round integer results half to even and saturate as the reference path does", "[fast][rounding]") {
+    // Values 1, 2, 3, ... along x, sampled halfway between pixels: linear gives k + 0.5 exactly,
+    // which rounds to the even neighbour; cubic overshoots past the type's range at the jumps.
+    for (bool baseline : {false, true}) {
+        IsaScope isa(baseline);
+        // Width 8: the normalized positions (i + 1) / 4 - 1 and the pixel positions i + 0.5 are exact.
+        const Tensor x = tensor_from(DType::UInt8, {1, 1, 1, 8}, {1, 2, 3, 4, 255, 0, 10, 20});
+        std::vector<double> grid_values;
+        for (int i = 0; i < 5; ++i) {
+            grid_values.push_back((2.0 * (i + 0.5) + 1.0) / 8.0 - 1.0);  // x = i + 0.5
+            grid_values.push_back(0.0);
+        }
+        const Tensor grid = tensor_from(DType::Float32, {1, 1, 5, 2}, grid_values);
+        const SampleOptions linear = options_for(Interpolation::Linear, Padding::Border, false);
+        const Tensor result = grid_sample(x.view(), grid.view(), linear);
+        CHECK(as_doubles(result.view()) == std::vector<double>{2, 2, 4, 130, 128});  // 1.5 2.5 3.5 129.5 127.5
+        CHECK(compare_exact(result.view(), grid_sample(x.view(), grid.view(), reference_of(linear)).view()) == "");
+        for (auto padding : kPaddings) {
+            const SampleOptions cubic = options_for(Interpolation::Cubic, padding, false);
+            INFO(padding_name(padding) << " isa " << isa_name(baseline));
+            CHECK(compare_exact(grid_sample(x.view(), grid.view(), cubic).view(),
+                                grid_sample(x.view(), grid.view(), reference_of(cubic)).view()) == "");
+        }
+    }
+}
