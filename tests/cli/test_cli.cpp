@@ -24,25 +24,6 @@ namespace {
 
 std::string file_bytes(const fs::path& file) { return io::read_file_bytes(file); }
 
-void write_bytes(const fs::path& file, const std::string& bytes) {
-    std::ofstream stream(file, std::ios::binary | std::ios::trunc);
-    stream << bytes;
-    REQUIRE(stream.good());
-}
-
-// Names in a directory, sorted (hidden files included: a leftover temporary would start with '.').
-std::vector<std::string> listing(const fs::path& dir) {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-}
-
-std::string lower(std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return text;
-}
-
 std::string format_double(double value) {
     char buffer[64];
     std::snprintf(buffer, sizeof buffer, "%.17g", value);
@@ -61,39 +42,10 @@ std::string join_sizes(const std::vector<double>& values) {
     return text;
 }
 
-std::string describe(const RunResult& r) {
-    return "status " + std::to_string(r.status) + "\n--- stdout ---\n" + r.out + "\n--- stderr ---\n" + r.err;
-}
-
 // A successful run: exit status 0.
 void require_success(const RunResult& r) {
     INFO(describe(r));
     REQUIRE(r.status == 0);
-}
-
-// Number of lines in a stream's text (a final line without '\n' counts).
-std::size_t line_count(const std::string& text) {
-    if (text.empty()) return 0;
-    std::size_t lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
-    if (text.back() != '\n') ++lines;
-    return lines;
-}
-
-// A failed run, as every refusal must look: non-zero status, exactly one line on stderr holding
-// each of `needles` (case-insensitive), nothing on stdout, no output file, and the output's
-// directory holding exactly what it held before (no temporary left behind).
-void require_refusal(const RunResult& r, const std::vector<std::string>& needles, const fs::path& output,
-                     const std::vector<std::string>& directory_before) {
-    INFO(describe(r));
-    CHECK(r.status != 0);
-    CHECK(line_count(r.err) == 1);
-    CHECK(r.out.empty());
-    for (const auto& needle : needles) {
-        INFO("stderr should mention '" << needle << "'");
-        CHECK(lower(r.err).find(lower(needle)) != std::string::npos);
-    }
-    CHECK_FALSE(fs::exists(output));
-    if (fs::exists(output.parent_path())) CHECK(listing(output.parent_path()) == directory_before);
 }
 
 // First `count` items of the outermost axis of a C-ordered real tensor, as a new tensor.

@@ -28,35 +28,6 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-void write_bytes(const fs::path& file, const std::string& bytes) {
-    std::ofstream stream(file, std::ios::binary | std::ios::trunc);
-    stream.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    REQUIRE(stream.good());
-}
-
-std::vector<std::string> listing(const fs::path& dir) {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-}
-
-std::string lower(std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return text;
-}
-
-std::string describe(const RunResult& r) {
-    return "status " + std::to_string(r.status) + "\n--- stdout ---\n" + r.out + "\n--- stderr ---\n" + r.err;
-}
-
-std::size_t line_count(const std::string& text) {
-    if (text.empty()) return 0;
-    std::size_t lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
-    if (text.back() != '\n') ++lines;
-    return lines;
-}
-
 // Runs gridwarp and requires success with nothing on stderr but gridwarp's own info lines (no
 // warnings, no library noise).
 RunResult run_ok(const std::vector<std::string>& args) {
@@ -68,22 +39,6 @@ RunResult run_ok(const std::vector<std::string>& args) {
     std::istringstream lines(r.err);
     for (std::string line; std::getline(lines, line);) CHECK(line.rfind("gridwarp: info: ", 0) == 0);
     return r;
-}
-
-// A refusal: non-zero status, exactly one stderr line holding every needle (case-insensitive),
-// nothing on stdout, no output file, and the output's directory as it was (no staging leftovers).
-void require_refusal(const RunResult& r, const std::vector<std::string>& needles, const fs::path& output,
-                     const std::vector<std::string>& directory_before) {
-    INFO(describe(r));
-    CHECK(r.status != 0);
-    CHECK(line_count(r.err) == 1);
-    CHECK(r.out.empty());
-    for (const auto& needle : needles) {
-        INFO("stderr should mention '" << needle << "'");
-        CHECK(lower(r.err).find(lower(needle)) != std::string::npos);
-    }
-    CHECK_FALSE(fs::exists(output));
-    if (fs::exists(output.parent_path())) CHECK(listing(output.parent_path()) == directory_before);
 }
 
 std::string number(double value) {

@@ -26,19 +26,6 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-void write_bytes(const fs::path& file, const std::string& bytes) {
-    std::ofstream stream(file, std::ios::binary | std::ios::trunc);
-    stream.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    REQUIRE(stream.good());
-}
-
-std::vector<std::string> listing(const fs::path& dir) {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-}
-
 // Distinct values spread over the type's whole range, with its extremes first (integers), or
 // fractions, -0, huge and tiny magnitudes and NaN (floats).
 Tensor patterned(DType type, const Shape& shape, std::uint64_t seed) {

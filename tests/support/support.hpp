@@ -52,6 +52,21 @@ struct RunResult {
 };
 RunResult run_gridwarp(const std::vector<std::string>& args);
 
+// Files and directories.
+void write_bytes(const std::filesystem::path& file, const std::string& bytes);
+// Names in a directory, sorted (hidden files included: a leftover staging directory starts with '.').
+std::vector<std::string> listing(const std::filesystem::path& dir);
+
+// Checking runs of the binary.
+std::string lower(std::string text);
+std::size_t line_count(const std::string& text);
+std::string describe(const RunResult& r);  // status, stdout and stderr, for INFO()
+// A refusal, as every failed run must look: non-zero status, exactly one stderr line holding each of
+// `needles` (case-insensitive), nothing on stdout, no output file, and the output's directory
+// holding exactly what it held before (no staging directory left behind).
+void require_refusal(const RunResult& r, const std::vector<std::string>& needles, const std::filesystem::path& output,
+                     const std::vector<std::string>& directory_before);
+
 // A fresh, empty temporary directory removed when the object goes away.
 class TempDir {
 public:
