@@ -541,9 +541,6 @@ struct FastBlock {
     static constexpr std::int64_t kPoints = 256;
     std::int64_t count = 0;
     std::int64_t interior_points = 0;
-    // Zeros padding with the fill value +0: a point with every tap outside along some axis then
-    // sums +0 times its weights to +0, which is the fill value, so it is a fill point too.
-    bool zero_fill = false;
     std::vector<LaneFlag<C>> interior;     // per point: every tap is inside the input
     std::vector<LaneFlag<C>> fill;         // per point: the reference gives the fill value
     std::vector<C> weight;                 // rank x taps-per-axis x kPoints
@@ -579,9 +576,8 @@ struct FastBlock {
         return scratch.data();
     }
 
-    FastBlock(int rank, int taps_per_axis, const std::int64_t* stride_values, bool zero_fill_value)
-        : zero_fill(zero_fill_value),
-          interior(kPoints),
+    FastBlock(int rank, int taps_per_axis, const std::int64_t* stride_values)
+        : interior(kPoints),
           fill(kPoints),
           weight(static_cast<std::size_t>(rank * taps_per_axis * kPoints)),
           base(kPoints),
@@ -632,7 +628,7 @@ GRIDWARP_ALWAYS_INLINE C pixel_position(C g, std::int64_t d) {
 template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
 GRIDWARP_ALWAYS_INLINE std::int64_t classify_points(const C* __restrict xyz, std::int64_t count,
                                                     const std::int64_t* extent, const std::int64_t* stride,
-                                                    bool zero_fill, C* __restrict weight, std::int32_t* __restrict base,
+                                                    C* __restrict weight, std::int32_t* __restrict base,
                                                     LaneFlag<C>* __restrict interior, LaneFlag<C>* __restrict fill) {
     constexpr int K = Interp::taps;
     constexpr std::int64_t B = FastBlock<C>::kPoints;
@@ -672,7 +668,8 @@ GRIDWARP_ALWAYS_INLINE std::int64_t classify_points(const C* __restrict xyz, std
             in_all &= static_cast<Flag>(inside);
             fill_any |= static_cast<Flag>(Pad::fills(g, u, d[a]));
             if constexpr (std::is_same_v<Pad, ZerosPadding>) {
-                fill_any |= static_cast<Flag>(zero_fill & ((u < out_below[a]) | (u >= out_from[a])));
+                // Every tap outside this axis: axis_taps gives the fill value.
+                fill_any |= static_cast<Flag>((u < out_below[a]) | (u >= out_from[a]));
             }
         }
         base[p] = offset;
@@ -736,7 +733,7 @@ GRIDWARP_ALWAYS_INLINE void fast_plan_kind(const C* xyz, std::int64_t count, con
                                            FastBlock<C>& block) {
     block.count = count;
     block.interior_points = classify_points<Kind, C, Interp, Pad, Rank>(
-        xyz, count, geometry.extent, geometry.stride, block.zero_fill, block.weight.data(), block.base.data(),
+        xyz, count, geometry.extent, geometry.stride, block.weight.data(), block.base.data(),
         block.interior.data(), block.fill.data());
     block.fills = 0;
     block.edges = 0;
@@ -1257,7 +1254,6 @@ void run_fast(const Task& task) {
     const FastPlanFunction<C> planner = select_fast_planner<C>(options, rank, avx2);
     const FastGatherFunction<S, C> gatherer = select_fast_gatherer<S, C>(options.mode, rank, avx2);
     const Fill<S> fill(options.fill);
-    const bool zero_fill = options.padding == Padding::Zeros && options.fill == 0.0 && !std::signbit(options.fill);
     FastOutput<S> fast_output;
     fast_output.channels = input.shape[1];
     fast_output.input_channel_stride = input.strides[1];
@@ -1273,7 +1269,7 @@ void run_fast(const Task& task) {
 
 #pragma omp parallel num_threads(thread_count(options))
     {
-        FastBlock<C> block(rank, taps_per_axis, geometry.stride, zero_fill);
+        FastBlock<C> block(rank, taps_per_axis, geometry.stride);
         std::vector<C> xyz(static_cast<std::size_t>(tile_w * rank));
 
 #pragma omp for schedule(dynamic, 1)
