@@ -1,5 +1,5 @@
 // The fast paths of the kernel (ranks 2 and 3; float32, float64 and 8/16-bit integer pixels; the
-// generic x86-64 build and the AVX2 build) against the plain reference path, which
+// generic x86-64 build, the AVX2 build and the AVX-512 interior pass) against the plain reference path, which
 // SampleOptions::force_generic_rank selects. The fast paths do the reference path's arithmetic in
 // the same order, so every comparison here is bit for bit (compare_exact: memcmp per element, so
 // -0 and +0 differ). Positions are drawn near and across every edge, with exact integers and
@@ -24,15 +24,19 @@ const Interpolation kModes[] = {Interpolation::Linear, Interpolation::Nearest, I
 const Padding kPaddings[] = {Padding::Zeros, Padding::Border, Padding::Reflection};
 const DType kFastTypes[] = {DType::Float32, DType::Float64, DType::UInt8, DType::Int8, DType::UInt16, DType::Int16};
 
-// Selects the kernel's instruction set for its lifetime: the AVX2 build where the processor has it
-// ("auto"), or the generic x86-64 build ("baseline", through GRIDWARP_ISA). Elsewhere both are the
-// generic build.
+// The kernel's instruction sets: the best the processor has ("auto": AVX-512 where present), the
+// AVX2 build without AVX-512 ("avx2"), and the generic x86-64 build ("baseline"), chosen through
+// GRIDWARP_ISA. Where the processor lacks one, the kernel falls back to the next, so every setting
+// is valid everywhere.
+const char* const kIsas[] = {"auto", "avx2", "baseline"};
+
+// Selects the kernel's instruction set for its lifetime.
 class IsaScope {
 public:
-    explicit IsaScope(bool baseline) {
+    explicit IsaScope(const char* isa) {
         if (const char* old = std::getenv("GRIDWARP_ISA")) saved_ = old;
-        if (baseline) {
-            ::setenv("GRIDWARP_ISA", "baseline", 1);
+        if (std::string(isa) != "auto") {
+            ::setenv("GRIDWARP_ISA", isa, 1);
         } else {
             ::unsetenv("GRIDWARP_ISA");
         }
@@ -50,8 +54,6 @@ public:
 private:
     std::optional<std::string> saved_;
 };
-
-const char* isa_name(bool baseline) { return baseline ? "baseline" : "auto"; }
 
 SampleOptions options_for(Interpolation mode, Padding padding, bool align_corners, double fill = 0.0) {
     SampleOptions options;
@@ -156,12 +158,12 @@ TEST_CASE("fast paths equal the reference path near and across edges, every mode
                         for (auto padding : kPaddings) {
                             for (double fill : {0.0, 1.5}) {
                                 const SampleOptions fast = options_for(mode, padding, align_corners, fill);
-                                for (bool baseline : {false, true}) {
-                                    IsaScope isa(baseline);
+                                for (const char* isa_setting : kIsas) {
+                                    IsaScope isa(isa_setting);
                                     INFO(shape_to_string(input_shape) << " " << dtype_name(dtype) << " grid "
                                                                       << dtype_name(grid_dtype) << " " << interpolation_name(mode)
                                                                       << " " << padding_name(padding) << " ac " << align_corners
-                                                                      << " fill " << fill << " isa " << isa_name(baseline));
+                                                                      << " fill " << fill << " isa " << isa_setting);
                                     CHECK(compare_exact(grid_sample(x.view(), grid.view(), fast).view(),
                                                         grid_sample(x.view(), grid.view(), reference_of(fast)).view()) == "");
                                 }
@@ -198,12 +200,12 @@ TEST_CASE("fast paths equal the reference path in pixel space (fused affine posi
                     for (auto padding : kPaddings) {
                         for (bool align_corners : {false, true}) {
                             const SampleOptions fast = options_for(mode, padding, align_corners);
-                            for (bool baseline : {false, true}) {
-                                IsaScope isa(baseline);
+                            for (const char* isa_setting : kIsas) {
+                                IsaScope isa(isa_setting);
                                 INFO(shape_to_string(input_shape) << " " << dtype_name(dtype) << " positions "
                                                                   << dtype_name(coordinate) << " " << interpolation_name(mode)
                                                                   << " " << padding_name(padding) << " ac " << align_corners
-                                                                  << " isa " << isa_name(baseline));
+                                                                  << " isa " << isa_setting);
                                 CHECK(compare_exact(grid_sample(x.view(), positions, fast).view(),
                                                     grid_sample(x.view(), positions, reference_of(fast)).view()) == "");
                             }
@@ -231,10 +233,10 @@ TEST_CASE("fast paths read and write interleaved (HWC) and other strided views i
             for (auto mode : kModes) {
                 for (auto padding : kPaddings) {
                     const SampleOptions fast = options_for(mode, padding, align_corners, 7.0);
-                    for (bool baseline : {false, true}) {
-                        IsaScope isa(baseline);
+                    for (const char* isa_setting : kIsas) {
+                        IsaScope isa(isa_setting);
                         INFO(dtype_name(dtype) << " " << interpolation_name(mode) << " " << padding_name(padding) << " ac "
-                                               << align_corners << " isa " << isa_name(baseline));
+                                               << align_corners << " isa " << isa_setting);
                         const GridPositions positions(grid.view());
                         // Interleaved in, interleaved out (the OpenCV layout), against the reference.
                         Tensor out_fast(dtype, {out_spatial[0], out_spatial[1], c});
@@ -284,10 +286,10 @@ TEST_CASE("fast paths over many tiles, blocks and threads equal the reference pa
                     for (int threads : {1, 2}) {
                         SampleOptions fast = options_for(mode, padding, align_corners);
                         fast.threads = threads;
-                        for (bool baseline : {false, true}) {
-                            IsaScope isa(baseline);
+                        for (const char* isa_setting : kIsas) {
+                            IsaScope isa(isa_setting);
                             INFO(dtype_name(dtype) << " " << interpolation_name(mode) << " " << padding_name(padding) << " ac "
-                                                   << align_corners << " threads " << threads << " isa " << isa_name(baseline));
+                                                   << align_corners << " threads " << threads << " isa " << isa_setting);
                             CHECK(compare_exact(grid_sample(x.view(), grid.view(), fast).view(),
                                                 grid_sample(x.view(), grid.view(), reference_of(fast)).view()) == "");
                         }
@@ -315,11 +317,11 @@ TEST_CASE("fast paths: non-finite pixel values and fill values propagate as in t
                     for (auto padding : kPaddings) {
                         for (double fill : {0.0, -0.0, 2.5}) {
                             const SampleOptions fast = options_for(mode, padding, false, fill);
-                            for (bool baseline : {false, true}) {
-                                IsaScope isa(baseline);
+                            for (const char* isa_setting : kIsas) {
+                                IsaScope isa(isa_setting);
                                 INFO(shape_to_string(input_shape) << " " << dtype_name(dtype) << " value " << special << " "
                                                                   << interpolation_name(mode) << " " << padding_name(padding)
-                                                                  << " fill " << fill << " isa " << isa_name(baseline));
+                                                                  << " fill " << fill << " isa " << isa_setting);
                                 CHECK(compare_exact(grid_sample(x.view(), grid.view(), fast).view(),
                                                     grid_sample(x.view(), grid.view(), reference_of(fast)).view()) == "");
                             }
@@ -334,8 +336,8 @@ TEST_CASE("fast paths: non-finite pixel values and fill values propagate as in t
 TEST_CASE("fast paths round integer results half to even and saturate as the reference path does", "[fast][rounding]") {
     // Values 1, 2, 3, ... along x, sampled halfway between pixels: linear gives k + 0.5 exactly,
     // which rounds to the even neighbour; cubic overshoots past the type's range at the jumps.
-    for (bool baseline : {false, true}) {
-        IsaScope isa(baseline);
+    for (const char* isa_setting : kIsas) {
+        IsaScope isa(isa_setting);
         // Width 8: the normalized positions (i + 1) / 4 - 1 and the pixel positions i + 0.5 are exact.
         const Tensor x = tensor_from(DType::UInt8, {1, 1, 1, 8}, {1, 2, 3, 4, 255, 0, 10, 20});
         std::vector<double> grid_values;
@@ -350,9 +352,88 @@ TEST_CASE("fast paths round integer results half to even and saturate as the ref
         CHECK(compare_exact(result.view(), grid_sample(x.view(), grid.view(), reference_of(linear)).view()) == "");
         for (auto padding : kPaddings) {
             const SampleOptions cubic = options_for(Interpolation::Cubic, padding, false);
-            INFO(padding_name(padding) << " isa " << isa_name(baseline));
+            INFO(padding_name(padding) << " isa " << isa_setting);
             CHECK(compare_exact(grid_sample(x.view(), grid.view(), cubic).view(),
                                 grid_sample(x.view(), grid.view(), reference_of(cubic)).view()) == "");
+        }
+    }
+}
+
+TEST_CASE("the AVX-512 interior pass equals the reference path on large interior regions, 2-D and 3-D",
+          "[fast][interior]") {
+    // Blocks of 256 points that are entirely interior (the pass alone writes them) next to mixed
+    // ones, float32 grids read in place and float32 affine positions computed per row, several
+    // channels, and inputs holding -0, NaN and infinities so that signed zeros and non-finite
+    // sums are compared bit for bit.
+    std::mt19937 rng(2024);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double inf = std::numeric_limits<double>::infinity();
+    for (const Shape& input_shape : {Shape{1, 2, 40, 300}, Shape{1, 2, 12, 20, 290}}) {
+        const auto rank = static_cast<std::int64_t>(input_shape.size()) - 2;
+        const Shape input_spatial(input_shape.begin() + 2, input_shape.end());
+        auto values = as_doubles(input_of(DType::Float32, input_shape, rng).view());
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            if (i % 5 == 0) values[i] = -0.0;
+            if (i % 97 == 0) values[i] = 0.0;
+            if (i % 1009 == 0) values[i] = (i % 3 == 0) ? nan : (i % 3 == 1 ? inf : -inf);
+        }
+        const Tensor x = tensor_from(DType::Float32, input_shape, values);
+        Shape out_spatial(input_spatial);
+        out_spatial.back() = 520;  // two full blocks and a partial one per row
+        // A slight rotation and scale in pixel space, innermost-first rows of the matrix.
+        std::vector<double> matrix;
+        for (std::int64_t k = 0; k < rank; ++k) {
+            for (std::int64_t j = 0; j <= rank; ++j) {
+                double entry = (j == k) ? (k == 0 ? 0.53 : 0.97) : 0.0;
+                if (k == 1 && j == 0) entry = 0.011;
+                if (k == 0 && j == 1) entry = -0.02;
+                if (j == rank) entry = k == 0 ? 1.25 : 0.5;
+                matrix.push_back(entry);
+            }
+        }
+        const AffinePositions affine(matrix, 1, out_spatial, false, DType::Float32, CoordinateSpace::Pixel);
+        for (bool align_corners : {false, true}) {
+            // The same map as an explicit normalized float32 grid.
+            Shape grid_shape{1};
+            grid_shape.insert(grid_shape.end(), out_spatial.begin(), out_spatial.end());
+            grid_shape.push_back(rank);
+            const std::int64_t points = shape_numel(out_spatial);
+            const std::int64_t width = out_spatial.back();
+            std::vector<double> pixel(static_cast<std::size_t>(width * rank));
+            std::vector<double> grid_values;
+            std::vector<std::int64_t> outer(static_cast<std::size_t>(rank), 0);
+            for (std::int64_t row = 0; row < points / width; ++row) {
+                std::int64_t rest = row;
+                for (std::int64_t axis = rank - 2; axis >= 0; --axis) {
+                    outer[static_cast<std::size_t>(axis)] = rest % out_spatial[static_cast<std::size_t>(axis)];
+                    rest /= out_spatial[static_cast<std::size_t>(axis)];
+                }
+                affine.row(0, outer.data(), 0, width, pixel.data());
+                for (std::int64_t p = 0; p < width; ++p) {
+                    for (std::int64_t k = 0; k < rank; ++k) {
+                        const std::int64_t d = input_spatial[static_cast<std::size_t>(rank - 1 - k)];
+                        grid_values.push_back(to_normalized(pixel[static_cast<std::size_t>(p * rank + k)], d, align_corners, rng));
+                    }
+                }
+            }
+            const Tensor grid = tensor_from(DType::Float32, grid_shape, grid_values);
+            for (auto mode : kModes) {
+                for (auto padding : kPaddings) {
+                    for (double fill : {0.0, -0.0}) {
+                        SampleOptions fast = options_for(mode, padding, align_corners, fill);
+                        fast.threads = 2;
+                        for (const char* isa_setting : kIsas) {
+                            IsaScope isa(isa_setting);
+                            INFO(shape_to_string(input_shape) << " " << interpolation_name(mode) << " " << padding_name(padding)
+                                                              << " ac " << align_corners << " fill " << fill << " isa " << isa_setting);
+                            CHECK(compare_exact(grid_sample(x.view(), grid.view(), fast).view(),
+                                                grid_sample(x.view(), grid.view(), reference_of(fast)).view()) == "");
+                            CHECK(compare_exact(grid_sample(x.view(), affine, fast).view(),
+                                                grid_sample(x.view(), affine, reference_of(fast)).view()) == "");
+                        }
+                    }
+                }
+            }
         }
     }
 }

@@ -35,6 +35,14 @@
 #include <string_view>
 #include <vector>
 
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+// GCC 12 warns inside its own AVX-512 intrinsics (_mm512_undefined_*, GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
+
 namespace gridwarp {
 
 Interpolation parse_interpolation(std::string_view name) {
@@ -70,6 +78,14 @@ std::string_view padding_name(Padding padding) {
     }
     return "zeros";
 }
+
+#if defined(__GNUC__) || defined(__clang__)
+#define GRIDWARP_ALWAYS_INLINE __attribute__((always_inline)) inline
+#define GRIDWARP_NOINLINE __attribute__((noinline))
+#else
+#define GRIDWARP_ALWAYS_INLINE inline
+#define GRIDWARP_NOINLINE
+#endif
 
 namespace {
 
@@ -116,7 +132,7 @@ struct LinearTaps {
     // u >= 0: truncation is floor.
     template <class C> static std::int32_t interior_first(C u) { return static_cast<std::int32_t>(u); }
     template <class C> static std::int32_t near_first(C u) { return floor_int(u); }
-    template <class C> static void weights(C u, C first, C* w) {
+    template <class C> GRIDWARP_ALWAYS_INLINE static void weights(C u, C first, C* w) {
         const C t = u - first;
         w[0] = C(1) - t;
         w[1] = t;
@@ -134,8 +150,8 @@ struct CubicTaps {
     template <class C> static std::int32_t interior_first(C u) { return static_cast<std::int32_t>(u) - 1; }
     template <class C> static std::int32_t near_first(C u) { return floor_int(u) - 1; }
     // Keys cubic convolution, A = -0.75 (PyTorch, ONNX), t the offset from the second tap.
-    template <class C> static void weights(C u, C first, C* w) {
-        constexpr C A = C(-0.75);
+    template <class C> GRIDWARP_ALWAYS_INLINE static void weights(C u, C first, C* w) {
+        const C A = C(-0.75);  // const, not constexpr: C may be a vector type (grid_sample_avx512.hpp)
         const C t = u - (first + C(1));
         const C t1 = t + C(1), s = C(1) - t, s1 = C(2) - t;
         w[0] = ((A * t1 - C(5) * A) * t1 + C(8) * A) * t1 - C(4) * A;
@@ -495,13 +511,6 @@ void gather_chunk(const Plan<C>& plan, std::int64_t count, const S* input, S* ou
 #define GRIDWARP_AVX2_DISPATCH 1
 #define GRIDWARP_TARGET_AVX2 __attribute__((target("avx2")))
 #endif
-#if defined(__GNUC__) || defined(__clang__)
-#define GRIDWARP_ALWAYS_INLINE __attribute__((always_inline)) inline
-#define GRIDWARP_NOINLINE __attribute__((noinline))
-#else
-#define GRIDWARP_ALWAYS_INLINE inline
-#define GRIDWARP_NOINLINE
-#endif
 
 // Pixel types with a fast path (the rest are rare enough for the reference path).
 template <class S>
@@ -541,6 +550,7 @@ struct FastBlock {
     static constexpr std::int64_t kPoints = 256;
     std::int64_t count = 0;
     std::int64_t interior_points = 0;
+    bool dense_written = false;            // the interior pass already wrote every point (AVX-512)
     std::vector<LaneFlag<C>> interior;     // per point: every tap is inside the input
     std::vector<LaneFlag<C>> fill;         // per point: the reference gives the fill value
     std::vector<C> weight;                 // rank x taps-per-axis x kPoints
@@ -732,6 +742,7 @@ template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
 GRIDWARP_ALWAYS_INLINE void fast_plan_kind(const C* xyz, std::int64_t count, const InputGeometry& geometry,
                                            FastBlock<C>& block) {
     block.count = count;
+    block.dense_written = false;
     block.interior_points = classify_points<Kind, C, Interp, Pad, Rank>(
         xyz, count, geometry.extent, geometry.stride, block.weight.data(), block.base.data(),
         block.interior.data(), block.fill.data());
@@ -948,7 +959,7 @@ GRIDWARP_ALWAYS_INLINE void fast_gather_body(const FastBlock<C>& block, const S*
     const std::int64_t ops = out.output_point_stride;
     const std::int64_t ocs = out.output_channel_stride;
     const std::int64_t ics = out.input_channel_stride;
-    if (block.interior_points > 0) {
+    if (block.interior_points > 0 && !block.dense_written) {
         using R = typename real_of<typename compute_type<S>::type>::type;
         // Several channels share the tap weights, computed once.
         const bool shared = K > 1 && out.channels > 1;
@@ -1071,16 +1082,26 @@ FastGatherFunction<S, C> select_fast_gatherer(Interpolation mode, int rank, bool
     });
 }
 
-// Whether to run the AVX2 build of the fast path: when the processor has AVX2, unless the
-// environment says GRIDWARP_ISA=baseline (which tests use to check the generic code too).
-bool use_avx2() {
+#include "grid_sample_avx512.hpp"
+
+// The instruction sets the fast path may use: the best the processor has, unless the environment
+// says GRIDWARP_ISA=baseline (generic x86-64 only) or GRIDWARP_ISA=avx2 (no AVX-512), which tests
+// use to check every build against the reference path.
+struct IsaChoice {
+    bool avx2 = false;
+    bool avx512 = false;
+};
+
+IsaChoice select_isa() {
+    IsaChoice choice;
 #ifdef GRIDWARP_AVX2_DISPATCH
     const char* isa = std::getenv("GRIDWARP_ISA");
-    if (isa != nullptr && std::string_view(isa) == "baseline") return false;
-    return __builtin_cpu_supports("avx2");
-#else
-    return false;
+    const std::string_view wanted = isa != nullptr ? std::string_view(isa) : std::string_view();
+    if (wanted == "baseline") return choice;
+    choice.avx2 = __builtin_cpu_supports("avx2");
+    choice.avx512 = choice.avx2 && wanted != "avx2" && __builtin_cpu_supports("avx512f");
 #endif
+    return choice;
 }
 
 // Points per chunk: enough to amortise the per-row calls, few enough that a plan stays in cache.
@@ -1215,6 +1236,15 @@ void prefetch_input(const FastBlock<C>& block, const S* input, std::int64_t ahea
 #endif
 }
 
+// Asks the processor to start loading `count` floats from `data`, one request per cache line.
+void prefetch_span(const float* data, std::int64_t count) {
+#if defined(__GNUC__) || defined(__clang__)
+    for (std::int64_t i = 0; i < count; i += 16) __builtin_prefetch(data + i);
+#else
+    (void)data, (void)count;
+#endif
+}
+
 bool fast_path_applies(const Task& task, int rank) {
     const auto& input = task.input;
     if (task.options.force_generic_rank || (rank != 2 && rank != 3)) return false;
@@ -1250,7 +1280,8 @@ void run_fast(const Task& task) {
     const int taps_per_axis = options.mode == Interpolation::Nearest ? 1 : options.mode == Interpolation::Linear ? 2 : 4;
     const InputGeometry geometry{rank, input.shape.data() + 2, input.strides.data() + 2, options.align_corners,
                                  task.positions.space()};
-    const bool avx2 = use_avx2();
+    const IsaChoice isa = select_isa();
+    const bool avx2 = isa.avx2;
     const FastPlanFunction<C> planner = select_fast_planner<C>(options, rank, avx2);
     const FastGatherFunction<S, C> gatherer = select_fast_gatherer<S, C>(options.mode, rank, avx2);
     const Fill<S> fill(options.fill);
@@ -1261,6 +1292,20 @@ void run_fast(const Task& task) {
     fast_output.output_point_stride = output.strides[static_cast<std::size_t>(rank + 1)];
     fast_output.fill_stored = fill.stored;
     fast_output.fill_value = fill.value;
+
+    InteriorPassFunction interior_pass = nullptr;
+#ifdef GRIDWARP_AVX2_DISPATCH
+    if constexpr (std::is_same_v<S, float> && std::is_same_v<C, float>) {
+        if (isa.avx512) {
+            interior_pass = visit_interpolation(options.mode, [&](auto interp) -> InteriorPassFunction {
+                using I = typename decltype(interp)::type;
+                if (!interior_pass_avx512_applies<I>(geometry, fast_output.output_point_stride)) return nullptr;
+                return rank == 2 ? select_interior_pass_kind<I, 2>(geometry.space, geometry.align_corners)
+                                 : select_interior_pass_kind<I, 3>(geometry.space, geometry.align_corners);
+            });
+        }
+    }
+#endif
 
     const S* in_data = input.typed<S>();
     S* out_data = output.typed<S>();
@@ -1291,9 +1336,40 @@ void run_fast(const Task& task) {
                     const std::int64_t outer[2] = {rank == 3 ? z : y, y};  // outermost first
                     std::int64_t out_offset = n * out_strides[0] + start * out_strides[rank + 1] + y * out_strides[rank];
                     if (rank == 3) out_offset += z * out_strides[2];
-                    task.positions.row(n, outer, start, count, xyz.data());
+                    // An explicit float32 grid is read in place by the AVX-512 pass (and the planner).
+                    const C* row_xyz = nullptr;
+                    if constexpr (std::is_same_v<C, float>) {
+                        if (interior_pass != nullptr) {
+                            row_xyz = task.positions.stored_row(n, outer, start);
+                            // Read in place, the next row's positions are not streamed in by a copy: ask for them now.
+                            if (row_xyz != nullptr && y + 1 < height) {
+                                const std::int64_t next_outer[2] = {rank == 3 ? z : y + 1, y + 1};
+                                prefetch_span(task.positions.stored_row(n, next_outer, start), count * rank);
+                            }
+                        }
+                    }
+                    if (row_xyz == nullptr) {
+                        task.positions.row(n, outer, start, count, xyz.data());
+                        row_xyz = xyz.data();
+                    }
                     for (std::int64_t b = 0; b < count; b += B) {
-                        planner(xyz.data() + b * rank, std::min(B, count - b), geometry, block);
+                        S* block_out = out_data + out_offset + b * out_strides[rank + 1];
+#ifdef GRIDWARP_AVX2_DISPATCH
+                        if constexpr (std::is_same_v<S, float> && std::is_same_v<C, float>) {
+                            if (interior_pass != nullptr) {
+                                // Every point written as if interior; the rest only where some are not.
+                                if (interior_pass(row_xyz + b * rank, std::min(B, count - b), geometry, batch_in,
+                                                  block_out, fast_output)) {
+                                    continue;
+                                }
+                                planner(row_xyz + b * rank, std::min(B, count - b), geometry, block);
+                                block.dense_written = true;
+                                gatherer(block, batch_in, block_out, fast_output);
+                                continue;
+                            }
+                        }
+#endif
+                        planner(row_xyz + b * rank, std::min(B, count - b), geometry, block);
                         if (b == 0) {
                             // The next row of the tile will read about where this one reads, moved
                             // by the move from the previous row to this one.
@@ -1302,7 +1378,7 @@ void run_fast(const Task& task) {
                             row_started = true;
                             prefetch_input(block, batch_in, move + block.tap_offset.back());
                         }
-                        gatherer(block, batch_in, out_data + out_offset + b * out_strides[rank + 1], fast_output);
+                        gatherer(block, batch_in, block_out, fast_output);
                     }
                 }
             }

@@ -1,6 +1,8 @@
 #include "gridwarp/positions.hpp"
 
+#include <algorithm>
 #include <stdexcept>
+#include <type_traits>
 #include <string>
 
 namespace gridwarp {
@@ -31,14 +33,15 @@ Coord to_coordinate(T value) {
     }
 }
 
-// Rounds a double to what a tensor of `type` would store, then widens it to Coord.
-template <class Coord>
-Coord round_through(double value, DType type) {
-    switch (type) {
-        case DType::Float64: return static_cast<Coord>(value);
-        case DType::Float16: return static_cast<Coord>(static_cast<float>(float16(static_cast<float>(value))));
-        case DType::BFloat16: return static_cast<Coord>(static_cast<float>(bfloat16(static_cast<float>(value))));
-        default: return static_cast<Coord>(static_cast<float>(value));
+// Rounds a double to what a tensor of element type T would store, then widens it to Coord.
+template <class Coord, class T>
+Coord round_through(double value) {
+    if constexpr (std::is_same_v<T, double>) {
+        return static_cast<Coord>(value);
+    } else if constexpr (std::is_same_v<T, float>) {
+        return static_cast<Coord>(static_cast<float>(value));
+    } else {
+        return static_cast<Coord>(static_cast<float>(T(static_cast<float>(value))));
     }
 }
 
@@ -58,21 +61,58 @@ GridPositions::GridPositions(ConstTensorView grid) : grid_(std::move(grid)) {
     }
 }
 
+namespace {
+
+// One row of grid points into xyz. The rank is a template argument where it is 2 or 3 (0: read it
+// from `rank`), so that the component loop unrolls; a dense row of the coordinate type itself is
+// one copy.
+template <int FixedRank, class Coord, class T>
+void copy_grid_row(const T* base, std::int64_t rank, std::int64_t count, std::int64_t point_stride,
+                   std::int64_t component_stride, Coord* xyz) {
+    const std::int64_t r = FixedRank > 0 ? FixedRank : rank;
+    if constexpr (std::is_same_v<Coord, T>) {
+        if (component_stride == 1 && point_stride == r) {
+            std::copy_n(base, count * r, xyz);
+            return;
+        }
+    }
+    for (std::int64_t p = 0; p < count; ++p) {
+        const T* point = base + p * point_stride;
+        for (std::int64_t k = 0; k < r; ++k) xyz[p * r + k] = to_coordinate<Coord>(point[k * component_stride]);
+    }
+}
+
+}  // namespace
+
+std::int64_t GridPositions::row_offset(std::int64_t n, const std::int64_t* outer, std::int64_t start) const {
+    const auto rank = static_cast<std::int64_t>(output_shape_.size());
+    const auto& strides = grid_.strides;
+    std::int64_t offset = n * strides[0] + start * strides[rank];
+    for (std::int64_t axis = 0; axis + 1 < rank; ++axis) offset += outer[axis] * strides[axis + 1];
+    return offset;
+}
+
+const float* GridPositions::stored_row(std::int64_t n, const std::int64_t* outer, std::int64_t start) const {
+    const auto rank = static_cast<std::int64_t>(output_shape_.size());
+    if (grid_.dtype != DType::Float32 || grid_.strides[rank + 1] != 1 || grid_.strides[rank] != rank) return nullptr;
+    return grid_.typed<float>() + row_offset(n, outer, start);
+}
+
 template <class Coord>
 void GridPositions::read_row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
                              Coord* xyz) const {
     const auto rank = static_cast<std::int64_t>(output_shape_.size());
     const auto& strides = grid_.strides;
-    std::int64_t offset = n * strides[0] + start * strides[rank];
-    for (std::int64_t axis = 0; axis + 1 < rank; ++axis) offset += outer[axis] * strides[axis + 1];
+    const std::int64_t offset = row_offset(n, outer, start);
     const std::int64_t point_stride = strides[rank];
     const std::int64_t component_stride = strides[rank + 1];
     visit_grid_dtype(grid_.dtype, "grid", [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* base = grid_.typed<T>() + offset;
-        for (std::int64_t p = 0; p < count; ++p) {
-            const T* point = base + p * point_stride;
-            for (std::int64_t k = 0; k < rank; ++k) xyz[p * rank + k] = to_coordinate<Coord>(point[k * component_stride]);
+        switch (rank) {
+            case 2: copy_grid_row<2>(base, rank, count, point_stride, component_stride, xyz); break;
+            case 3: copy_grid_row<3>(base, rank, count, point_stride, component_stride, xyz); break;
+            default: copy_grid_row<0>(base, rank, count, point_stride, component_stride, xyz); break;
         }
         return 0;
     });
@@ -162,13 +202,40 @@ void AffinePositions::compute_row(std::int64_t n, const std::int64_t* outer, std
         row_constant[static_cast<std::size_t>(k)] = sum;
     }
     const std::int64_t width = output_shape_.back();
-    for (std::int64_t p = 0; p < count; ++p) {
-        const double x = base_coordinate(start + p, width);
-        for (std::int64_t k = 0; k < rank; ++k) {
-            xyz[p * rank + k] =
-                round_through<Coord>(matrix[k * columns] * x + row_constant[static_cast<std::size_t>(k)], coordinate_dtype_);
+    // The per-point loop with the space, align_corners, rank and rounding type fixed, so that it
+    // vectorises; every value is still base_coordinate's and matrix[k][0] * x + row_constant[k].
+    visit_grid_dtype(coordinate_dtype_, "affine positions", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const auto fill = [&](auto fixed_rank, auto base_x) {
+            constexpr int kRank = decltype(fixed_rank)::value;
+            const std::int64_t r = kRank > 0 ? kRank : rank;
+            for (std::int64_t p = 0; p < count; ++p) {
+                const double x = base_x(start + p);
+                for (std::int64_t k = 0; k < r; ++k) {
+                    xyz[p * r + k] = round_through<Coord, T>(matrix[k * columns] * x + row_constant[static_cast<std::size_t>(k)]);
+                }
+            }
+        };
+        const auto with_rank = [&](auto base_x) {
+            switch (rank) {
+                case 2: fill(std::integral_constant<int, 2>{}, base_x); break;
+                case 3: fill(std::integral_constant<int, 3>{}, base_x); break;
+                default: fill(std::integral_constant<int, 0>{}, base_x); break;
+            }
+        };
+        const double w = static_cast<double>(width);
+        if (space_ == CoordinateSpace::Pixel) {
+            with_rank([](std::int64_t i) { return static_cast<double>(i); });
+        } else if (align_corners_ && width == 1) {
+            with_rank([](std::int64_t) { return 0.0; });
+        } else if (align_corners_) {
+            const double last = static_cast<double>(width - 1);
+            with_rank([last](std::int64_t i) { return -1.0 + 2.0 * static_cast<double>(i) / last; });
+        } else {
+            with_rank([w](std::int64_t i) { return (2.0 * static_cast<double>(i) + 1.0) / w - 1.0; });
         }
-    }
+        return 0;
+    });
 }
 
 void AffinePositions::row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,

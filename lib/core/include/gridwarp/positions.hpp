@@ -36,6 +36,13 @@ public:
     virtual void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
                      double* xyz) const = 0;
 
+    // Where the positions of a row already lie in memory as row() would write them for float
+    // (count * r floats, point after point), if they do: an explicit float32 grid whose points and
+    // coordinates are dense. nullptr otherwise. The sampler then reads them in place.
+    virtual const float* stored_row(std::int64_t /*n*/, const std::int64_t* /*outer*/, std::int64_t /*start*/) const {
+        return nullptr;
+    }
+
     std::int64_t spatial_rank() const { return static_cast<std::int64_t>(output_shape().size()); }
 };
 
@@ -52,8 +59,10 @@ public:
              float* xyz) const override;
     void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
              double* xyz) const override;
+    const float* stored_row(std::int64_t n, const std::int64_t* outer, std::int64_t start) const override;
 
 private:
+    std::int64_t row_offset(std::int64_t n, const std::int64_t* outer, std::int64_t start) const;
     template <class Coord>
     void read_row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
                   Coord* xyz) const;
