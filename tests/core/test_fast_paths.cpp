@@ -437,3 +437,51 @@ TEST_CASE("the AVX-512 interior pass equals the reference path on large interior
         }
     }
 }
+
+TEST_CASE("the AVX-512 interior pass equals the reference path for uint8 images, planar and interleaved",
+          "[fast][interior]") {
+    // 1, 3 and 4 channels, read and written planar or interleaved (HWC, as OpenCV holds them), with
+    // float64 pixel-space affine positions (what `gridwarp affine --matrix` uses) and float32
+    // normalized grids; the warp reaches the last pixels of the buffer, where the pass's 8-byte
+    // loads would pass its end.
+    std::mt19937 rng(808);
+    const std::int64_t h = 45, w = 530;
+    const Shape out_spatial{47, 540};
+    const std::vector<double> matrix = {0.98, -0.03, 4.5, 0.02, 0.97, 1.0};  // x row, then y row
+    const AffinePositions affine(matrix, 1, out_spatial, false, DType::Float64, CoordinateSpace::Pixel);
+    for (std::int64_t c : {1, 3, 4}) {
+        const Tensor hwc = input_of(DType::UInt8, {h, w, c}, rng);
+        const ConstTensorView interleaved(DType::UInt8, hwc.data(), {1, c, h, w}, {0, 1, w * c, c});
+        const Tensor planar = Tensor::copy_of(interleaved);
+        for (bool align_corners : {false, true}) {
+            const Tensor grid = edge_grid(DType::Float32, {h, w}, out_spatial, align_corners, false, rng);
+            const GridPositions grid_positions(grid.view());
+            for (auto mode : kModes) {
+                for (auto padding : kPaddings) {
+                    SampleOptions fast = options_for(mode, padding, align_corners, 3.0);
+                    fast.threads = 2;
+                    for (const char* isa_setting : kIsas) {
+                        IsaScope isa(isa_setting);
+                        for (const PositionSource* positions : {static_cast<const PositionSource*>(&affine),
+                                                                static_cast<const PositionSource*>(&grid_positions)}) {
+                            INFO(c << " channels " << interpolation_name(mode) << " " << padding_name(padding) << " ac "
+                                   << align_corners << " isa " << isa_setting << " positions "
+                                   << (positions == &affine ? "affine float64" : "grid float32"));
+                            const Tensor expected = grid_sample(planar.view(), *positions, reference_of(fast));
+                            CHECK(compare_exact(grid_sample(planar.view(), *positions, fast).view(), expected.view()) == "");
+                            // Interleaved in and out.
+                            Tensor out_hwc(DType::UInt8, {out_spatial[0], out_spatial[1], c});
+                            const TensorView out_view(DType::UInt8, out_hwc.data(), {1, c, out_spatial[0], out_spatial[1]},
+                                                      {0, 1, out_spatial[1] * c, c});
+                            grid_sample(interleaved, *positions, out_view, fast);
+                            CHECK(compare_exact(Tensor::copy_of(ConstTensorView(out_view.dtype, out_view.data, out_view.shape,
+                                                                                out_view.strides))
+                                                    .view(),
+                                                expected.view()) == "");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

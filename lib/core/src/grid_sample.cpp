@@ -1082,6 +1082,10 @@ FastGatherFunction<S, C> select_fast_gatherer(Interpolation mode, int rank, bool
     });
 }
 
+// Pixel types of the AVX-512 interior pass.
+template <class S>
+inline constexpr bool kAvx512Pixel = std::is_same_v<S, float> || std::is_same_v<S, std::uint8_t>;
+
 #include "grid_sample_avx512.hpp"
 
 // The instruction sets the fast path may use: the best the processor has, unless the environment
@@ -1099,7 +1103,9 @@ IsaChoice select_isa() {
     const std::string_view wanted = isa != nullptr ? std::string_view(isa) : std::string_view();
     if (wanted == "baseline") return choice;
     choice.avx2 = __builtin_cpu_supports("avx2");
-    choice.avx512 = choice.avx2 && wanted != "avx2" && __builtin_cpu_supports("avx512f");
+    choice.avx512 = choice.avx2 && wanted != "avx2" && __builtin_cpu_supports("avx512f") &&
+                    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                    __builtin_cpu_supports("avx512vbmi");
 #endif
     return choice;
 }
@@ -1293,16 +1299,26 @@ void run_fast(const Task& task) {
     fast_output.fill_stored = fill.stored;
     fast_output.fill_value = fill.value;
 
-    InteriorPassFunction interior_pass = nullptr;
+    // The AVX-512 interior pass, where it serves this pixel type and layout.
+    bool use_interior_pass = false;
 #ifdef GRIDWARP_AVX2_DISPATCH
-    if constexpr (std::is_same_v<S, float> && std::is_same_v<C, float>) {
+    AvxInteriorPass<S, C> interior_pass = nullptr;
+    ByteLayout byte_layout;
+    // Elements of a batch item that may be read, from its start.
+    std::int64_t input_span = 1 + (input.shape[1] - 1) * input.strides[1];
+    for (int a = 0; a < rank; ++a) input_span += (geometry.extent[a] - 1) * geometry.stride[a];
+    if constexpr (kAvx512Pixel<S>) {
         if (isa.avx512) {
-            interior_pass = visit_interpolation(options.mode, [&](auto interp) -> InteriorPassFunction {
+            interior_pass = visit_interpolation(options.mode, [&](auto interp) -> AvxInteriorPass<S, C> {
                 using I = typename decltype(interp)::type;
-                if (!interior_pass_avx512_applies<I>(geometry, fast_output.output_point_stride)) return nullptr;
-                return rank == 2 ? select_interior_pass_kind<I, 2>(geometry.space, geometry.align_corners)
-                                 : select_interior_pass_kind<I, 3>(geometry.space, geometry.align_corners);
+                if (!interior_pass_avx512_applies<S, I>(geometry, fast_output, &byte_layout)) return nullptr;
+                if constexpr (std::is_same_v<S, std::uint8_t>) {
+                    prepare_byte_layout<I::taps>(byte_layout, geometry.stride[rank - 1]);
+                }
+                return rank == 2 ? select_interior_pass_kind<S, C, I, 2>(geometry.space, geometry.align_corners)
+                                 : select_interior_pass_kind<S, C, I, 3>(geometry.space, geometry.align_corners);
             });
+            use_interior_pass = interior_pass != nullptr;
         }
     }
 #endif
@@ -1339,7 +1355,7 @@ void run_fast(const Task& task) {
                     // An explicit float32 grid is read in place by the AVX-512 pass (and the planner).
                     const C* row_xyz = nullptr;
                     if constexpr (std::is_same_v<C, float>) {
-                        if (interior_pass != nullptr) {
+                        if (use_interior_pass) {
                             row_xyz = task.positions.stored_row(n, outer, start);
                             // Read in place, the next row's positions are not streamed in by a copy: ask for them now.
                             if (row_xyz != nullptr && y + 1 < height) {
@@ -1355,18 +1371,15 @@ void run_fast(const Task& task) {
                     for (std::int64_t b = 0; b < count; b += B) {
                         S* block_out = out_data + out_offset + b * out_strides[rank + 1];
 #ifdef GRIDWARP_AVX2_DISPATCH
-                        if constexpr (std::is_same_v<S, float> && std::is_same_v<C, float>) {
-                            if (interior_pass != nullptr) {
-                                // Every point written as if interior; the rest only where some are not.
-                                if (interior_pass(row_xyz + b * rank, std::min(B, count - b), geometry, batch_in,
-                                                  block_out, fast_output)) {
-                                    continue;
-                                }
-                                planner(row_xyz + b * rank, std::min(B, count - b), geometry, block);
-                                block.dense_written = true;
-                                gatherer(block, batch_in, block_out, fast_output);
-                                continue;
-                            }
+                        if (use_interior_pass) {
+                            // Every point written as if interior; the rest only where some are not.
+                            const PassResult result = interior_pass(row_xyz + b * rank, std::min(B, count - b), geometry,
+                                                                    batch_in, block_out, fast_output, input_span, byte_layout);
+                            if (result == PassResult::Complete) continue;
+                            planner(row_xyz + b * rank, std::min(B, count - b), geometry, block);
+                            block.dense_written = result == PassResult::EdgesLeft;
+                            gatherer(block, batch_in, block_out, fast_output);
+                            continue;
                         }
 #endif
                         planner(row_xyz + b * rank, std::min(B, count - b), geometry, block);

@@ -22,14 +22,11 @@
 // No fused multiply-add can form: lib/core builds with -ffp-contract=off, and intrinsics never
 // contract.
 
-// Writes every point of the block as if interior; returns whether every point is (see above).
-using InteriorPassFunction = bool (*)(const float* xyz, std::int64_t count, const InputGeometry& geometry,
-                                      const float* input, float* output, const FastOutput<float>& out);
-
 #if defined(GRIDWARP_AVX2_DISPATCH)
 // (<immintrin.h> is included by grid_sample.cpp, outside any namespace.)
 
-#define GRIDWARP_TARGET_AVX512 __attribute__((target("avx512f")))
+// AVX-512 F, BW, VL and VBMI (Ice Lake, Zen 4 and later): the byte permutations need VBMI.
+#define GRIDWARP_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
 
 // 16 floats, with the lane-wise IEEE operations that the interpolation policies' weights() use.
 // The operators are GCC vector arithmetic rather than intrinsics so that they need no target of
@@ -62,13 +59,21 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512i interior_first_x16(__m512 
 }
 
 // The K taps from each lane's offset along the innermost axis (stride 1), tap k into v[k].
-// Scalar loads, not the gather instructions: on the processors measured (docs/performance.md) a
-// 64-bit load per pair of taps, or a 128-bit load per four, and shuffles into place take less time
-// than vgatherdps / vgatherdpd for the same elements.
+// Scalar loads, not the gather instructions: on the processor measured (docs/performance.md) a
+// 32-bit load per tap, a 64-bit load per pair of taps or a 128-bit load per four, and shuffles
+// into place, take less time than vgatherdps / vgatherdpd for the same elements.
 template <int K>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void gather_row_x16(const float* base, const std::int32_t* offset, __m512* v) {
     if constexpr (K == 1) {
-        v[0] = _mm512_i32gather_ps(_mm512_load_si512(offset), base, 4);
+        __m128 quad[4];
+        for (int j = 0; j < 4; ++j) {
+            const float* p = base;
+            __m128 q = _mm_load_ss(p + offset[4 * j]);
+            q = _mm_insert_ps(q, _mm_load_ss(p + offset[4 * j + 1]), 0x10);
+            q = _mm_insert_ps(q, _mm_load_ss(p + offset[4 * j + 2]), 0x20);
+            quad[j] = _mm_insert_ps(q, _mm_load_ss(p + offset[4 * j + 3]), 0x30);
+        }
+        v[0] = _mm512_insertf32x4(_mm512_insertf32x4(_mm512_insertf32x4(_mm512_castps128_ps512(quad[0]), quad[1], 1), quad[2], 2), quad[3], 3);
     } else if constexpr (K == 2) {
         // Two points' pairs per 128-bit lane: point 2j in the low half, point 2j+1 in the high half.
         __m128 pairs[8];
@@ -105,152 +110,507 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void gather_row_x16(const float* b
     }
 }
 
-// Coordinates k = 0..Rank-1 of up to 16 points stored point after point (x, y[, z], x, ...):
-// coordinate[k] lane i = xyz[i * Rank + k]; lanes past `lanes` read as 0.
-template <int Rank>
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void deinterleave_x16(const float* xyz, std::int64_t lanes, __m512* coordinate) {
-    __m512 part[Rank];
-    const std::int64_t values = lanes * Rank;
-    for (int j = 0; j < Rank; ++j) {
-        const std::int64_t here = std::clamp<std::int64_t>(values - 16 * j, 0, 16);
-        part[j] = here == 16 ? _mm512_loadu_ps(xyz + 16 * j)
-                             : _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << here) - 1u), xyz + 16 * j);
+// 8 doubles, as F32x16 for the double-coordinate planner.
+struct F64x8 {
+    __m512d v;
+    F64x8() = default;
+    GRIDWARP_ALWAYS_INLINE F64x8(double x) : v(__m512d{} + x) {}  // NOLINT: the policies write C(1)
+    GRIDWARP_ALWAYS_INLINE explicit F64x8(const __m512d& x) : v(x) {}
+};
+GRIDWARP_ALWAYS_INLINE F64x8 operator+(const F64x8& a, const F64x8& b) { return F64x8(a.v + b.v); }
+GRIDWARP_ALWAYS_INLINE F64x8 operator-(const F64x8& a, const F64x8& b) { return F64x8(a.v - b.v); }
+GRIDWARP_ALWAYS_INLINE F64x8 operator*(const F64x8& a, const F64x8& b) { return F64x8(a.v * b.v); }
+
+// The lane-wise operations the planner needs, for float (16 lanes) and double (8 lanes)
+// coordinates. Integers (first taps, offsets) are 32-bit lanes in both.
+template <class C> struct Lanes;
+
+template <> struct Lanes<float> {
+    static constexpr int kCount = 16;
+    using Vec = __m512;
+    using Int = __m512i;
+    using Mask = __mmask16;
+    using Policy = F32x16;
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec set1(float x) { return _mm512_set1_ps(x); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec sub(Vec a, Vec b) { return _mm512_sub_ps(a, b); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
+    // max(u, lo) gives lo for NaN u (the second operand wins where either is NaN).
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec max(Vec a, Vec b) { return _mm512_max_ps(a, b); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec min(Vec a, Vec b) { return _mm512_min_ps(a, b); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Mask ge(Vec a, Vec b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Mask lt(Vec a, Vec b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Int truncate(Vec a) { return _mm512_cvttps_epi32(a); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec from_int(Int a) { return _mm512_cvtepi32_ps(a); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Int set1_int(std::int32_t x) { return _mm512_set1_epi32(x); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Int add_int(Int a, Int b) { return _mm512_add_epi32(a, b); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Int sub_int(Int a, Int b) { return _mm512_sub_epi32(a, b); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Int mul_int(Int a, Int b) { return _mm512_mullo_epi32(a, b); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec load(const float* p, int n) {
+        return n == kCount ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1u), p);
     }
-    alignas(64) std::int32_t index[16];
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec pick2(Vec a, const std::int32_t* index, Vec b) {
+        return _mm512_permutex2var_ps(a, _mm512_loadu_si512(index), b);
+    }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec pick_where(Vec into, Mask where, const std::int32_t* index, Vec from) {
+        return _mm512_mask_permutexvar_ps(into, where, _mm512_loadu_si512(index), from);
+    }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static __m512 to_float(Vec a) { return a; }
+};
+
+template <> struct Lanes<double> {
+    static constexpr int kCount = 8;
+    using Vec = __m512d;
+    using Int = __m256i;
+    using Mask = __mmask8;
+    using Policy = F64x8;
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec set1(double x) { return _mm512_set1_pd(x); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec add(Vec a, Vec b) { return _mm512_add_pd(a, b); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec sub(Vec a, Vec b) { return _mm512_sub_pd(a, b); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec mul(Vec a, Vec b) { return _mm512_mul_pd(a, b); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec max(Vec a, Vec b) { return _mm512_max_pd(a, b); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec min(Vec a, Vec b) { return _mm512_min_pd(a, b); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Mask ge(Vec a, Vec b) { return _mm512_cmp_pd_mask(a, b, _CMP_GE_OQ); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Mask lt(Vec a, Vec b) { return _mm512_cmp_pd_mask(a, b, _CMP_LT_OQ); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Int truncate(Vec a) { return _mm512_cvttpd_epi32(a); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec from_int(Int a) { return _mm512_cvtepi32_pd(a); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Int set1_int(std::int32_t x) { return _mm256_set1_epi32(x); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Int add_int(Int a, Int b) { return _mm256_add_epi32(a, b); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Int sub_int(Int a, Int b) { return _mm256_sub_epi32(a, b); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Int mul_int(Int a, Int b) { return _mm256_mullo_epi32(a, b); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec load(const double* p, int n) {
+        return n == kCount ? _mm512_loadu_pd(p) : _mm512_maskz_loadu_pd(static_cast<__mmask8>((1u << n) - 1u), p);
+    }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec pick2(Vec a, const std::int32_t* index, Vec b) {
+        return _mm512_permutex2var_pd(a, _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(index))), b);
+    }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec pick_where(Vec into, Mask where, const std::int32_t* index, Vec from) {
+        return _mm512_mask_permutexvar_pd(into, where, _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(index))), from);
+    }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static __m256 to_float(Vec a) { return _mm512_cvtpd_ps(a); }
+};
+
+// Coordinates k = 0..Rank-1 of up to L points stored point after point (x, y[, z], x, ...):
+// coordinate[k] lane i = xyz[i * Rank + k]; lanes past `lanes` read as 0.
+template <class C, int Rank>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void deinterleave(const C* xyz, int lanes, typename Lanes<C>::Vec* coordinate) {
+    using L = Lanes<C>;
+    constexpr int N = L::kCount;
+    typename L::Vec part[Rank];
+    const int values = lanes * Rank;
+    for (int j = 0; j < Rank; ++j) part[j] = L::load(xyz + N * j, std::clamp(values - N * j, 0, N));
     for (int k = 0; k < Rank; ++k) {
-        // Value i * Rank + k lies in part[(i * Rank + k) / 16]; first take it from parts 0 and 1,
-        // then (3-D) from part 2 where it lies there.
-        for (int i = 0; i < 16; ++i) index[i] = (i * Rank + k) & 31;
-        __m512 value = _mm512_permutex2var_ps(part[0], _mm512_load_si512(index), part[1]);
+        // Value i * Rank + k lies in part[(i * Rank + k) / N]: take it from parts 0 and 1, then (3-D)
+        // from part 2 where it lies there.
+        alignas(64) std::int32_t index[16] = {};
+        for (int i = 0; i < N; ++i) index[i] = (i * Rank + k) & (2 * N - 1);
+        typename L::Vec value = L::pick2(part[0], index, part[1]);
         if constexpr (Rank == 3) {
-            __mmask16 from_third = 0;
-            for (int i = 0; i < 16; ++i) {
-                if (i * Rank + k >= 32) from_third = static_cast<__mmask16>(from_third | (1u << i));
-                index[i] = (i * Rank + k) & 15;
+            unsigned from_third = 0;
+            for (int i = 0; i < N; ++i) {
+                if (i * Rank + k >= 2 * N) from_third |= 1u << i;
+                index[i] = (i * Rank + k) & (N - 1);
             }
-            value = _mm512_mask_permutexvar_ps(value, from_third, _mm512_load_si512(index), part[2]);
+            value = L::pick_where(value, static_cast<typename L::Mask>(from_third), index, part[2]);
         }
         coordinate[k] = value;
     }
 }
 
-// pixel_position<Kind> for 16 lanes: the same operations, with / 2 as * 0.5.
-template <PositionKind Kind>
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512 pixel_position_x16(__m512 g, float extent) {
-    const __m512 one = _mm512_set1_ps(1.0f), half = _mm512_set1_ps(0.5f), d = _mm512_set1_ps(extent);
+// pixel_position<Kind> lane-wise: the same operations, with / 2 as * 0.5.
+template <PositionKind Kind, class C>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE typename Lanes<C>::Vec pixel_position_lanes(typename Lanes<C>::Vec g, C extent) {
+    using L = Lanes<C>;
+    const auto one = L::set1(C(1)), half = L::set1(C(0.5)), d = L::set1(extent);
     if constexpr (Kind == PositionKind::Pixel) {
         return g;
     } else if constexpr (Kind == PositionKind::NormalizedCorners) {
-        return _mm512_mul_ps(_mm512_mul_ps(_mm512_add_ps(g, one), half), _mm512_sub_ps(d, one));
+        return L::mul(L::mul(L::add(g, one), half), L::sub(d, one));
     } else {
-        return _mm512_mul_ps(_mm512_sub_ps(_mm512_mul_ps(_mm512_add_ps(g, one), d), one), half);
+        return L::mul(L::sub(L::mul(L::add(g, one), d), one), half);
     }
 }
 
-// Whether interior_pass_avx512 can run: float32 pixels and coordinates (checked by the caller),
-// the innermost axis of unit stride (pairs of neighbours are adjacent), an output row of unit
-// stride, one channel or several, and every axis long enough to have interior points at all
-// (otherwise the clamped stand-ins could reach outside the input).
-template <class Interp>
-bool interior_pass_avx512_applies(const InputGeometry& geometry, std::int64_t output_point_stride) {
-    if (geometry.stride[geometry.rank - 1] != 1 || output_point_stride != 1) return false;
+// Interp::interior_first lane-wise, for safe (finite, inside [lo, hi)) positions.
+template <class Interp, class C>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE typename Lanes<C>::Int interior_first_lanes(typename Lanes<C>::Vec safe) {
+    using L = Lanes<C>;
+    if constexpr (Interp::taps == 1) {
+        // (u + 1.5 * 2^p) - 1.5 * 2^p rounds to an integer (ties to even), then converts exactly.
+        const auto round = L::set1(C(1.5) * C(std::int64_t{1} << (std::numeric_limits<C>::digits - 1)));
+        return L::truncate(L::sub(L::add(safe, round), round));
+    } else if constexpr (Interp::taps == 2) {
+        return L::truncate(safe);
+    } else {
+        static_assert(Interp::taps == 4);
+        return L::sub_int(L::truncate(safe), L::set1_int(1));
+    }
+}
+
+// What the planner gives the sampling stage for 16 points: the offset of each point's first tap,
+// which points are interior, and the tap weights in float (the compute type's real type of every
+// pixel type this pass serves), in tap order: outer taps (z, y) times the K taps along x.
+template <int Rank, int K>
+struct PlannedGroup {
+    static constexpr int kOuterTaps = Rank == 2 ? K : K * K;
+    alignas(64) std::int32_t offset[16];
+    __mmask16 interior;
+    __m512 weight[kOuterTaps][K];
+};
+
+// Per-axis constants of the planner.
+template <class C, int Rank>
+struct PlannerAxes {
+    C extent[Rank];
+    C lo, hi[Rank], below_hi[Rank];
+    std::int32_t stride[Rank];
+};
+
+// Plans L = Lanes<C>::kCount points: offsets, interior bits and tap weights in C, each as
+// classify_points and tap_weight compute them (tap weight: 1 * w_outer ... * w_x in C, then
+// converted to float).
+template <PositionKind Kind, class Interp, int Rank, class C>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_lanes(const C* xyz, int lanes, const PlannerAxes<C, Rank>& axes,
+                                                              typename Lanes<C>::Int& offset, unsigned& interior,
+                                                              typename Lanes<C>::Vec (*tap_weight)[Interp::taps]) {
+    using L = Lanes<C>;
+    using P = typename L::Policy;
+    constexpr int K = Interp::taps;
+    typename L::Vec coordinate[Rank];
+    deinterleave<C, Rank>(xyz, lanes, coordinate);
+    unsigned inside = (1u << lanes) - 1u;
+    offset = L::set1_int(0);
+    P weight[Rank][K] = {};
+    for (int a = 0; a < Rank; ++a) {
+        // Axis a (outermost first) is coordinate Rank - 1 - a.
+        const auto u = pixel_position_lanes<Kind, C>(coordinate[Rank - 1 - a], axes.extent[a]);
+        const auto lo = L::set1(axes.lo);
+        inside &= static_cast<unsigned>(L::ge(u, lo) & L::lt(u, L::set1(axes.hi[a])));
+        const auto safe = L::min(L::max(u, lo), L::set1(axes.below_hi[a]));  // NaN -> lo
+        const auto first = interior_first_lanes<Interp, C>(safe);
+        offset = L::add_int(offset, L::mul_int(first, L::set1_int(axes.stride[a])));
+        if constexpr (K > 1) Interp::weights(P(safe), P(L::from_int(first)), weight[a]);
+    }
+    interior = inside;
+    if constexpr (K > 1) {
+        constexpr int kOuterTaps = Rank == 2 ? K : K * K;
+        for (int o = 0; o < kOuterTaps; ++o) {
+            // 1 * w is w exactly: the weight of the outer taps is w_y (2-D) or w_z * w_y (3-D).
+            const P outer = Rank == 2 ? weight[0][o] : weight[0][o / K] * weight[1][o % K];
+            for (int k = 0; k < K; ++k) tap_weight[o][k] = (outer * weight[Rank - 1][k]).v;
+        }
+    }
+}
+
+template <PositionKind Kind, class Interp, int Rank, class C>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_group(const C* xyz, int lanes, const PlannerAxes<C, Rank>& axes,
+                                                              PlannedGroup<Rank, Interp::taps>& group) {
+    constexpr int K = Interp::taps;
+    constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
+    if constexpr (std::is_same_v<C, float>) {
+        __m512i offset;
+        unsigned interior;
+        plan_lanes<Kind, Interp, Rank, float>(xyz, lanes, axes, offset, interior, group.weight);
+        _mm512_store_si512(group.offset, offset);
+        group.interior = static_cast<__mmask16>(interior);
+    } else {
+        // Two halves of 8 points; tap weights narrowed to float once computed in double.
+        __m256i offset[2];
+        unsigned interior[2];
+        __m512d weight[2][kOuterTaps][K];
+        for (int h = 0; h < 2; ++h) {
+            plan_lanes<Kind, Interp, Rank, double>(xyz + 8 * h * Rank, std::clamp(lanes - 8 * h, 0, 8), axes, offset[h],
+                                                   interior[h], weight[h]);
+        }
+        _mm512_store_si512(group.offset, _mm512_inserti64x4(_mm512_castsi256_si512(offset[0]), offset[1], 1));
+        group.interior = static_cast<__mmask16>(interior[0] | (interior[1] << 8));
+        if constexpr (K > 1) {
+            for (int o = 0; o < kOuterTaps; ++o) {
+                for (int k = 0; k < K; ++k) {
+                    const __m256 low = _mm512_cvtpd_ps(weight[0][o][k]), high = _mm512_cvtpd_ps(weight[1][o][k]);
+                    group.weight[o][k] = _mm512_castpd_ps(_mm512_insertf64x4(
+                        _mm512_castpd256_pd512(_mm256_castps_pd(low)), _mm256_castps_pd(high), 1));
+                }
+            }
+        }
+    }
+}
+
+// ---- Sampling 16 planned points: float32 pixels.
+
+template <int Rank, int K>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGroup<Rank, K>& group, int lanes,
+                                                                const std::int32_t* outer_offset, const float* input,
+                                                                float* output, const FastOutput<float>& out) {
+    constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
+    for (std::int64_t c = 0; c < out.channels; ++c) {
+        const float* in = input + c * out.input_channel_stride;
+        float* o = output + c * out.output_channel_stride;
+        __m512 sum;
+        if constexpr (K == 1) {
+            __m512 v[1];
+            gather_row_x16<1>(in, group.offset, v);
+            sum = v[0];  // nearest copies the value
+        } else {
+            sum = _mm512_setzero_ps();
+            for (int t = 0; t < kOuterTaps; ++t) {
+                __m512 v[K];
+                gather_row_x16<K>(in + outer_offset[t], group.offset, v);
+                for (int k = 0; k < K; ++k) sum = _mm512_add_ps(sum, _mm512_mul_ps(group.weight[t][k], v[k]));
+            }
+        }
+        // (A masked store only for a partial group: on AMD processors it is far slower.)
+        if (lanes == 16) {
+            _mm512_storeu_ps(o, sum);
+        } else {
+            _mm512_mask_storeu_ps(o, static_cast<__mmask16>((1u << lanes) - 1u), sum);
+        }
+    }
+}
+
+// ---- Sampling 16 planned points: uint8 pixels, interleaved (HWC: channels adjacent) or planar.
+// Each point reads 8 bytes per outer tap from its first tap on (every channel's K taps when
+// interleaved, K * channels <= 8; one channel's K taps when planar), with one 64-bit load, and a
+// byte permutation (AVX-512 VBMI) picks tap k of channel c of all 16 points.
+
+// 8 bytes from base + offset[i] for 16 points: point i in bytes (i % 8) * 8.. of half[i / 8].
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void load_bytes_x16(const std::uint8_t* base, const std::int32_t* offset,
+                                                                        __m512i* half) {
+    for (int h = 0; h < 2; ++h) {
+        __m128i pairs[4];
+        for (int j = 0; j < 4; ++j) {
+            const __m128d low = _mm_load_sd(reinterpret_cast<const double*>(base + offset[8 * h + 2 * j]));
+            pairs[j] = _mm_castpd_si128(_mm_loadh_pd(low, reinterpret_cast<const double*>(base + offset[8 * h + 2 * j + 1])));
+        }
+        half[h] = _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(pairs[0]), pairs[1], 1), pairs[2], 2), pairs[3], 3);
+    }
+}
+
+// The byte permutation that takes byte `b` of each of 16 points' 8-byte loads into bytes 0..15.
+GRIDWARP_TARGET_AVX512 inline __m512i byte_picker(int b) {
+    alignas(64) std::uint8_t index[64] = {};
+    for (int i = 0; i < 16; ++i) index[i] = static_cast<std::uint8_t>((i / 8) * 64 + (i % 8) * 8 + b);
+    return _mm512_load_si512(index);
+}
+
+// store_finite<uint8_t> lane-wise: round half to even by adding and subtracting 1.5 * 2^23, clamp to
+// [0, 255] (the sums are finite), convert: 16 bytes.
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m128i round_to_bytes(__m512 sum) {
+    const __m512 round = _mm512_set1_ps(1.5f * 8388608.0f);
+    __m512 r = _mm512_sub_ps(_mm512_add_ps(sum, round), round);
+    r = _mm512_min_ps(_mm512_max_ps(r, _mm512_setzero_ps()), _mm512_set1_ps(255.0f));
+    return _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(r));
+}
+
+// Stores `bytes` (a multiple of 16, up to 64) of v; whole 64/32/16-byte stores where they fit, a
+// masked store only for the tail of a row.
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void store_bytes(std::uint8_t* to, __m512i v, int bytes, int valid) {
+    if (valid < bytes) {
+        _mm512_mask_storeu_epi8(to, valid >= 64 ? ~__mmask64{0} : ((__mmask64{1} << valid) - 1), v);
+        return;
+    }
+    int done = 0;
+    if (bytes - done >= 64) {
+        _mm512_storeu_si512(to, v);
+        return;
+    }
+    if (bytes - done >= 32) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(to), _mm512_castsi512_si256(v));
+        done = 32;
+    }
+    if (bytes - done >= 16) {
+        const __m128i part = done == 0 ? _mm512_castsi512_si128(v) : _mm512_extracti32x4_epi32(v, 2);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(to + done), part);
+    }
+}
+
+// The bytes that `pick` selects from 16 points' loads (load_bytes_x16), as floats. (A function, not a
+// lambda: a lambda's body does not inherit the AVX-512 target.)
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512 byte_values(const __m512i* half, const __m512i& pick) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_castsi512_si128(_mm512_permutex2var_epi8(half[0], pick, half[1]))));
+}
+
+// How a uint8 pass reads and writes: channels interleaved or planar, in and out.
+struct ByteLayout {
+    int channels = 1;
+    bool interleaved_in = false;   // channel stride 1, innermost stride = channels
+    bool interleaved_out = false;  // channel stride 1, point stride = channels
+    __m512i pick[4][4];            // [k][c]: bytes of tap k of channel c (interleaved) or of tap k (planar)
+    __m512i interleave;            // channel-major bytes -> point-major bytes (interleaved_out)
+};
+
+template <int Rank, int K>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGroup<Rank, K>& group, int lanes,
+                                                                      const std::int32_t* outer_offset,
+                                                                      const std::uint8_t* input, std::uint8_t* output,
+                                                                      const FastOutput<std::uint8_t>& out,
+                                                                      const ByteLayout& layout) {
+    constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
+    const int channels = layout.channels;
+    __m512 sum[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int t = 0; t < kOuterTaps; ++t) {
+        if (layout.interleaved_in) {
+            __m512i half[2];
+            load_bytes_x16(input + outer_offset[t], group.offset, half);
+            for (int k = 0; k < K; ++k) {
+                for (int c = 0; c < channels; ++c) {
+                    const __m512 v = byte_values(half, layout.pick[k][c]);
+                    if constexpr (K == 1) {
+                        sum[c] = v;
+                    } else {
+                        sum[c] = _mm512_add_ps(sum[c], _mm512_mul_ps(group.weight[t][k], v));
+                    }
+                }
+            }
+        } else {
+            for (int c = 0; c < channels; ++c) {
+                __m512i half[2];
+                load_bytes_x16(input + c * out.input_channel_stride + outer_offset[t], group.offset, half);
+                for (int k = 0; k < K; ++k) {
+                    const __m512 v = byte_values(half, layout.pick[k][0]);
+                    if constexpr (K == 1) {
+                        sum[c] = v;
+                    } else {
+                        sum[c] = _mm512_add_ps(sum[c], _mm512_mul_ps(group.weight[t][k], v));
+                    }
+                }
+            }
+        }
+    }
+    __m128i bytes[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
+    for (int c = 0; c < channels; ++c) bytes[c] = round_to_bytes(sum[c]);  // exact for nearest's copies too
+    if (layout.interleaved_out) {
+        __m512i all = _mm512_castsi128_si512(bytes[0]);
+        if (channels > 1) all = _mm512_inserti32x4(all, bytes[1], 1);
+        if (channels > 2) all = _mm512_inserti32x4(all, bytes[2], 2);
+        if (channels > 3) all = _mm512_inserti32x4(all, bytes[3], 3);
+        store_bytes(output, _mm512_permutexvar_epi8(layout.interleave, all), 16 * channels, lanes * channels);
+    } else {
+        for (int c = 0; c < channels; ++c) {
+            store_bytes(output + c * out.output_channel_stride, _mm512_castsi128_si512(bytes[c]), 16, lanes);
+        }
+    }
+}
+
+// ---- The pass.
+
+// Whether interior_pass_avx512 can run, and the layout it reads and writes: the innermost axis of
+// unit stride (float32 pairs, and planar uint8) or interleaved uint8 channels; an output row of unit
+// stride or interleaved uint8; every axis long enough to have interior points at all (otherwise the
+// clamped stand-ins could reach outside the input).
+template <class S, class Interp>
+bool interior_pass_avx512_applies(const InputGeometry& geometry, const FastOutput<S>& out, ByteLayout* layout) {
     for (int a = 0; a < geometry.rank; ++a) {
         if (!(Interp::template interior_lo<float>() < Interp::template interior_hi<float>(geometry.extent[a]))) return false;
     }
-    return true;
+    const std::int64_t inner = geometry.stride[geometry.rank - 1];
+    if constexpr (std::is_same_v<S, float>) {
+        (void)layout;
+        return inner == 1 && out.output_point_stride == 1;
+    } else {
+        static_assert(std::is_same_v<S, std::uint8_t>);
+        const std::int64_t channels = out.channels;
+        if (channels > 4) return false;
+        layout->channels = static_cast<int>(channels);
+        layout->interleaved_in = channels > 1 && out.input_channel_stride == 1 && inner == channels;
+        if (!layout->interleaved_in && inner != 1) return false;
+        if (layout->interleaved_in && Interp::taps * channels > 8) return false;
+        layout->interleaved_out = channels > 1 && out.output_channel_stride == 1 && out.output_point_stride == channels;
+        if (!layout->interleaved_out && out.output_point_stride != 1) return false;
+        return true;
+    }
 }
 
+// What the interior pass leaves to the generic stages: nothing; the points that are not interior
+// (every interior point is written); or everything (some interior points could not be read with
+// the pass's 8-byte loads, at the very end of the input, and were not written correctly).
+enum class PassResult { Complete, EdgesLeft, Redo };
+
+template <class S, class C>
+using AvxInteriorPass = PassResult (*)(const C* xyz, std::int64_t count, const InputGeometry& geometry, const S* input,
+                                 S* output, const FastOutput<S>& out, std::int64_t input_span, const ByteLayout& layout);
+
 // The interior pass for one block of `count` points (coordinates innermost-first, as the position
-// source writes them). Writes every point of every channel as if it were interior; returns
-// whether every point is.
-template <PositionKind Kind, class Interp, int Rank>
-GRIDWARP_TARGET_AVX512 bool interior_pass_avx512(const float* xyz, std::int64_t count, const InputGeometry& geometry,
-                                                 const float* input, float* output, const FastOutput<float>& out) {
+// source writes them). Writes every point of every channel as if it were interior, and says what
+// is left to do. input_span: how many elements from `input` on may be read (the uint8 loads read 8
+// bytes from a point's first tap).
+template <PositionKind Kind, class Interp, int Rank, class S, class C>
+GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const C* xyz, std::int64_t count, const InputGeometry& geometry,
+                                                       const S* input, S* output, const FastOutput<S>& out,
+                                                       std::int64_t input_span, const ByteLayout& layout) {
     constexpr int K = Interp::taps;
-    constexpr int kOuterTaps = Rank == 2 ? K : K * K;
-    float extent[Rank];
-    __m512 lo[Rank], hi[Rank], below_hi[Rank];
-    __m512i stride[Rank];
+    constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
+    PlannerAxes<C, Rank> axes;
+    axes.lo = Interp::template interior_lo<C>();
     for (int a = 0; a < Rank; ++a) {
-        extent[a] = static_cast<float>(geometry.extent[a]);
-        lo[a] = _mm512_set1_ps(Interp::template interior_lo<float>());
-        const float h = Interp::template interior_hi<float>(geometry.extent[a]);
-        hi[a] = _mm512_set1_ps(h);
-        below_hi[a] = _mm512_set1_ps(std::nextafter(h, -std::numeric_limits<float>::infinity()));
-        stride[a] = _mm512_set1_epi32(static_cast<std::int32_t>(geometry.stride[a]));
+        axes.extent[a] = static_cast<C>(geometry.extent[a]);
+        axes.hi[a] = Interp::template interior_hi<C>(geometry.extent[a]);
+        axes.below_hi[a] = std::nextafter(axes.hi[a], -std::numeric_limits<C>::infinity());
+        axes.stride[a] = static_cast<std::int32_t>(geometry.stride[a]);
     }
-    // Tap offsets of the outer axes (the innermost axis's taps come from gather_row_x16), in tap order.
+    // Offsets of the outer taps from the first tap (the x taps come from each load), in tap order.
     std::int32_t outer_offset[kOuterTaps];
     for (int o = 0; o < kOuterTaps; ++o) {
         const int ky = o % K, kz = o / K;
         outer_offset[o] = static_cast<std::int32_t>(ky * geometry.stride[Rank - 2] + (Rank == 3 ? kz * geometry.stride[0] : 0));
     }
-    const std::int64_t channels = out.channels;
-    const std::int64_t input_channel_stride = out.input_channel_stride;
-    const std::int64_t output_channel_stride = out.output_channel_stride;
-    __mmask16 all_interior = 0xFFFF;
+    // The last first-tap offset whose 8-byte loads stay inside the input (uint8 only).
+    std::int64_t last_safe = 0;
+    if constexpr (!std::is_same_v<S, float>) {
+        const std::int64_t channel_reach = layout.interleaved_in ? 0 : (layout.channels - 1) * out.input_channel_stride;
+        last_safe = input_span - 8 - outer_offset[kOuterTaps - 1] - channel_reach;
+        if (last_safe < 0) return PassResult::Redo;
+    }
+    (void)input_span;
+    unsigned all_interior = 0xFFFF;
+    bool redo = false;
+    PlannedGroup<Rank, K> group;
     for (std::int64_t p = 0; p < count; p += 16) {
-        const std::int64_t lanes = std::min<std::int64_t>(16, count - p);
-        const __mmask16 active = static_cast<__mmask16>((1u << lanes) - 1u);
-        const float* point = xyz + p * Rank;
-        __m512 coordinate[Rank];
-        deinterleave_x16<Rank>(point, lanes, coordinate);
-        __mmask16 interior = active;
-        __m512i offset = _mm512_setzero_si512();
-        F32x16 weight[Rank][K] = {};
-        for (int a = 0; a < Rank; ++a) {
-            // Axis a (outermost first) is coordinate Rank - 1 - a.
-            const __m512 g = coordinate[Rank - 1 - a];
-            const __m512 u = pixel_position_x16<Kind>(g, extent[a]);
-            interior &= _mm512_cmp_ps_mask(u, lo[a], _CMP_GE_OQ) & _mm512_cmp_ps_mask(u, hi[a], _CMP_LT_OQ);
-            const __m512 safe = _mm512_min_ps(_mm512_max_ps(u, lo[a]), below_hi[a]);  // NaN -> lo
-            const __m512i first = interior_first_x16<Interp>(safe);
-            offset = _mm512_add_epi32(offset, _mm512_mullo_epi32(first, stride[a]));
-            if constexpr (K > 1) {
-                F32x16 w[K] = {};
-                Interp::weights(F32x16(safe), F32x16(_mm512_cvtepi32_ps(first)), w);
-                for (int k = 0; k < K; ++k) weight[a][k] = w[k];
+        const int lanes = static_cast<int>(std::min<std::int64_t>(16, count - p));
+        plan_group<Kind, Interp, Rank, C>(xyz + p * Rank, lanes, axes, group);
+        const unsigned interior = group.interior;
+        if constexpr (!std::is_same_v<S, float>) {
+            // Loads from past last_safe would pass the end of the input: read from last_safe
+            // instead (inside the input, a wrong value), and let the generic stages redo the block.
+            const __m512i offset = _mm512_load_si512(group.offset);
+            const __m512i limit = _mm512_set1_epi32(static_cast<std::int32_t>(std::min<std::int64_t>(last_safe, INT32_MAX)));
+            if (_mm512_cmpgt_epi32_mask(offset, limit) != 0) {
+                redo = true;
+                _mm512_store_si512(group.offset, _mm512_min_epi32(offset, limit));
             }
         }
-        all_interior &= static_cast<__mmask16>(interior | static_cast<__mmask16>(~active));
-        alignas(64) std::int32_t first_offset[16];
-        _mm512_store_si512(first_offset, offset);
-        for (std::int64_t c = 0; c < channels; ++c) {
-            const float* in = input + c * input_channel_stride;
-            float* o = output + c * output_channel_stride + p;
-            __m512 sum;
-            if constexpr (K == 1) {
-                __m512 v[1];
-                gather_row_x16<1>(in, first_offset, v);
-                sum = v[0];  // nearest copies the value
-            } else {
-                sum = _mm512_setzero_ps();
-                for (int t = 0; t < kOuterTaps; ++t) {
-                    __m512 v[K];
-                    gather_row_x16<K>(in + outer_offset[t], first_offset, v);
-                    // (1 * w_z) * w_y for 3-D, 1 * w_y for 2-D; 1 * w is w exactly.
-                    const __m512 w_outer = Rank == 2 ? weight[0][t].v : _mm512_mul_ps(weight[0][t / K].v, weight[1][t % K].v);
-                    for (int k = 0; k < K; ++k) {
-                        sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_mul_ps(w_outer, weight[Rank - 1][k].v), v[k]));
-                    }
-                }
-            }
-            // (A masked store only for a partial group: on AMD processors it is far slower.)
-            if (lanes == 16) {
-                _mm512_storeu_ps(o, sum);
-            } else {
-                _mm512_mask_storeu_ps(o, active, sum);
-            }
+        all_interior &= interior | ~((1u << lanes) - 1u);
+        if constexpr (std::is_same_v<S, float>) {
+            sample_group<Rank, K>(group, lanes, outer_offset, input, output + p, out);
+        } else {
+            sample_group<Rank, K>(group, lanes, outer_offset, input, output + p * out.output_point_stride, out, layout);
         }
     }
-    return all_interior == 0xFFFF;
+    if (redo) return PassResult::Redo;
+    return (all_interior & 0xFFFFu) == 0xFFFFu ? PassResult::Complete : PassResult::EdgesLeft;
 }
 
-template <class Interp, int Rank>
-InteriorPassFunction select_interior_pass_kind(CoordinateSpace space, bool align_corners) {
-    if (space == CoordinateSpace::Pixel) return &interior_pass_avx512<PositionKind::Pixel, Interp, Rank>;
-    if (align_corners) return &interior_pass_avx512<PositionKind::NormalizedCorners, Interp, Rank>;
-    return &interior_pass_avx512<PositionKind::NormalizedEdges, Interp, Rank>;
+template <class S, class C, class Interp, int Rank>
+AvxInteriorPass<S, C> select_interior_pass_kind(CoordinateSpace space, bool align_corners) {
+    if (space == CoordinateSpace::Pixel) return &interior_pass_avx512<PositionKind::Pixel, Interp, Rank, S, C>;
+    if (align_corners) return &interior_pass_avx512<PositionKind::NormalizedCorners, Interp, Rank, S, C>;
+    return &interior_pass_avx512<PositionKind::NormalizedEdges, Interp, Rank, S, C>;
+}
+
+// The byte permutations of a uint8 layout.
+template <int K>
+GRIDWARP_TARGET_AVX512 void prepare_byte_layout(ByteLayout& layout, std::int64_t input_inner_stride) {
+    for (int k = 0; k < K && k < 4; ++k) {
+        for (int c = 0; c < layout.channels; ++c) {
+            const int b = layout.interleaved_in ? static_cast<int>(k * input_inner_stride) + c : k;
+            layout.pick[k][c] = byte_picker(b);
+        }
+    }
+    alignas(64) std::uint8_t index[64] = {};
+    for (int j = 0; j < 16 * layout.channels; ++j) {
+        index[j] = static_cast<std::uint8_t>((j % layout.channels) * 16 + j / layout.channels);
+    }
+    layout.interleave = _mm512_load_si512(index);
 }
 
 #endif  // GRIDWARP_AVX2_DISPATCH
