@@ -1251,6 +1251,33 @@ void prefetch_span(const float* data, std::int64_t count) {
 #endif
 }
 
+// The reference plan and gather of the listed points of a block (their coordinates in xyz, by
+// point number), written to output like the fast gather writes them.
+template <class S, class C>
+void reference_points(const C* xyz, const std::int32_t* points, std::int64_t count, int rank, PlanFunction<C> planner,
+                      const InputGeometry& geometry, FastBlock<C>& block, const S* input, S* output,
+                      const FastOutput<S>& out) {
+    if (count == 0) return;
+    for (std::int64_t e = 0; e < count; ++e) {
+        for (int k = 0; k < rank; ++k) {
+            block.far_xyz[static_cast<std::size_t>(e * rank + k)] = xyz[points[e] * rank + k];
+        }
+    }
+    planner(block.far_xyz.data(), count, geometry, block.edge_plan);
+    const std::int64_t ops = out.output_point_stride;
+    for (std::int64_t e = 0; e < count; ++e) {
+        S* o = output + points[e] * ops;
+        for (std::int64_t c = 0; c < out.channels; ++c) {
+            const S* in = input + c * out.input_channel_stride;
+            if (block.edge_plan.taps_per_point == 1) {
+                o[c * out.output_channel_stride] = copy_point(block.edge_plan, e, in, out.fill_stored);
+            } else {
+                o[c * out.output_channel_stride] = gather_point<0, true>(block.edge_plan, e, in, out.fill_stored, out.fill_value);
+            }
+        }
+    }
+}
+
 bool fast_path_applies(const Task& task, int rank) {
     const auto& input = task.input;
     if (task.options.force_generic_rank || (rank != 2 && rank != 3)) return false;
@@ -1301,6 +1328,7 @@ void run_fast(const Task& task) {
 
     // The AVX-512 interior pass, where it serves this pixel type and layout.
     bool use_interior_pass = false;
+    const PlanFunction<C> reference_planner = select_planner<C>(options, rank);
 #ifdef GRIDWARP_AVX2_DISPATCH
     AvxInteriorPass<S, C> interior_pass = nullptr;
     ByteLayout byte_layout;
@@ -1315,8 +1343,12 @@ void run_fast(const Task& task) {
                 if constexpr (std::is_same_v<S, std::uint8_t>) {
                     prepare_byte_layout<I::taps>(byte_layout, geometry.stride[rank - 1]);
                 }
-                return rank == 2 ? select_interior_pass_kind<S, C, I, 2>(geometry.space, geometry.align_corners)
-                                 : select_interior_pass_kind<S, C, I, 3>(geometry.space, geometry.align_corners);
+                if (options.padding == Padding::Zeros) {
+                    return rank == 2 ? select_interior_pass_kind<S, C, I, true, 2>(geometry.space, geometry.align_corners)
+                                     : select_interior_pass_kind<S, C, I, true, 3>(geometry.space, geometry.align_corners);
+                }
+                return rank == 2 ? select_interior_pass_kind<S, C, I, false, 2>(geometry.space, geometry.align_corners)
+                                 : select_interior_pass_kind<S, C, I, false, 3>(geometry.space, geometry.align_corners);
             });
             use_interior_pass = interior_pass != nullptr;
         }
@@ -1373,9 +1405,17 @@ void run_fast(const Task& task) {
 #ifdef GRIDWARP_AVX2_DISPATCH
                         if (use_interior_pass) {
                             // Every point written as if interior; the rest only where some are not.
-                            const PassResult result = interior_pass(row_xyz + b * rank, std::min(B, count - b), geometry,
-                                                                    batch_in, block_out, fast_output, input_span, byte_layout);
+                            std::int64_t edges = 0;
+                            const PassResult result =
+                                interior_pass(row_xyz + b * rank, std::min(B, count - b), geometry, batch_in, block_out,
+                                              fast_output, input_span, byte_layout, block.edge_point.data(), &edges);
                             if (result == PassResult::Complete) continue;
+                            if (result == PassResult::EdgesLeft && options.padding == Padding::Zeros) {
+                                // Only points across an edge are left: the reference planner and gather.
+                                reference_points(row_xyz + b * rank, block.edge_point.data(), edges, rank, reference_planner,
+                                                 geometry, block, batch_in, block_out, fast_output);
+                                continue;
+                            }
                             planner(row_xyz + b * rank, std::min(B, count - b), geometry, block);
                             block.dense_written = result == PassResult::EdgesLeft;
                             gatherer(block, batch_in, block_out, fast_output);

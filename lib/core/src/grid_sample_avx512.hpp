@@ -255,6 +255,7 @@ struct PlannedGroup {
     static constexpr int kOuterTaps = Rank == 2 ? K : K * K;
     alignas(64) std::int32_t offset[16];
     __mmask16 interior;
+    __mmask16 fill;  // zeros padding: every tap of some axis is outside, or a coordinate is not finite
     __m512 weight[kOuterTaps][K];
 };
 
@@ -263,6 +264,7 @@ template <class C, int Rank>
 struct PlannerAxes {
     C extent[Rank];
     C lo, hi[Rank], below_hi[Rank];
+    C outside_below, outside_from[Rank];  // Interp::outside_below / outside_from
     std::int32_t stride[Rank];
 };
 
@@ -272,13 +274,14 @@ struct PlannerAxes {
 template <PositionKind Kind, class Interp, int Rank, class C>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_lanes(const C* xyz, int lanes, const PlannerAxes<C, Rank>& axes,
                                                               typename Lanes<C>::Int& offset, unsigned& interior,
-                                                              typename Lanes<C>::Vec (*tap_weight)[Interp::taps]) {
+                                                              unsigned& fill, typename Lanes<C>::Vec (*tap_weight)[Interp::taps]) {
     using L = Lanes<C>;
     using P = typename L::Policy;
     constexpr int K = Interp::taps;
     typename L::Vec coordinate[Rank];
     deinterleave<C, Rank>(xyz, lanes, coordinate);
     unsigned inside = (1u << lanes) - 1u;
+    unsigned within_reach = (1u << lanes) - 1u;  // on every axis, some tap inside (false for NaN)
     offset = L::set1_int(0);
     P weight[Rank][K] = {};
     for (int a = 0; a < Rank; ++a) {
@@ -286,12 +289,14 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_lanes(const C* xyz, int 
         const auto u = pixel_position_lanes<Kind, C>(coordinate[Rank - 1 - a], axes.extent[a]);
         const auto lo = L::set1(axes.lo);
         inside &= static_cast<unsigned>(L::ge(u, lo) & L::lt(u, L::set1(axes.hi[a])));
+        within_reach &= static_cast<unsigned>(L::ge(u, L::set1(axes.outside_below)) & L::lt(u, L::set1(axes.outside_from[a])));
         const auto safe = L::min(L::max(u, lo), L::set1(axes.below_hi[a]));  // NaN -> lo
         const auto first = interior_first_lanes<Interp, C>(safe);
         offset = L::add_int(offset, L::mul_int(first, L::set1_int(axes.stride[a])));
         if constexpr (K > 1) Interp::weights(P(safe), P(L::from_int(first)), weight[a]);
     }
     interior = inside;
+    fill = ~within_reach & ((1u << lanes) - 1u);
     if constexpr (K > 1) {
         constexpr int kOuterTaps = Rank == 2 ? K : K * K;
         for (int o = 0; o < kOuterTaps; ++o) {
@@ -309,21 +314,23 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_group(const C* xyz, int 
     constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
     if constexpr (std::is_same_v<C, float>) {
         __m512i offset;
-        unsigned interior;
-        plan_lanes<Kind, Interp, Rank, float>(xyz, lanes, axes, offset, interior, group.weight);
+        unsigned interior, fill;
+        plan_lanes<Kind, Interp, Rank, float>(xyz, lanes, axes, offset, interior, fill, group.weight);
         _mm512_store_si512(group.offset, offset);
         group.interior = static_cast<__mmask16>(interior);
+        group.fill = static_cast<__mmask16>(fill);
     } else {
         // Two halves of 8 points; tap weights narrowed to float once computed in double.
         __m256i offset[2];
-        unsigned interior[2];
+        unsigned interior[2], fill[2];
         __m512d weight[2][kOuterTaps][K];
         for (int h = 0; h < 2; ++h) {
             plan_lanes<Kind, Interp, Rank, double>(xyz + 8 * h * Rank, std::clamp(lanes - 8 * h, 0, 8), axes, offset[h],
-                                                   interior[h], weight[h]);
+                                                   interior[h], fill[h], weight[h]);
         }
         _mm512_store_si512(group.offset, _mm512_inserti64x4(_mm512_castsi256_si512(offset[0]), offset[1], 1));
         group.interior = static_cast<__mmask16>(interior[0] | (interior[1] << 8));
+        group.fill = static_cast<__mmask16>(fill[0] | (fill[1] << 8));
         if constexpr (K > 1) {
             for (int o = 0; o < kOuterTaps; ++o) {
                 for (int k = 0; k < K; ++k) {
@@ -341,7 +348,8 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_group(const C* xyz, int 
 template <int Rank, int K>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGroup<Rank, K>& group, int lanes,
                                                                 const std::int32_t* outer_offset, const float* input,
-                                                                float* output, const FastOutput<float>& out) {
+                                                                float* output, const FastOutput<float>& out,
+                                                                __mmask16 fill) {
     constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
     for (std::int64_t c = 0; c < out.channels; ++c) {
         const float* in = input + c * out.input_channel_stride;
@@ -359,6 +367,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGro
                 for (int k = 0; k < K; ++k) sum = _mm512_add_ps(sum, _mm512_mul_ps(group.weight[t][k], v[k]));
             }
         }
+        sum = _mm512_mask_blend_ps(fill, sum, _mm512_set1_ps(out.fill_stored));
         // (A masked store only for a partial group: on AMD processors it is far slower.)
         if (lanes == 16) {
             _mm512_storeu_ps(o, sum);
@@ -444,7 +453,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGro
                                                                       const std::int32_t* outer_offset,
                                                                       const std::uint8_t* input, std::uint8_t* output,
                                                                       const FastOutput<std::uint8_t>& out,
-                                                                      const ByteLayout& layout) {
+                                                                      const ByteLayout& layout, __mmask16 fill) {
     constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
     const int channels = layout.channels;
     __m512 sum[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
@@ -478,7 +487,10 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGro
         }
     }
     __m128i bytes[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
-    for (int c = 0; c < channels; ++c) bytes[c] = round_to_bytes(sum[c]);  // exact for nearest's copies too
+    for (int c = 0; c < channels; ++c) {
+        bytes[c] = _mm_mask_blend_epi8(fill, round_to_bytes(sum[c]),  // exact for nearest's copies too
+                                       _mm_set1_epi8(static_cast<char>(out.fill_stored)));
+    }
     if (layout.interleaved_out) {
         __m512i all = _mm512_castsi128_si512(bytes[0]);
         if (channels > 1) all = _mm512_inserti32x4(all, bytes[1], 1);
@@ -522,27 +534,33 @@ bool interior_pass_avx512_applies(const InputGeometry& geometry, const FastOutpu
 }
 
 // What the interior pass leaves to the generic stages: nothing; the points that are not interior
-// (every interior point is written); or everything (some interior points could not be read with
-// the pass's 8-byte loads, at the very end of the input, and were not written correctly).
+// (every interior point, and under zeros padding every fill point, is written; under zeros padding
+// the rest are listed); or everything (some interior points could not be read with the pass's
+// 8-byte loads, at the very end of the input, and were not written correctly).
 enum class PassResult { Complete, EdgesLeft, Redo };
 
 template <class S, class C>
 using AvxInteriorPass = PassResult (*)(const C* xyz, std::int64_t count, const InputGeometry& geometry, const S* input,
-                                 S* output, const FastOutput<S>& out, std::int64_t input_span, const ByteLayout& layout);
+                                       S* output, const FastOutput<S>& out, std::int64_t input_span,
+                                       const ByteLayout& layout, std::int32_t* edge_points, std::int64_t* edges);
 
 // The interior pass for one block of `count` points (coordinates innermost-first, as the position
 // source writes them). Writes every point of every channel as if it were interior, and says what
 // is left to do. input_span: how many elements from `input` on may be read (the uint8 loads read 8
-// bytes from a point's first tap).
-template <PositionKind Kind, class Interp, int Rank, class S, class C>
+// bytes from a point's first tap). With Zeros (zeros padding), fill points get the fill value and
+// the remaining points that are not interior are listed in edge_points (their number in *edges).
+template <PositionKind Kind, class Interp, bool Zeros, int Rank, class S, class C>
 GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const C* xyz, std::int64_t count, const InputGeometry& geometry,
                                                        const S* input, S* output, const FastOutput<S>& out,
-                                                       std::int64_t input_span, const ByteLayout& layout) {
+                                                       std::int64_t input_span, const ByteLayout& layout,
+                                                       std::int32_t* edge_points, std::int64_t* edges) {
     constexpr int K = Interp::taps;
     constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
     PlannerAxes<C, Rank> axes;
     axes.lo = Interp::template interior_lo<C>();
+    axes.outside_below = Interp::template outside_below<C>();
     for (int a = 0; a < Rank; ++a) {
+        axes.outside_from[a] = Interp::template outside_from<C>(geometry.extent[a]);
         axes.extent[a] = static_cast<C>(geometry.extent[a]);
         axes.hi[a] = Interp::template interior_hi<C>(geometry.extent[a]);
         axes.below_hi[a] = std::nextafter(axes.hi[a], -std::numeric_limits<C>::infinity());
@@ -562,7 +580,7 @@ GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const C* xyz, std::int64_
         if (last_safe < 0) return PassResult::Redo;
     }
     (void)input_span;
-    unsigned all_interior = 0xFFFF;
+    std::int64_t edge_count = 0;
     bool redo = false;
     PlannedGroup<Rank, K> group;
     for (std::int64_t p = 0; p < count; p += 16) {
@@ -579,22 +597,28 @@ GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const C* xyz, std::int64_
                 _mm512_store_si512(group.offset, _mm512_min_epi32(offset, limit));
             }
         }
-        all_interior &= interior | ~((1u << lanes) - 1u);
+        const unsigned active = (1u << lanes) - 1u;
+        const __mmask16 fill = Zeros ? group.fill : __mmask16{0};
+        // Points to finish elsewhere: every non-interior point, or (zeros padding) those not filled.
+        for (unsigned rest = ~interior & ~static_cast<unsigned>(fill) & active; rest != 0; rest &= rest - 1) {
+            edge_points[edge_count++] = static_cast<std::int32_t>(p + __builtin_ctz(rest));
+        }
         if constexpr (std::is_same_v<S, float>) {
-            sample_group<Rank, K>(group, lanes, outer_offset, input, output + p, out);
+            sample_group<Rank, K>(group, lanes, outer_offset, input, output + p, out, fill);
         } else {
-            sample_group<Rank, K>(group, lanes, outer_offset, input, output + p * out.output_point_stride, out, layout);
+            sample_group<Rank, K>(group, lanes, outer_offset, input, output + p * out.output_point_stride, out, layout, fill);
         }
     }
+    *edges = edge_count;
     if (redo) return PassResult::Redo;
-    return (all_interior & 0xFFFFu) == 0xFFFFu ? PassResult::Complete : PassResult::EdgesLeft;
+    return edge_count == 0 ? PassResult::Complete : PassResult::EdgesLeft;
 }
 
-template <class S, class C, class Interp, int Rank>
+template <class S, class C, class Interp, bool Zeros, int Rank>
 AvxInteriorPass<S, C> select_interior_pass_kind(CoordinateSpace space, bool align_corners) {
-    if (space == CoordinateSpace::Pixel) return &interior_pass_avx512<PositionKind::Pixel, Interp, Rank, S, C>;
-    if (align_corners) return &interior_pass_avx512<PositionKind::NormalizedCorners, Interp, Rank, S, C>;
-    return &interior_pass_avx512<PositionKind::NormalizedEdges, Interp, Rank, S, C>;
+    if (space == CoordinateSpace::Pixel) return &interior_pass_avx512<PositionKind::Pixel, Interp, Zeros, Rank, S, C>;
+    if (align_corners) return &interior_pass_avx512<PositionKind::NormalizedCorners, Interp, Zeros, Rank, S, C>;
+    return &interior_pass_avx512<PositionKind::NormalizedEdges, Interp, Zeros, Rank, S, C>;
 }
 
 // The byte permutations of a uint8 layout.
