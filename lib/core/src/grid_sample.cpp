@@ -1226,19 +1226,21 @@ constexpr std::int64_t kTileRows = 64;
 constexpr std::int64_t kTileSlices = 4;
 
 // Asks the processor to start loading the input where the block's points would read, moved by
-// `ahead` elements: one request per cache line of first taps. Prefetching never faults, and the
-// address is formed as an integer, so no pointer leaves the input.
+// `ahead` elements: about one request per cache line of first taps (neighbouring points lie about
+// `point_stride` elements apart: the channel count of interleaved pixels). Prefetching never
+// faults, and the address is formed as an integer, so no pointer leaves the input.
 template <class S, class C>
-void prefetch_input(const FastBlock<C>& block, const S* input, std::int64_t ahead) {
+void prefetch_input(const FastBlock<C>& block, const S* input, std::int64_t ahead, std::int64_t point_stride) {
 #if defined(__GNUC__) || defined(__clang__)
-    constexpr std::int64_t kStep = std::max<std::int64_t>(64 / static_cast<std::int64_t>(sizeof(S)), 1);
+    const std::int64_t kStep =
+        std::max<std::int64_t>(64 / (static_cast<std::int64_t>(sizeof(S)) * std::max<std::int64_t>(point_stride, 1)), 1);
     const auto origin = reinterpret_cast<std::uintptr_t>(input);
     for (std::int64_t p = 0; p < block.count; p += kStep) {
         const std::int64_t element = block.base[static_cast<std::size_t>(p)] + ahead;
         __builtin_prefetch(reinterpret_cast<const void*>(origin + static_cast<std::uintptr_t>(element) * sizeof(S)));
     }
 #else
-    (void)block, (void)input, (void)ahead;
+    (void)block, (void)input, (void)ahead, (void)point_stride;
 #endif
 }
 
@@ -1408,7 +1410,16 @@ void run_fast(const Task& task) {
                             std::int64_t edges = 0;
                             const PassResult result =
                                 interior_pass(row_xyz + b * rank, std::min(B, count - b), geometry, batch_in, block_out,
-                                              fast_output, input_span, byte_layout, block.edge_point.data(), &edges);
+                                              fast_output, input_span, byte_layout, block.edge_point.data(), &edges,
+                                              block.base.data());
+                            if (b == 0) {
+                                // As below: the next row reads about where this one reads, moved by one row's move.
+                                block.count = std::min(B, count - b);
+                                const std::int64_t move = row_started ? block.base[0] - previous_base : 0;
+                                previous_base = block.base[0];
+                                row_started = true;
+                                prefetch_input(block, batch_in, move + block.tap_offset.back(), geometry.stride[rank - 1]);
+                            }
                             if (result == PassResult::Complete) continue;
                             if (result == PassResult::EdgesLeft && options.padding == Padding::Zeros) {
                                 // Only points across an edge are left: the reference planner and gather.
@@ -1429,7 +1440,7 @@ void run_fast(const Task& task) {
                             const std::int64_t move = row_started ? block.base[0] - previous_base : 0;
                             previous_base = block.base[0];
                             row_started = true;
-                            prefetch_input(block, batch_in, move + block.tap_offset.back());
+                            prefetch_input(block, batch_in, move + block.tap_offset.back(), geometry.stride[rank - 1]);
                         }
                         gatherer(block, batch_in, block_out, fast_output);
                     }

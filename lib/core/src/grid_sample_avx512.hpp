@@ -542,18 +542,22 @@ enum class PassResult { Complete, EdgesLeft, Redo };
 template <class S, class C>
 using AvxInteriorPass = PassResult (*)(const C* xyz, std::int64_t count, const InputGeometry& geometry, const S* input,
                                        S* output, const FastOutput<S>& out, std::int64_t input_span,
-                                       const ByteLayout& layout, std::int32_t* edge_points, std::int64_t* edges);
+                                       const ByteLayout& layout, std::int32_t* edge_points, std::int64_t* edges,
+                                       std::int32_t* first_taps);
 
 // The interior pass for one block of `count` points (coordinates innermost-first, as the position
 // source writes them). Writes every point of every channel as if it were interior, and says what
 // is left to do. input_span: how many elements from `input` on may be read (the uint8 loads read 8
 // bytes from a point's first tap). With Zeros (zeros padding), fill points get the fill value and
 // the remaining points that are not interior are listed in edge_points (their number in *edges).
+// first_taps receives every point's first-tap offset (clamped stand-ins where not interior), from
+// which the caller prefetches the next row's input.
 template <PositionKind Kind, class Interp, bool Zeros, int Rank, class S, class C>
 GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const C* xyz, std::int64_t count, const InputGeometry& geometry,
                                                        const S* input, S* output, const FastOutput<S>& out,
                                                        std::int64_t input_span, const ByteLayout& layout,
-                                                       std::int32_t* edge_points, std::int64_t* edges) {
+                                                       std::int32_t* edge_points, std::int64_t* edges,
+                                                       std::int32_t* first_taps) {
     constexpr int K = Interp::taps;
     constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
     PlannerAxes<C, Rank> axes;
@@ -599,6 +603,7 @@ GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const C* xyz, std::int64_
         }
         const unsigned active = (1u << lanes) - 1u;
         const __mmask16 fill = Zeros ? group.fill : __mmask16{0};
+        _mm512_mask_storeu_epi32(first_taps + p, static_cast<__mmask16>(active), _mm512_load_si512(group.offset));
         // Points to finish elsewhere: every non-interior point, or (zeros padding) those not filled.
         for (unsigned rest = ~interior & ~static_cast<unsigned>(fill) & active; rest != 0; rest &= rest - 1) {
             edge_points[edge_count++] = static_cast<std::int32_t>(p + __builtin_ctz(rest));
