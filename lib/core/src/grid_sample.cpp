@@ -736,6 +736,37 @@ GRIDWARP_ALWAYS_INLINE void plan_near_points(const C* __restrict xyz, std::int64
     }
 }
 
+// Stage 1 for the edge points of a block (block.edges of them, listed in block.edge_point with
+// their coordinates in block.edge_xyz): near points by plan_near_points, the others ("far") by the
+// reference planner.
+template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
+GRIDWARP_ALWAYS_INLINE void plan_edge_points(const InputGeometry& geometry, FastBlock<C>& block) {
+    const std::int64_t edges = block.edges;
+    // Edge points that are not near (all of them under zeros padding) are planned by the reference
+    // planner build_plan.
+    std::int64_t far_edges = 0;
+    if constexpr (std::is_same_v<Pad, ZerosPadding>) {
+        far_edges = edges;
+        std::copy_n(block.edge_point.data(), edges, block.far_point.data());
+        std::copy_n(block.edge_xyz.data(), edges * Rank, block.far_xyz.data());
+    } else {
+        plan_near_points<Kind, C, Interp, Pad, Rank>(block.edge_xyz.data(), edges, geometry.extent,
+                                                     geometry.align_corners, block.near_index.data(),
+                                                     block.near_weight.data(), block.near.data());
+        for (std::int64_t e = 0; e < edges; ++e) {
+            if (block.near[static_cast<std::size_t>(e)]) continue;
+            block.far_point[static_cast<std::size_t>(far_edges)] = block.edge_point[static_cast<std::size_t>(e)];
+            for (int k = 0; k < Rank; ++k) {
+                block.far_xyz[static_cast<std::size_t>(far_edges * Rank + k)] =
+                    block.edge_xyz[static_cast<std::size_t>(e * Rank + k)];
+            }
+            ++far_edges;
+        }
+    }
+    block.far_edges = far_edges;
+    if (far_edges > 0) build_plan<C, Interp, Pad, Rank>(block.far_xyz.data(), far_edges, geometry, block.edge_plan);
+}
+
 // Stage 1 for one kind of positions. (No lambdas here: a lambda's body would be compiled for the
 // generic instruction set even inside the AVX2 build.)
 template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
@@ -765,30 +796,10 @@ GRIDWARP_ALWAYS_INLINE void fast_plan_kind(const C* xyz, std::int64_t count, con
     block.fills = fills;
     block.edges = edges;
     if (edges == 0) return;
-    // Edge points that are not near (all of them under zeros padding) are planned by the reference
-    // planner build_plan.
-    std::int64_t far_edges = 0;
-    if constexpr (std::is_same_v<Pad, ZerosPadding>) {
-        far_edges = edges;
-        std::copy_n(block.edge_point.data(), edges, block.far_point.data());
-        std::copy_n(block.edge_xyz.data(), edges * Rank, block.far_xyz.data());
-    } else {
-        plan_near_points<Kind, C, Interp, Pad, Rank>(block.edge_xyz.data(), edges, geometry.extent,
-                                                     geometry.align_corners, block.near_index.data(),
-                                                     block.near_weight.data(), block.near.data());
-        for (std::int64_t e = 0; e < edges; ++e) {
-            if (block.near[static_cast<std::size_t>(e)]) continue;
-            block.far_point[static_cast<std::size_t>(far_edges)] = block.edge_point[static_cast<std::size_t>(e)];
-            for (int k = 0; k < Rank; ++k) {
-                block.far_xyz[static_cast<std::size_t>(far_edges * Rank + k)] =
-                    block.edge_xyz[static_cast<std::size_t>(e * Rank + k)];
-            }
-            ++far_edges;
-        }
-    }
-    block.far_edges = far_edges;
-    if (far_edges > 0) build_plan<C, Interp, Pad, Rank>(block.far_xyz.data(), far_edges, geometry, block.edge_plan);
+    plan_edge_points<Kind, C, Interp, Pad, Rank>(geometry, block);
 }
+
+
 
 template <class C, class Interp, class Pad, int Rank>
 GRIDWARP_ALWAYS_INLINE void fast_plan_body(const C* xyz, std::int64_t count, const InputGeometry& geometry,
@@ -832,6 +843,59 @@ FastPlanFunction<C> select_fast_planner(const SampleOptions& options, int rank, 
         });
     });
 }
+
+// Stage 1 for a block whose interior and fill points the AVX-512 pass has written: only its edge
+// points, listed by the pass in block.edge_point, are planned (near and far, as fast_plan_kind
+// plans them), and the gather is told to write nothing else.
+template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
+GRIDWARP_ALWAYS_INLINE void plan_listed_kind(const C* xyz, std::int64_t edges, const InputGeometry& geometry,
+                                             FastBlock<C>& block) {
+    block.dense_written = true;
+    block.interior_points = 0;
+    block.fills = 0;
+    block.edges = edges;
+    block.far_edges = 0;
+    for (std::int64_t e = 0; e < edges; ++e) {
+        const std::int64_t p = block.edge_point[static_cast<std::size_t>(e)];
+        for (int k = 0; k < Rank; ++k) block.edge_xyz[static_cast<std::size_t>(e * Rank + k)] = xyz[p * Rank + k];
+    }
+    if (edges > 0) plan_edge_points<Kind, C, Interp, Pad, Rank>(geometry, block);
+}
+
+template <class C, class Interp, class Pad, int Rank>
+GRIDWARP_ALWAYS_INLINE void plan_listed_body(const C* xyz, std::int64_t edges, const InputGeometry& geometry,
+                                             FastBlock<C>& block) {
+    if (geometry.space == CoordinateSpace::Pixel) {
+        plan_listed_kind<PositionKind::Pixel, C, Interp, Pad, Rank>(xyz, edges, geometry, block);
+    } else if (geometry.align_corners) {
+        plan_listed_kind<PositionKind::NormalizedCorners, C, Interp, Pad, Rank>(xyz, edges, geometry, block);
+    } else {
+        plan_listed_kind<PositionKind::NormalizedEdges, C, Interp, Pad, Rank>(xyz, edges, geometry, block);
+    }
+}
+
+template <class C>
+using ListedPlanFunction = void (*)(const C* xyz, std::int64_t edges, const InputGeometry& geometry, FastBlock<C>& block);
+
+#ifdef GRIDWARP_AVX2_DISPATCH
+// Only the AVX-512 pass lists edge points, so only an AVX2 build of this stage is needed.
+template <class C, class Interp, class Pad, int Rank>
+GRIDWARP_TARGET_AVX2 void plan_listed_avx2(const C* xyz, std::int64_t edges, const InputGeometry& geometry,
+                                           FastBlock<C>& block) {
+    plan_listed_body<C, Interp, Pad, Rank>(xyz, edges, geometry, block);
+}
+
+template <class C>
+ListedPlanFunction<C> select_listed_planner(const SampleOptions& options, int rank) {
+    return visit_interpolation(options.mode, [&](auto interp) {
+        return visit_padding(options.padding, [&](auto pad) -> ListedPlanFunction<C> {
+            using I = typename decltype(interp)::type;
+            using P = typename decltype(pad)::type;
+            return rank == 2 ? &plan_listed_avx2<C, I, P, 2> : &plan_listed_avx2<C, I, P, 3>;
+        });
+    });
+}
+#endif
 
 template <class S>
 struct FastOutput {
@@ -1253,33 +1317,6 @@ void prefetch_span(const float* data, std::int64_t count) {
 #endif
 }
 
-// The reference plan and gather of the listed points of a block (their coordinates in xyz, by
-// point number), written to output like the fast gather writes them.
-template <class S, class C>
-void reference_points(const C* xyz, const std::int32_t* points, std::int64_t count, int rank, PlanFunction<C> planner,
-                      const InputGeometry& geometry, FastBlock<C>& block, const S* input, S* output,
-                      const FastOutput<S>& out) {
-    if (count == 0) return;
-    for (std::int64_t e = 0; e < count; ++e) {
-        for (int k = 0; k < rank; ++k) {
-            block.far_xyz[static_cast<std::size_t>(e * rank + k)] = xyz[points[e] * rank + k];
-        }
-    }
-    planner(block.far_xyz.data(), count, geometry, block.edge_plan);
-    const std::int64_t ops = out.output_point_stride;
-    for (std::int64_t e = 0; e < count; ++e) {
-        S* o = output + points[e] * ops;
-        for (std::int64_t c = 0; c < out.channels; ++c) {
-            const S* in = input + c * out.input_channel_stride;
-            if (block.edge_plan.taps_per_point == 1) {
-                o[c * out.output_channel_stride] = copy_point(block.edge_plan, e, in, out.fill_stored);
-            } else {
-                o[c * out.output_channel_stride] = gather_point<0, true>(block.edge_plan, e, in, out.fill_stored, out.fill_value);
-            }
-        }
-    }
-}
-
 bool fast_path_applies(const Task& task, int rank) {
     const auto& input = task.input;
     if (task.options.force_generic_rank || (rank != 2 && rank != 3)) return false;
@@ -1330,9 +1367,10 @@ void run_fast(const Task& task) {
 
     // The AVX-512 interior pass, where it serves this pixel type and layout.
     bool use_interior_pass = false;
-    const PlanFunction<C> reference_planner = select_planner<C>(options, rank);
+
 #ifdef GRIDWARP_AVX2_DISPATCH
     AvxInteriorPass<S, C> interior_pass = nullptr;
+    const ListedPlanFunction<C> listed_planner = select_listed_planner<C>(options, rank);
     ByteLayout byte_layout;
     // Elements of a batch item that may be read, from its start.
     std::int64_t input_span = 1 + (input.shape[1] - 1) * input.strides[1];
@@ -1421,14 +1459,12 @@ void run_fast(const Task& task) {
                                 prefetch_input(block, batch_in, move + block.tap_offset.back(), geometry.stride[rank - 1]);
                             }
                             if (result == PassResult::Complete) continue;
-                            if (result == PassResult::EdgesLeft && options.padding == Padding::Zeros) {
-                                // Only points across an edge are left: the reference planner and gather.
-                                reference_points(row_xyz + b * rank, block.edge_point.data(), edges, rank, reference_planner,
-                                                 geometry, block, batch_in, block_out, fast_output);
-                                continue;
+                            if (result == PassResult::EdgesLeft) {
+                                // Only the listed points across an edge are left.
+                                listed_planner(row_xyz + b * rank, edges, geometry, block);
+                            } else {
+                                planner(row_xyz + b * rank, std::min(B, count - b), geometry, block);
                             }
-                            planner(row_xyz + b * rank, std::min(B, count - b), geometry, block);
-                            block.dense_written = result == PassResult::EdgesLeft;
                             gatherer(block, batch_in, block_out, fast_output);
                             continue;
                         }

@@ -156,6 +156,9 @@ template <> struct Lanes<float> {
         return _mm512_mask_permutexvar_ps(into, where, _mm512_loadu_si512(index), from);
     }
     GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static __m512 to_float(Vec a) { return a; }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Mask finite(Vec a) {
+        return _mm512_cmp_ps_mask(_mm512_abs_ps(a), set1(std::numeric_limits<float>::max()), _CMP_LE_OQ);
+    }
 };
 
 template <> struct Lanes<double> {
@@ -188,6 +191,9 @@ template <> struct Lanes<double> {
         return _mm512_mask_permutexvar_pd(into, where, _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(index))), from);
     }
     GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static __m256 to_float(Vec a) { return _mm512_cvtpd_ps(a); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Mask finite(Vec a) {
+        return _mm512_cmp_pd_mask(_mm512_abs_pd(a), set1(std::numeric_limits<double>::max()), _CMP_LE_OQ);
+    }
 };
 
 // Coordinates k = 0..Rank-1 of up to L points stored point after point (x, y[, z], x, ...):
@@ -255,7 +261,8 @@ struct PlannedGroup {
     static constexpr int kOuterTaps = Rank == 2 ? K : K * K;
     alignas(64) std::int32_t offset[16];
     __mmask16 interior;
-    __mmask16 fill;  // zeros padding: every tap of some axis is outside, or a coordinate is not finite
+    __mmask16 fill_zeros;      // zeros padding's fill points: every tap of some axis outside, or not finite
+    __mmask16 fill_nonfinite;  // every padding's fill points: some coordinate not finite
     __m512 weight[kOuterTaps][K];
 };
 
@@ -274,7 +281,8 @@ struct PlannerAxes {
 template <PositionKind Kind, class Interp, int Rank, class C>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_lanes(const C* xyz, int lanes, const PlannerAxes<C, Rank>& axes,
                                                               typename Lanes<C>::Int& offset, unsigned& interior,
-                                                              unsigned& fill, typename Lanes<C>::Vec (*tap_weight)[Interp::taps]) {
+                                                              unsigned& fill_zeros, unsigned& fill_nonfinite,
+                                                              typename Lanes<C>::Vec (*tap_weight)[Interp::taps]) {
     using L = Lanes<C>;
     using P = typename L::Policy;
     constexpr int K = Interp::taps;
@@ -282,10 +290,12 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_lanes(const C* xyz, int 
     deinterleave<C, Rank>(xyz, lanes, coordinate);
     unsigned inside = (1u << lanes) - 1u;
     unsigned within_reach = (1u << lanes) - 1u;  // on every axis, some tap inside (false for NaN)
+    unsigned finite = (1u << lanes) - 1u;        // every coordinate finite (|g| <= max, as Pad::fills)
     offset = L::set1_int(0);
     P weight[Rank][K] = {};
     for (int a = 0; a < Rank; ++a) {
         // Axis a (outermost first) is coordinate Rank - 1 - a.
+        finite &= static_cast<unsigned>(L::finite(coordinate[Rank - 1 - a]));
         const auto u = pixel_position_lanes<Kind, C>(coordinate[Rank - 1 - a], axes.extent[a]);
         const auto lo = L::set1(axes.lo);
         inside &= static_cast<unsigned>(L::ge(u, lo) & L::lt(u, L::set1(axes.hi[a])));
@@ -296,7 +306,8 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_lanes(const C* xyz, int 
         if constexpr (K > 1) Interp::weights(P(safe), P(L::from_int(first)), weight[a]);
     }
     interior = inside;
-    fill = ~within_reach & ((1u << lanes) - 1u);
+    fill_zeros = ~within_reach & ((1u << lanes) - 1u);
+    fill_nonfinite = ~finite & ((1u << lanes) - 1u);
     if constexpr (K > 1) {
         constexpr int kOuterTaps = Rank == 2 ? K : K * K;
         for (int o = 0; o < kOuterTaps; ++o) {
@@ -314,23 +325,25 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_group(const C* xyz, int 
     constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
     if constexpr (std::is_same_v<C, float>) {
         __m512i offset;
-        unsigned interior, fill;
-        plan_lanes<Kind, Interp, Rank, float>(xyz, lanes, axes, offset, interior, fill, group.weight);
+        unsigned interior, fill_zeros, fill_nonfinite;
+        plan_lanes<Kind, Interp, Rank, float>(xyz, lanes, axes, offset, interior, fill_zeros, fill_nonfinite, group.weight);
         _mm512_store_si512(group.offset, offset);
         group.interior = static_cast<__mmask16>(interior);
-        group.fill = static_cast<__mmask16>(fill);
+        group.fill_zeros = static_cast<__mmask16>(fill_zeros);
+        group.fill_nonfinite = static_cast<__mmask16>(fill_nonfinite);
     } else {
         // Two halves of 8 points; tap weights narrowed to float once computed in double.
         __m256i offset[2];
-        unsigned interior[2], fill[2];
+        unsigned interior[2], fill_zeros[2], fill_nonfinite[2];
         __m512d weight[2][kOuterTaps][K];
         for (int h = 0; h < 2; ++h) {
             plan_lanes<Kind, Interp, Rank, double>(xyz + 8 * h * Rank, std::clamp(lanes - 8 * h, 0, 8), axes, offset[h],
-                                                   interior[h], fill[h], weight[h]);
+                                                   interior[h], fill_zeros[h], fill_nonfinite[h], weight[h]);
         }
         _mm512_store_si512(group.offset, _mm512_inserti64x4(_mm512_castsi256_si512(offset[0]), offset[1], 1));
         group.interior = static_cast<__mmask16>(interior[0] | (interior[1] << 8));
-        group.fill = static_cast<__mmask16>(fill[0] | (fill[1] << 8));
+        group.fill_zeros = static_cast<__mmask16>(fill_zeros[0] | (fill_zeros[1] << 8));
+        group.fill_nonfinite = static_cast<__mmask16>(fill_nonfinite[0] | (fill_nonfinite[1] << 8));
         if constexpr (K > 1) {
             for (int o = 0; o < kOuterTaps; ++o) {
                 for (int k = 0; k < K; ++k) {
@@ -533,9 +546,8 @@ bool interior_pass_avx512_applies(const InputGeometry& geometry, const FastOutpu
     }
 }
 
-// What the interior pass leaves to the generic stages: nothing; the points that are not interior
-// (every interior point, and under zeros padding every fill point, is written; under zeros padding
-// the rest are listed); or everything (some interior points could not be read with the pass's
+// What the interior pass leaves to the generic stages: nothing; the listed edge points (every
+// interior and fill point is written); or everything (some interior points could not be read with the pass's
 // 8-byte loads, at the very end of the input, and were not written correctly).
 enum class PassResult { Complete, EdgesLeft, Redo };
 
@@ -548,8 +560,9 @@ using AvxInteriorPass = PassResult (*)(const C* xyz, std::int64_t count, const I
 // The interior pass for one block of `count` points (coordinates innermost-first, as the position
 // source writes them). Writes every point of every channel as if it were interior, and says what
 // is left to do. input_span: how many elements from `input` on may be read (the uint8 loads read 8
-// bytes from a point's first tap). With Zeros (zeros padding), fill points get the fill value and
-// the remaining points that are not interior are listed in edge_points (their number in *edges).
+// bytes from a point's first tap). Fill points (Zeros: zeros padding's rule; otherwise non-finite
+// coordinates) get the fill value; the remaining points that are not interior are listed in
+// edge_points (their number in *edges).
 // first_taps receives every point's first-tap offset (clamped stand-ins where not interior), from
 // which the caller prefetches the next row's input.
 template <PositionKind Kind, class Interp, bool Zeros, int Rank, class S, class C>
@@ -602,7 +615,7 @@ GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const C* xyz, std::int64_
             }
         }
         const unsigned active = (1u << lanes) - 1u;
-        const __mmask16 fill = Zeros ? group.fill : __mmask16{0};
+        const __mmask16 fill = Zeros ? group.fill_zeros : group.fill_nonfinite;
         _mm512_mask_storeu_epi32(first_taps + p, static_cast<__mmask16>(active), _mm512_load_si512(group.offset));
         // Points to finish elsewhere: every non-interior point, or (zeros padding) those not filled.
         for (unsigned rest = ~interior & ~static_cast<unsigned>(fill) & active; rest != 0; rest &= rest - 1) {
