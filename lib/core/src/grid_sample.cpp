@@ -1383,12 +1383,11 @@ void run_fast(const Task& task) {
                 if constexpr (std::is_same_v<S, std::uint8_t>) {
                     prepare_byte_layout<I::taps>(byte_layout, geometry.stride[rank - 1]);
                 }
-                if (options.padding == Padding::Zeros) {
-                    return rank == 2 ? select_interior_pass_kind<S, C, I, true, 2>(geometry.space, geometry.align_corners)
-                                     : select_interior_pass_kind<S, C, I, true, 3>(geometry.space, geometry.align_corners);
-                }
-                return rank == 2 ? select_interior_pass_kind<S, C, I, false, 2>(geometry.space, geometry.align_corners)
-                                 : select_interior_pass_kind<S, C, I, false, 3>(geometry.space, geometry.align_corners);
+                return visit_padding(options.padding, [&](auto pad) -> AvxInteriorPass<S, C> {
+                    using P = typename decltype(pad)::type;
+                    return rank == 2 ? select_interior_pass_kind<S, C, I, P, 2>(geometry.space, geometry.align_corners)
+                                     : select_interior_pass_kind<S, C, I, P, 3>(geometry.space, geometry.align_corners);
+                });
             });
             use_interior_pass = interior_pass != nullptr;
         }

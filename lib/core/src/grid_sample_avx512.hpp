@@ -159,6 +159,12 @@ template <> struct Lanes<float> {
     GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Mask finite(Vec a) {
         return _mm512_cmp_ps_mask(_mm512_abs_ps(a), set1(std::numeric_limits<float>::max()), _CMP_LE_OQ);
     }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec abs(Vec a) { return _mm512_abs_ps(a); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Mask le(Vec a, Vec b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Mask gt(Vec a, Vec b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Int mask_to_int(Mask m) { return _mm512_maskz_set1_epi32(m, 1); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static __m512i widen_int(Int a) { return a; }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Int narrow_int(__m512i a) { return a; }
 };
 
 template <> struct Lanes<double> {
@@ -194,6 +200,13 @@ template <> struct Lanes<double> {
     GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Mask finite(Vec a) {
         return _mm512_cmp_pd_mask(_mm512_abs_pd(a), set1(std::numeric_limits<double>::max()), _CMP_LE_OQ);
     }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec abs(Vec a) { return _mm512_abs_pd(a); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Mask le(Vec a, Vec b) { return _mm512_cmp_pd_mask(a, b, _CMP_LE_OQ); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Mask gt(Vec a, Vec b) { return _mm512_cmp_pd_mask(a, b, _CMP_GT_OQ); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Int mask_to_int(Mask m) { return _mm256_maskz_set1_epi32(m, 1); }
+    // 8 lanes widened to 16 (the upper 8 zero) for the 16-lane integer helpers, and back.
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static __m512i widen_int(Int a) { return _mm512_zextsi256_si512(a); }
+    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Int narrow_int(__m512i a) { return _mm512_castsi512_si256(a); }
 };
 
 // Coordinates k = 0..Rank-1 of up to L points stored point after point (x, y[, z], x, ...):
@@ -517,6 +530,167 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGro
     }
 }
 
+// ---- Points near an edge under border and reflection padding (float32 pixels).
+// The same operations as plan_near_points and the gather's near loop: the coordinate bounded by
+// Pad::near_bound, the first tap by Interp::near_first, the weights by Interp::weights, every tap
+// index mapped by Pad::near_map where Pad::near_ok holds; the sum over taps in tap order from +0.
+// Taps are no longer neighbours in memory here, so each is read with a masked gather.
+
+// Lane-wise Pad::near_bound, near_ok and near_map on 32-bit integers.
+template <class Pad>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512i near_map_x16(__m512i i, std::int32_t d, bool align_corners) {
+    if constexpr (std::is_same_v<Pad, BorderPadding>) {
+        return _mm512_min_epi32(_mm512_max_epi32(i, _mm512_setzero_si512()), _mm512_set1_epi32(d - 1));
+    } else {
+        static_assert(std::is_same_v<Pad, ReflectionPadding>);
+        const __m512i below = align_corners ? _mm512_sub_epi32(_mm512_setzero_si512(), i)
+                                            : _mm512_sub_epi32(_mm512_set1_epi32(-1), i);
+        const __m512i above = _mm512_sub_epi32(_mm512_set1_epi32(align_corners ? 2 * (d - 1) : 2 * d - 1), i);
+        __m512i mapped = _mm512_mask_mov_epi32(i, _mm512_cmplt_epi32_mask(i, _mm512_setzero_si512()), below);
+        return _mm512_mask_mov_epi32(mapped, _mm512_cmpge_epi32_mask(i, _mm512_set1_epi32(d)), above);
+    }
+}
+
+template <class Pad>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __mmask16 near_ok_x16(__m512i first, int taps, std::int32_t d, bool align_corners) {
+    if constexpr (std::is_same_v<Pad, BorderPadding>) {
+        (void)first, (void)taps, (void)align_corners;
+        return d >= 1 ? __mmask16{0xFFFF} : __mmask16{0};
+    } else {
+        if (d < 2) return 0;
+        const std::int32_t lo = align_corners ? 1 - d : -d;
+        const std::int32_t hi = align_corners ? 2 * (d - 1) : 2 * d - 1;
+        return static_cast<__mmask16>(_mm512_cmpge_epi32_mask(first, _mm512_set1_epi32(lo)) &
+                                      _mm512_cmple_epi32_mask(_mm512_add_epi32(first, _mm512_set1_epi32(taps - 1)),
+                                                              _mm512_set1_epi32(hi)));
+    }
+}
+
+// Plans L = Lanes<C>::kCount points as plan_near_points does: their mapped tap indices per axis,
+// whether they are near, and their tap weights in C (as tap_weight multiplies them).
+template <PositionKind Kind, class Interp, class Pad, int Rank, class C>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_near_lanes(const C* xyz, int lanes, const InputGeometry& geometry,
+                                                                   typename Lanes<C>::Int (*index)[Interp::taps], unsigned& near,
+                                                                   typename Lanes<C>::Vec (*tap_weight)[Interp::taps]) {
+    using L = Lanes<C>;
+    using P = typename L::Policy;
+    constexpr int K = Interp::taps;
+    constexpr C kLimit = C(std::int64_t{1} << 22);
+    constexpr C kFoldBeyond = C(1 << 20);
+    typename L::Vec coordinate[Rank];
+    deinterleave<C, Rank>(xyz, lanes, coordinate);
+    unsigned ok_all = (1u << lanes) - 1u;
+    P weight[Rank][K] = {};
+    for (int a = 0; a < Rank; ++a) {
+        const auto g = coordinate[Rank - 1 - a];
+        const std::int64_t d = geometry.extent[a];
+        auto u = pixel_position_lanes<Kind, C>(g, static_cast<C>(d));
+        if constexpr (std::is_same_v<Pad, BorderPadding>) {
+            u = L::min(L::set1(static_cast<C>(d) + C(1)), L::max(L::set1(C(-2)), u));  // near_bound
+        }
+        unsigned ok = static_cast<unsigned>(L::lt(L::abs(u), L::set1(kLimit)));
+        if constexpr (std::is_same_v<Pad, ReflectionPadding> && Kind != PositionKind::Pixel) {
+            ok &= static_cast<unsigned>(L::le(L::abs(g), L::set1(kFoldBeyond)));
+        }
+        const auto safe = L::min(L::set1(kLimit), L::max(L::set1(-kLimit), u));
+        typename L::Int first;
+        if constexpr (K == 1) {
+            first = interior_first_lanes<Interp, C>(safe);  // the rounding trick holds for |u| < 2^22
+        } else {
+            const auto truncated = L::truncate(safe);
+            // floor_int: truncation, minus 1 where it rounded up.
+            first = L::sub_int(truncated, L::mask_to_int(L::gt(L::from_int(truncated), safe)));
+            if constexpr (K == 4) first = L::sub_int(first, L::set1_int(1));
+        }
+        const auto d32 = static_cast<std::int32_t>(d);
+        ok &= static_cast<unsigned>(near_ok_x16<Pad>(L::widen_int(first), K, d32, geometry.align_corners));
+        if constexpr (K > 1) Interp::weights(P(safe), P(L::from_int(first)), weight[a]);
+        for (int k = 0; k < K; ++k) {
+            index[a][k] = L::narrow_int(near_map_x16<Pad>(_mm512_add_epi32(L::widen_int(first), _mm512_set1_epi32(k)), d32,
+                                                          geometry.align_corners));
+        }
+        ok_all &= ok;
+    }
+    near = ok_all;
+    if constexpr (K > 1) {
+        constexpr int kOuterTaps = Rank == 2 ? K : K * K;
+        for (int o = 0; o < kOuterTaps; ++o) {
+            const P outer = Rank == 2 ? weight[0][o] : weight[0][o / K] * weight[1][o % K];
+            for (int k = 0; k < K; ++k) tap_weight[o][k] = (outer * weight[Rank - 1][k]).v;
+        }
+    }
+}
+
+// Samples the `edge` points of a group (float32 pixels) that are near, writes them, and returns
+// which they are.
+template <PositionKind Kind, class Interp, class Pad, int Rank, class C>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE unsigned sample_near_group(const C* xyz, int lanes, unsigned edge,
+                                                                         const InputGeometry& geometry, const float* input,
+                                                                         float* output, const FastOutput<float>& out) {
+    constexpr int K = Interp::taps;
+    constexpr int kOuterTaps = Rank == 2 ? K : K * K;
+    __m512i index[Rank][K];
+    __m512 weight[kOuterTaps][K];
+    unsigned near = 0;
+    if constexpr (std::is_same_v<C, float>) {
+        plan_near_lanes<Kind, Interp, Pad, Rank, float>(xyz, lanes, geometry, index, near, weight);
+    } else {
+        __m256i half_index[2][Rank][K];
+        __m512d half_weight[2][kOuterTaps][K];
+        unsigned half_near[2];
+        for (int h = 0; h < 2; ++h) {
+            plan_near_lanes<Kind, Interp, Pad, Rank, double>(xyz + 8 * h * Rank, std::clamp(lanes - 8 * h, 0, 8), geometry,
+                                                             half_index[h], half_near[h], half_weight[h]);
+        }
+        near = half_near[0] | (half_near[1] << 8);
+        for (int a = 0; a < Rank; ++a) {
+            for (int k = 0; k < K; ++k) {
+                index[a][k] = _mm512_inserti64x4(_mm512_castsi256_si512(half_index[0][a][k]), half_index[1][a][k], 1);
+            }
+        }
+        if constexpr (K > 1) {
+            for (int o = 0; o < kOuterTaps; ++o) {
+                for (int k = 0; k < K; ++k) {
+                    const __m256 low = _mm512_cvtpd_ps(half_weight[0][o][k]), high = _mm512_cvtpd_ps(half_weight[1][o][k]);
+                    weight[o][k] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(low)),
+                                                                       _mm256_castps_pd(high), 1));
+                }
+            }
+        }
+    }
+    const __mmask16 take = static_cast<__mmask16>(near & edge);
+    if (take == 0) return 0;
+    // Tap offsets in tap order: outer taps (z, y), then x.
+    __m512i offset[kOuterTaps][K];
+    for (int o = 0; o < kOuterTaps; ++o) {
+        const int ky = o % K, kz = o / K;
+        __m512i outer = _mm512_mullo_epi32(index[Rank - 2][ky], _mm512_set1_epi32(static_cast<std::int32_t>(geometry.stride[Rank - 2])));
+        if constexpr (Rank == 3) {
+            outer = _mm512_add_epi32(_mm512_mullo_epi32(index[0][kz], _mm512_set1_epi32(static_cast<std::int32_t>(geometry.stride[0]))), outer);
+        }
+        for (int k = 0; k < K; ++k) {
+            offset[o][k] = _mm512_add_epi32(outer, _mm512_mullo_epi32(index[Rank - 1][k],
+                                                                        _mm512_set1_epi32(static_cast<std::int32_t>(geometry.stride[Rank - 1]))));
+        }
+    }
+    for (std::int64_t c = 0; c < out.channels; ++c) {
+        const float* in = input + c * out.input_channel_stride;
+        __m512 sum = _mm512_setzero_ps();
+        for (int o = 0; o < kOuterTaps; ++o) {
+            for (int k = 0; k < K; ++k) {
+                const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), take, offset[o][k], in, 4);
+                if constexpr (K == 1) {
+                    sum = v;
+                } else {
+                    sum = _mm512_add_ps(sum, _mm512_mul_ps(weight[o][k], v));
+                }
+            }
+        }
+        _mm512_mask_storeu_ps(output + c * out.output_channel_stride, take, sum);
+    }
+    return take;
+}
+
 // ---- The pass.
 
 // Whether interior_pass_avx512 can run, and the layout it reads and writes: the innermost axis of
@@ -565,7 +739,7 @@ using AvxInteriorPass = PassResult (*)(const C* xyz, std::int64_t count, const I
 // edge_points (their number in *edges).
 // first_taps receives every point's first-tap offset (clamped stand-ins where not interior), from
 // which the caller prefetches the next row's input.
-template <PositionKind Kind, class Interp, bool Zeros, int Rank, class S, class C>
+template <PositionKind Kind, class Interp, class Pad, int Rank, class S, class C>
 GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const C* xyz, std::int64_t count, const InputGeometry& geometry,
                                                        const S* input, S* output, const FastOutput<S>& out,
                                                        std::int64_t input_span, const ByteLayout& layout,
@@ -615,28 +789,33 @@ GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const C* xyz, std::int64_
             }
         }
         const unsigned active = (1u << lanes) - 1u;
-        const __mmask16 fill = Zeros ? group.fill_zeros : group.fill_nonfinite;
+        constexpr bool kZeros = std::is_same_v<Pad, ZerosPadding>;
+        const __mmask16 fill = kZeros ? group.fill_zeros : group.fill_nonfinite;
         _mm512_mask_storeu_epi32(first_taps + p, static_cast<__mmask16>(active), _mm512_load_si512(group.offset));
-        // Points to finish elsewhere: every non-interior point, or (zeros padding) those not filled.
-        for (unsigned rest = ~interior & ~static_cast<unsigned>(fill) & active; rest != 0; rest &= rest - 1) {
-            edge_points[edge_count++] = static_cast<std::int32_t>(p + __builtin_ctz(rest));
-        }
+        unsigned edge = ~interior & ~static_cast<unsigned>(fill) & active;
         if constexpr (std::is_same_v<S, float>) {
             sample_group<Rank, K>(group, lanes, outer_offset, input, output + p, out, fill);
+            if constexpr (!kZeros) {
+                // Border and reflection: points whose taps map by one clamp or reflection.
+                if (edge != 0) edge &= ~sample_near_group<Kind, Interp, Pad, Rank, C>(xyz + p * Rank, lanes, edge, geometry,
+                                                                                    input, output + p, out);
+            }
         } else {
             sample_group<Rank, K>(group, lanes, outer_offset, input, output + p * out.output_point_stride, out, layout, fill);
         }
+        // Points to finish elsewhere.
+        for (; edge != 0; edge &= edge - 1) edge_points[edge_count++] = static_cast<std::int32_t>(p + __builtin_ctz(edge));
     }
     *edges = edge_count;
     if (redo) return PassResult::Redo;
     return edge_count == 0 ? PassResult::Complete : PassResult::EdgesLeft;
 }
 
-template <class S, class C, class Interp, bool Zeros, int Rank>
+template <class S, class C, class Interp, class Pad, int Rank>
 AvxInteriorPass<S, C> select_interior_pass_kind(CoordinateSpace space, bool align_corners) {
-    if (space == CoordinateSpace::Pixel) return &interior_pass_avx512<PositionKind::Pixel, Interp, Zeros, Rank, S, C>;
-    if (align_corners) return &interior_pass_avx512<PositionKind::NormalizedCorners, Interp, Zeros, Rank, S, C>;
-    return &interior_pass_avx512<PositionKind::NormalizedEdges, Interp, Zeros, Rank, S, C>;
+    if (space == CoordinateSpace::Pixel) return &interior_pass_avx512<PositionKind::Pixel, Interp, Pad, Rank, S, C>;
+    if (align_corners) return &interior_pass_avx512<PositionKind::NormalizedCorners, Interp, Pad, Rank, S, C>;
+    return &interior_pass_avx512<PositionKind::NormalizedEdges, Interp, Pad, Rank, S, C>;
 }
 
 // The byte permutations of a uint8 layout.
