@@ -539,7 +539,8 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGro
 // Lane-wise Pad::near_bound, near_ok and near_map on 32-bit integers.
 template <class Pad>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512i near_map_x16(__m512i i, std::int32_t d, bool align_corners) {
-    if constexpr (std::is_same_v<Pad, BorderPadding>) {
+    if constexpr (std::is_same_v<Pad, BorderPadding> || std::is_same_v<Pad, ZerosPadding>) {
+        // (Zeros: taps outside read the fill value instead; the clamp only keeps the gather inside.)
         return _mm512_min_epi32(_mm512_max_epi32(i, _mm512_setzero_si512()), _mm512_set1_epi32(d - 1));
     } else {
         static_assert(std::is_same_v<Pad, ReflectionPadding>);
@@ -553,7 +554,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512i near_map_x16(__m512i i, st
 
 template <class Pad>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __mmask16 near_ok_x16(__m512i first, int taps, std::int32_t d, bool align_corners) {
-    if constexpr (std::is_same_v<Pad, BorderPadding>) {
+    if constexpr (std::is_same_v<Pad, BorderPadding> || std::is_same_v<Pad, ZerosPadding>) {
         (void)first, (void)taps, (void)align_corners;
         return d >= 1 ? __mmask16{0xFFFF} : __mmask16{0};
     } else {
@@ -571,6 +572,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __mmask16 near_ok_x16(__m512i firs
 template <PositionKind Kind, class Interp, class Pad, int Rank, class C>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_near_lanes(const C* xyz, int lanes, const InputGeometry& geometry,
                                                                    typename Lanes<C>::Int (*index)[Interp::taps], unsigned& near,
+                                                                   unsigned (*inside)[Interp::taps],
                                                                    typename Lanes<C>::Vec (*tap_weight)[Interp::taps]) {
     using L = Lanes<C>;
     using P = typename L::Policy;
@@ -606,8 +608,11 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_near_lanes(const C* xyz,
         ok &= static_cast<unsigned>(near_ok_x16<Pad>(L::widen_int(first), K, d32, geometry.align_corners));
         if constexpr (K > 1) Interp::weights(P(safe), P(L::from_int(first)), weight[a]);
         for (int k = 0; k < K; ++k) {
-            index[a][k] = L::narrow_int(near_map_x16<Pad>(_mm512_add_epi32(L::widen_int(first), _mm512_set1_epi32(k)), d32,
-                                                          geometry.align_corners));
+            const __m512i tap = _mm512_add_epi32(L::widen_int(first), _mm512_set1_epi32(k));
+            index[a][k] = L::narrow_int(near_map_x16<Pad>(tap, d32, geometry.align_corners));
+            // Zeros padding: whether the tap is inside [0, d-1] (ZerosPadding::map gives -1 elsewhere).
+            inside[a][k] = static_cast<unsigned>(_mm512_cmpge_epi32_mask(tap, _mm512_setzero_si512()) &
+                                                 _mm512_cmplt_epi32_mask(tap, _mm512_set1_epi32(d32)));
         }
         ok_all &= ok;
     }
@@ -630,19 +635,24 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE unsigned sample_near_group(const C
     constexpr int K = Interp::taps;
     constexpr int kOuterTaps = Rank == 2 ? K : K * K;
     __m512i index[Rank][K];
+    unsigned inside[Rank][K];
     __m512 weight[kOuterTaps][K];
     unsigned near = 0;
     if constexpr (std::is_same_v<C, float>) {
-        plan_near_lanes<Kind, Interp, Pad, Rank, float>(xyz, lanes, geometry, index, near, weight);
+        plan_near_lanes<Kind, Interp, Pad, Rank, float>(xyz, lanes, geometry, index, near, inside, weight);
     } else {
         __m256i half_index[2][Rank][K];
+        unsigned half_inside[2][Rank][K];
         __m512d half_weight[2][kOuterTaps][K];
         unsigned half_near[2];
         for (int h = 0; h < 2; ++h) {
             plan_near_lanes<Kind, Interp, Pad, Rank, double>(xyz + 8 * h * Rank, std::clamp(lanes - 8 * h, 0, 8), geometry,
-                                                             half_index[h], half_near[h], half_weight[h]);
+                                                             half_index[h], half_near[h], half_inside[h], half_weight[h]);
         }
         near = half_near[0] | (half_near[1] << 8);
+        for (int a = 0; a < Rank; ++a) {
+            for (int k = 0; k < K; ++k) inside[a][k] = (half_inside[0][a][k] & 0xFFu) | ((half_inside[1][a][k] & 0xFFu) << 8);
+        }
         for (int a = 0; a < Rank; ++a) {
             for (int k = 0; k < K; ++k) {
                 index[a][k] = _mm512_inserti64x4(_mm512_castsi256_si512(half_index[0][a][k]), half_index[1][a][k], 1);
@@ -660,6 +670,9 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE unsigned sample_near_group(const C
     }
     const __mmask16 take = static_cast<__mmask16>(near & edge);
     if (take == 0) return 0;
+    // Zeros padding: axis_taps makes a point with no tap inside along some axis the fill value.
+    // Outside fill_zeros that happens only to nearest (u in [d - 0.5, d) rounding to d), whose one
+    // tap then reads the fill value here, which is the same float; so no case of its own.
     // Tap offsets in tap order: outer taps (z, y), then x.
     __m512i offset[kOuterTaps][K];
     for (int o = 0; o < kOuterTaps; ++o) {
@@ -677,8 +690,15 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE unsigned sample_near_group(const C
         const float* in = input + c * out.input_channel_stride;
         __m512 sum = _mm512_setzero_ps();
         for (int o = 0; o < kOuterTaps; ++o) {
+            // Zeros padding: the taps inside every axis are read, the others are the fill value.
+            unsigned tap_inside = 0xFFFFu;
+            if constexpr (std::is_same_v<Pad, ZerosPadding>) {
+                tap_inside = inside[Rank - 2][o % K] & (Rank == 3 ? inside[0][o / K] : 0xFFFFu);
+            }
             for (int k = 0; k < K; ++k) {
-                const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), take, offset[o][k], in, 4);
+                const unsigned read = std::is_same_v<Pad, ZerosPadding> ? (tap_inside & inside[Rank - 1][k]) : 0xFFFFu;
+                const __m512 v = _mm512_mask_i32gather_ps(_mm512_set1_ps(out.fill_value), static_cast<__mmask16>(take & read),
+                                                          offset[o][k], in, 4);
                 if constexpr (K == 1) {
                     sum = v;
                 } else {
@@ -795,11 +815,10 @@ GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const C* xyz, std::int64_
         unsigned edge = ~interior & ~static_cast<unsigned>(fill) & active;
         if constexpr (std::is_same_v<S, float>) {
             sample_group<Rank, K>(group, lanes, outer_offset, input, output + p, out, fill);
-            if constexpr (!kZeros) {
-                // Border and reflection: points whose taps map by one clamp or reflection.
-                if (edge != 0) edge &= ~sample_near_group<Kind, Interp, Pad, Rank, C>(xyz + p * Rank, lanes, edge, geometry,
-                                                                                    input, output + p, out);
-            }
+            // Points across an edge whose taps map by one clamp or reflection (under zeros
+            // padding: whose taps are inside or read the fill value).
+            if (edge != 0) edge &= ~sample_near_group<Kind, Interp, Pad, Rank, C>(xyz + p * Rank, lanes, edge, geometry,
+                                                                                input, output + p, out);
         } else {
             sample_group<Rank, K>(group, lanes, outer_offset, input, output + p * out.output_point_stride, out, layout, fill);
         }
