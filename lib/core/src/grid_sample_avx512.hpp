@@ -331,6 +331,16 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_lanes(const C* xyz, int 
     }
 }
 
+// Two halves of 8 lanes (the double-coordinate planner's) as one vector of 16: weights narrowed
+// to float, integers joined.
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512 join_halves(const __m512d& low, const __m512d& high) {
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(_mm512_cvtpd_ps(low))),
+                                               _mm256_castps_pd(_mm512_cvtpd_ps(high)), 1));
+}
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512i join_halves(const __m256i& low, const __m256i& high) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+}
+
 template <PositionKind Kind, class Interp, int Rank, class C>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_group(const C* xyz, int lanes, const PlannerAxes<C, Rank>& axes,
                                                               PlannedGroup<Rank, Interp::taps>& group) {
@@ -353,17 +363,13 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_group(const C* xyz, int 
             plan_lanes<Kind, Interp, Rank, double>(xyz + 8 * h * Rank, std::clamp(lanes - 8 * h, 0, 8), axes, offset[h],
                                                    interior[h], fill_zeros[h], fill_nonfinite[h], weight[h]);
         }
-        _mm512_store_si512(group.offset, _mm512_inserti64x4(_mm512_castsi256_si512(offset[0]), offset[1], 1));
+        _mm512_store_si512(group.offset, join_halves(offset[0], offset[1]));
         group.interior = static_cast<__mmask16>(interior[0] | (interior[1] << 8));
         group.fill_zeros = static_cast<__mmask16>(fill_zeros[0] | (fill_zeros[1] << 8));
         group.fill_nonfinite = static_cast<__mmask16>(fill_nonfinite[0] | (fill_nonfinite[1] << 8));
         if constexpr (K > 1) {
             for (int o = 0; o < kOuterTaps; ++o) {
-                for (int k = 0; k < K; ++k) {
-                    const __m256 low = _mm512_cvtpd_ps(weight[0][o][k]), high = _mm512_cvtpd_ps(weight[1][o][k]);
-                    group.weight[o][k] = _mm512_castpd_ps(_mm512_insertf64x4(
-                        _mm512_castpd256_pd512(_mm256_castps_pd(low)), _mm256_castps_pd(high), 1));
-                }
+                for (int k = 0; k < K; ++k) group.weight[o][k] = join_halves(weight[0][o][k], weight[1][o][k]);
             }
         }
     }
@@ -654,17 +660,11 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE unsigned sample_near_group(const C
             for (int k = 0; k < K; ++k) inside[a][k] = (half_inside[0][a][k] & 0xFFu) | ((half_inside[1][a][k] & 0xFFu) << 8);
         }
         for (int a = 0; a < Rank; ++a) {
-            for (int k = 0; k < K; ++k) {
-                index[a][k] = _mm512_inserti64x4(_mm512_castsi256_si512(half_index[0][a][k]), half_index[1][a][k], 1);
-            }
+            for (int k = 0; k < K; ++k) index[a][k] = join_halves(half_index[0][a][k], half_index[1][a][k]);
         }
         if constexpr (K > 1) {
             for (int o = 0; o < kOuterTaps; ++o) {
-                for (int k = 0; k < K; ++k) {
-                    const __m256 low = _mm512_cvtpd_ps(half_weight[0][o][k]), high = _mm512_cvtpd_ps(half_weight[1][o][k]);
-                    weight[o][k] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(low)),
-                                                                       _mm256_castps_pd(high), 1));
-                }
+                for (int k = 0; k < K; ++k) weight[o][k] = join_halves(half_weight[0][o][k], half_weight[1][o][k]);
             }
         }
     }
