@@ -55,15 +55,6 @@ private:
     std::optional<std::string> saved_;
 };
 
-SampleOptions options_for(Interpolation mode, Padding padding, bool align_corners, double fill = 0.0) {
-    SampleOptions options;
-    options.mode = mode;
-    options.padding = padding;
-    options.align_corners = align_corners;
-    options.fill = fill;
-    return options;
-}
-
 SampleOptions reference_of(SampleOptions options) {
     options.force_generic_rank = true;
     return options;

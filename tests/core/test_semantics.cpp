@@ -13,15 +13,6 @@ using namespace gridwarp::test;
 
 namespace {
 
-SampleOptions options_for(Interpolation mode, Padding padding, bool align_corners, double fill = 0.0) {
-    SampleOptions options;
-    options.mode = mode;
-    options.padding = padding;
-    options.align_corners = align_corners;
-    options.fill = fill;
-    return options;
-}
-
 // Samples a 1-D signal (1, 1, d) at normalized coordinates given in double.
 std::vector<double> sample_1d(const std::vector<double>& signal, const std::vector<double>& coords,
                               const SampleOptions& options, DType dtype = DType::Float64,

@@ -48,6 +48,15 @@ FixtureCase load_case(const fs::path& dir) {
     return c;
 }
 
+SampleOptions options_for(Interpolation mode, Padding padding, bool align_corners, double fill) {
+    SampleOptions options;
+    options.mode = mode;
+    options.padding = padding;
+    options.align_corners = align_corners;
+    options.fill = fill;
+    return options;
+}
+
 SampleOptions case_options(const FixtureCase& c) {
     const auto& attributes = c.spec.at("attributes");
     SampleOptions options;

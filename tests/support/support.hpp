@@ -31,6 +31,8 @@ std::vector<std::filesystem::path> case_dirs(const std::filesystem::path& root);
 FixtureCase load_case(const std::filesystem::path& dir);
 // GridSample options from a case's attributes (and the optional "fill").
 SampleOptions case_options(const FixtureCase& c);
+// Sample options of the given mode, padding, align_corners and fill (threads: the default).
+SampleOptions options_for(Interpolation mode, Padding padding, bool align_corners, double fill = 0.0);
 
 // Elementwise |actual - expected| <= atol + rtol * |expected| over real tensors (any dtype),
 // NaN matching NaN. Returns "" when they match, else a description of the first mismatch.

@@ -550,7 +550,6 @@ struct FastBlock {
     static constexpr std::int64_t kPoints = 256;
     std::int64_t count = 0;
     std::int64_t interior_points = 0;
-    bool dense_written = false;            // the interior pass already wrote every point (AVX-512)
     std::vector<LaneFlag<C>> interior;     // per point: every tap is inside the input
     std::vector<LaneFlag<C>> fill;         // per point: the reference gives the fill value
     std::vector<C> weight;                 // rank x taps-per-axis x kPoints
@@ -773,7 +772,6 @@ template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
 GRIDWARP_ALWAYS_INLINE void fast_plan_kind(const C* xyz, std::int64_t count, const InputGeometry& geometry,
                                            FastBlock<C>& block) {
     block.count = count;
-    block.dense_written = false;
     block.interior_points = classify_points<Kind, C, Interp, Pad, Rank>(
         xyz, count, geometry.extent, geometry.stride, block.weight.data(), block.base.data(),
         block.interior.data(), block.fill.data());
@@ -850,8 +848,7 @@ FastPlanFunction<C> select_fast_planner(const SampleOptions& options, int rank, 
 template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
 GRIDWARP_ALWAYS_INLINE void plan_listed_kind(const C* xyz, std::int64_t edges, const InputGeometry& geometry,
                                              FastBlock<C>& block) {
-    block.dense_written = true;
-    block.interior_points = 0;
+    block.interior_points = 0;  // no dense pass: the interior points are written
     block.fills = 0;
     block.edges = edges;
     block.far_edges = 0;
@@ -1023,7 +1020,7 @@ GRIDWARP_ALWAYS_INLINE void fast_gather_body(const FastBlock<C>& block, const S*
     const std::int64_t ops = out.output_point_stride;
     const std::int64_t ocs = out.output_channel_stride;
     const std::int64_t ics = out.input_channel_stride;
-    if (block.interior_points > 0 && !block.dense_written) {
+    if (block.interior_points > 0) {
         using R = typename real_of<typename compute_type<S>::type>::type;
         // Several channels share the tap weights, computed once.
         const bool shared = K > 1 && out.channels > 1;

@@ -1,26 +1,25 @@
-// The AVX-512 interior pass of the fast path, for float32 pixels and float32 coordinates, ranks 2
-// and 3. Included by grid_sample.cpp only, inside its anonymous namespace, after the interpolation
-// policies, FastBlock and PositionKind.
+// The AVX-512 interior pass of the fast path: float32 and uint8 pixels, float32 and float64
+// coordinates, ranks 2 and 3. Included by grid_sample.cpp only, inside its anonymous namespace,
+// after the interpolation and padding policies, FastBlock, FastOutput and PositionKind.
 //
 // Why by hand: GCC vectorises the generic interior pass (dense_gather_body) but emulates its
 // gathers with one scalar load and one insert per tap, and on virtual machines the position, weight
 // and offset arrays that the two generic stages pass each other cost as much again. This pass does
-// both stages for 16 points at a time in registers and reads each pair of horizontally
-// neighbouring taps with one 64-bit gather element.
+// both stages for 16 points at a time in registers and reads the taps along x of a point with one
+// load per row.
 //
 // It computes exactly what classify_points and dense_gather_body compute, in the same order:
 //  - u from the coordinate as pixel_position does (x / 2 and x * 0.5 are the same IEEE operation:
 //    both round the same real number);
 //  - the clamped stand-in "safe" (max(lo, u) sends NaN to lo, then min with the last value below
 //    hi), the first tap by Interp::interior_first, and the weights by Interp::weights itself,
-//    instantiated for a 16-lane vector type whose operators are the lane-wise IEEE operations;
+//    instantiated for a vector type whose operators are the lane-wise IEEE operations;
 //  - each tap weight (1 * w_outer) * ... * w_inner (1 * w is w exactly), and the sum over taps in
 //    tap order starting from +0 (so a -0 product still gives +0, as in the reference);
-// and writes every point of the block as if it were interior. It reports whether all points were:
-// if not, the caller plans the block with the generic stages, which then overwrite the points
-// that are not interior (fill, near and far points) and leave the interior ones as written here.
-// No fused multiply-add can form: lib/core builds with -ffp-contract=off, and intrinsics never
-// contract.
+// and writes every point of the block as if it were interior, then fill points and (float32)
+// points near an edge as the generic stages would. The points it leaves are listed for the
+// generic edge stage (PassResult). No fused multiply-add can form: lib/core builds with
+// -ffp-contract=off, and intrinsics never contract.
 
 #if defined(GRIDWARP_AVX2_DISPATCH)
 // (<immintrin.h> is included by grid_sample.cpp, outside any namespace.)
@@ -42,21 +41,6 @@ struct F32x16 {
 GRIDWARP_ALWAYS_INLINE F32x16 operator+(const F32x16& a, const F32x16& b) { return F32x16(a.v + b.v); }
 GRIDWARP_ALWAYS_INLINE F32x16 operator-(const F32x16& a, const F32x16& b) { return F32x16(a.v - b.v); }
 GRIDWARP_ALWAYS_INLINE F32x16 operator*(const F32x16& a, const F32x16& b) { return F32x16(a.v * b.v); }
-
-// Interp::interior_first for 16 lanes of safe (finite, inside [lo, hi)) positions.
-template <class Interp>
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512i interior_first_x16(__m512 safe) {
-    if constexpr (Interp::taps == 1) {
-        // (u + 1.5 * 2^23) - 1.5 * 2^23 rounds to an integer (ties to even), then converts exactly.
-        const __m512 round = _mm512_set1_ps(1.5f * 8388608.0f);
-        return _mm512_cvttps_epi32(_mm512_sub_ps(_mm512_add_ps(safe, round), round));
-    } else if constexpr (Interp::taps == 2) {
-        return _mm512_cvttps_epi32(safe);
-    } else {
-        static_assert(Interp::taps == 4);
-        return _mm512_sub_epi32(_mm512_cvttps_epi32(safe), _mm512_set1_epi32(1));
-    }
-}
 
 // The K taps from each lane's offset along the innermost axis (stride 1), tap k into v[k].
 // Scalar loads, not the gather instructions: on the processor measured (docs/performance.md) a
@@ -155,7 +139,6 @@ template <> struct Lanes<float> {
     GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec pick_where(Vec into, Mask where, const std::int32_t* index, Vec from) {
         return _mm512_mask_permutexvar_ps(into, where, _mm512_loadu_si512(index), from);
     }
-    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static __m512 to_float(Vec a) { return a; }
     GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Mask finite(Vec a) {
         return _mm512_cmp_ps_mask(_mm512_abs_ps(a), set1(std::numeric_limits<float>::max()), _CMP_LE_OQ);
     }
@@ -196,7 +179,6 @@ template <> struct Lanes<double> {
     GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Vec pick_where(Vec into, Mask where, const std::int32_t* index, Vec from) {
         return _mm512_mask_permutexvar_pd(into, where, _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(index))), from);
     }
-    GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static __m256 to_float(Vec a) { return _mm512_cvtpd_ps(a); }
     GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE static Mask finite(Vec a) {
         return _mm512_cmp_pd_mask(_mm512_abs_pd(a), set1(std::numeric_limits<double>::max()), _CMP_LE_OQ);
     }

@@ -175,13 +175,27 @@ AffinePositions::AffinePositions(const ConstTensorView& theta, Shape output_shap
     : AffinePositions(theta_values(theta, static_cast<std::int64_t>(output_shape.size())),
                       theta.rank() >= 1 ? theta.shape[0] : 0, output_shape, align_corners, theta.dtype) {}
 
-double AffinePositions::base_coordinate(std::int64_t index, std::int64_t extent) const {
-    if (space_ == CoordinateSpace::Pixel) return static_cast<double>(index);
-    if (align_corners_) {
+namespace {
+
+// Calls fn with the base-coordinate function (output index -> b) of an axis of `extent` points,
+// chosen once, so that loops along the axis do not branch per point.
+template <class Fn>
+decltype(auto) with_base_coordinate(CoordinateSpace space, bool align_corners, std::int64_t extent, Fn&& fn) {
+    if (space == CoordinateSpace::Pixel) return fn([](std::int64_t i) { return static_cast<double>(i); });
+    if (align_corners) {
         // A single point sits at the centre (PyTorch); ONNX's function body would give -1 or NaN.
-        return extent == 1 ? 0.0 : -1.0 + 2.0 * static_cast<double>(index) / static_cast<double>(extent - 1);
+        if (extent == 1) return fn([](std::int64_t) { return 0.0; });
+        const double last = static_cast<double>(extent - 1);
+        return fn([last](std::int64_t i) { return -1.0 + 2.0 * static_cast<double>(i) / last; });
     }
-    return (2.0 * static_cast<double>(index) + 1.0) / static_cast<double>(extent) - 1.0;
+    const double d = static_cast<double>(extent);
+    return fn([d](std::int64_t i) { return (2.0 * static_cast<double>(i) + 1.0) / d - 1.0; });
+}
+
+}  // namespace
+
+double AffinePositions::base_coordinate(std::int64_t index, std::int64_t extent) const {
+    return with_base_coordinate(space_, align_corners_, extent, [index](auto base) { return base(index); });
 }
 
 template <class Coord>
@@ -203,7 +217,7 @@ void AffinePositions::compute_row(std::int64_t n, const std::int64_t* outer, std
     }
     const std::int64_t width = output_shape_.back();
     // The per-point loop with the space, align_corners, rank and rounding type fixed, so that it
-    // vectorises; every value is still base_coordinate's and matrix[k][0] * x + row_constant[k].
+    // vectorises: matrix[k][0] * x + row_constant[k] with x the base coordinate.
     visit_grid_dtype(coordinate_dtype_, "affine positions", [&](auto tag) {
         using T = typename decltype(tag)::type;
         const auto fill = [&](auto fixed_rank, auto base_x) {
@@ -223,17 +237,7 @@ void AffinePositions::compute_row(std::int64_t n, const std::int64_t* outer, std
                 default: fill(std::integral_constant<int, 0>{}, base_x); break;
             }
         };
-        const double w = static_cast<double>(width);
-        if (space_ == CoordinateSpace::Pixel) {
-            with_rank([](std::int64_t i) { return static_cast<double>(i); });
-        } else if (align_corners_ && width == 1) {
-            with_rank([](std::int64_t) { return 0.0; });
-        } else if (align_corners_) {
-            const double last = static_cast<double>(width - 1);
-            with_rank([last](std::int64_t i) { return -1.0 + 2.0 * static_cast<double>(i) / last; });
-        } else {
-            with_rank([w](std::int64_t i) { return (2.0 * static_cast<double>(i) + 1.0) / w - 1.0; });
-        }
+        with_base_coordinate(space_, align_corners_, width, with_rank);
         return 0;
     });
 }
