@@ -14,12 +14,7 @@ using namespace gridwarp::test;
 namespace {
 
 SampleOptions with(Interpolation mode, double fill = 0.0, Padding padding = Padding::Zeros) {
-    SampleOptions options;
-    options.mode = mode;
-    options.padding = padding;
-    options.align_corners = true;
-    options.fill = fill;
-    return options;
+    return options_for(mode, padding, true, fill);
 }
 
 // 1-D grid (1, n, 1) in float64 from unnormalized positions u on an axis of size d (align_corners=1).
