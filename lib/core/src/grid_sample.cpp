@@ -22,6 +22,8 @@
 // it gives the same bits; SampleOptions::force_generic_rank selects the reference path.
 #include "gridwarp/grid_sample.hpp"
 
+#include "work_split.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -1226,8 +1228,11 @@ void run_reference(const Task& task) {
     const S* in_data = input.typed<S>();
     S* out_data = output.typed<S>();
 
-#pragma omp parallel num_threads(thread_count(options))
+    const int threads = thread_count(options);
+    WorkSplit split(work_items, threads);
+#pragma omp parallel num_threads(threads)
     {
+        const int me = omp_get_thread_num();
         Plan<C> plan;
         plan.taps_per_point = taps;
         plan.offset.resize(static_cast<std::size_t>(chunk * taps));
@@ -1238,8 +1243,7 @@ void run_reference(const Task& task) {
         std::vector<C> xyz(static_cast<std::size_t>(chunk * rank));
         std::vector<std::int64_t> outer(static_cast<std::size_t>(std::max(rank - 1, 1)), 0);
 
-#pragma omp for schedule(dynamic, 4)
-        for (std::int64_t item = 0; item < work_items; ++item) {
+        for (std::int64_t item = split.next(me); item >= 0; item = split.next(me)) {
             const std::int64_t chunk_index = item % chunks_per_row;
             const std::int64_t row = (item / chunks_per_row) % rows;
             const std::int64_t n = item / (chunks_per_row * rows);
@@ -1396,13 +1400,17 @@ void run_fast(const Task& task) {
     const std::int64_t* out_strides = output.strides.data();
     constexpr std::int64_t B = FastBlock<C>::kPoints;
 
-#pragma omp parallel num_threads(thread_count(options))
+    // Each thread samples its own slice of tiles (the same slice on every call), then helps with
+    // what is left of the others' (work_split.hpp).
+    const int threads = thread_count(options);
+    WorkSplit split(work_items, threads);
+#pragma omp parallel num_threads(threads)
     {
+        const int me = omp_get_thread_num();
         FastBlock<C> block(rank, taps_per_axis, geometry.stride);
         std::vector<C> xyz(static_cast<std::size_t>(tile_w * rank));
 
-#pragma omp for schedule(dynamic, 1)
-        for (std::int64_t item = 0; item < work_items; ++item) {
+        for (std::int64_t item = split.next(me); item >= 0; item = split.next(me)) {
             std::int64_t rest = item;
             const std::int64_t tx = rest % tiles_w;
             rest /= tiles_w;
