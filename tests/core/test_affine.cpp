@@ -41,9 +41,10 @@ std::vector<double> expected_grid(const std::vector<double>& theta, const Shape&
 
 }  // namespace
 
-TEST_CASE("affine_grid matches the formula for ranks 1 to 4", "[affine]") {
+TEST_CASE("affine_grid matches the formula for ranks 1 to 5", "[affine]") {
     std::mt19937 rng(3);
-    for (const Shape& size : {Shape{2, 1, 7}, Shape{2, 3, 5, 6}, Shape{1, 1, 4, 5, 6}, Shape{2, 1, 3, 2, 4, 3}}) {
+    for (const Shape& size : {Shape{2, 1, 7}, Shape{2, 3, 5, 6}, Shape{1, 1, 4, 5, 6}, Shape{2, 1, 3, 2, 4, 3},
+                             Shape{1, 2, 2, 3, 2, 2, 3}}) {
         const auto rank = static_cast<std::int64_t>(size.size()) - 2;
         for (DType dtype : {DType::Float32, DType::Float64}) {
             const Tensor theta = random_tensor(dtype, {size[0], rank, rank + 1}, -1.5, 1.5, rng);

@@ -793,7 +793,11 @@ GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const C* xyz, std::int64_
         const unsigned active = (1u << lanes) - 1u;
         constexpr bool kZeros = std::is_same_v<Pad, ZerosPadding>;
         const __mmask16 fill = kZeros ? group.fill_zeros : group.fill_nonfinite;
-        _mm512_mask_storeu_epi32(first_taps + p, static_cast<__mmask16>(active), _mm512_load_si512(group.offset));
+        if (lanes == 16) {
+            _mm512_storeu_si512(first_taps + p, _mm512_load_si512(group.offset));
+        } else {
+            _mm512_mask_storeu_epi32(first_taps + p, static_cast<__mmask16>(active), _mm512_load_si512(group.offset));
+        }
         unsigned edge = ~interior & ~static_cast<unsigned>(fill) & active;
         if constexpr (std::is_same_v<S, float>) {
             sample_group<Rank, K>(group, lanes, outer_offset, input, output + p, out, fill);

@@ -204,29 +204,47 @@ void AffinePositions::compute_row(std::int64_t n, const std::int64_t* outer, std
     const auto rank = static_cast<std::int64_t>(output_shape_.size());
     const auto columns = rank + 1;
     const double* matrix = theta_.data() + n * rank * columns;
-    // The part of each output coordinate that is constant along the row: outer axes and translation.
-    // outer[] is outermost-first (O1..O(r-1)); base coordinate j (innermost-first) pairs with column j.
-    std::vector<double> row_constant(static_cast<std::size_t>(rank));
+    // Output coordinate k along the row is slope[k] * x + row_constant[k], x the base coordinate of
+    // the innermost axis; row_constant holds the outer axes' terms and the translation. outer[] is
+    // outermost-first (O1..O(r-1)); base coordinate j (innermost-first) pairs with column j. Both
+    // are local copies (no heap allocation per row for the usual ranks), which also tells the
+    // compiler that the stores to xyz cannot change them, so that the loop below vectorises.
+    constexpr std::int64_t kLocalRank = 4;
+    double local_slope[kLocalRank], local_constant[kLocalRank];
+    std::vector<double> heap;
+    double* slope = local_slope;
+    double* row_constant = local_constant;
+    if (rank > kLocalRank) {
+        heap.resize(static_cast<std::size_t>(2 * rank));
+        slope = heap.data();
+        row_constant = heap.data() + rank;
+    }
     for (std::int64_t k = 0; k < rank; ++k) {
         double sum = matrix[k * columns + rank];
         for (std::int64_t j = 1; j < rank; ++j) {
             const std::int64_t axis = rank - 1 - j;  // position of base coordinate j in outer[]
             sum += matrix[k * columns + j] * base_coordinate(outer[axis], output_shape_[static_cast<std::size_t>(axis)]);
         }
-        row_constant[static_cast<std::size_t>(k)] = sum;
+        row_constant[k] = sum;
+        slope[k] = matrix[k * columns];
     }
     const std::int64_t width = output_shape_.back();
-    // The per-point loop with the space, align_corners, rank and rounding type fixed, so that it
-    // vectorises: matrix[k][0] * x + row_constant[k] with x the base coordinate.
+    // The per-point loop with the space, align_corners, rank and rounding type fixed.
     visit_grid_dtype(coordinate_dtype_, "affine positions", [&](auto tag) {
         using T = typename decltype(tag)::type;
         const auto fill = [&](auto fixed_rank, auto base_x) {
             constexpr int kRank = decltype(fixed_rank)::value;
-            const std::int64_t r = kRank > 0 ? kRank : rank;
-            for (std::int64_t p = 0; p < count; ++p) {
-                const double x = base_x(start + p);
-                for (std::int64_t k = 0; k < r; ++k) {
-                    xyz[p * r + k] = round_through<Coord, T>(matrix[k * columns] * x + row_constant[static_cast<std::size_t>(k)]);
+            if constexpr (kRank > 0) {
+                double m[kRank], c[kRank];
+                for (int k = 0; k < kRank; ++k) m[k] = slope[k], c[k] = row_constant[k];
+                for (std::int64_t p = 0; p < count; ++p) {
+                    const double x = base_x(start + p);
+                    for (int k = 0; k < kRank; ++k) xyz[p * kRank + k] = round_through<Coord, T>(m[k] * x + c[k]);
+                }
+            } else {
+                for (std::int64_t p = 0; p < count; ++p) {
+                    const double x = base_x(start + p);
+                    for (std::int64_t k = 0; k < rank; ++k) xyz[p * rank + k] = round_through<Coord, T>(slope[k] * x + row_constant[k]);
                 }
             }
         };
