@@ -1428,10 +1428,14 @@ void run_fast(const Task& task) {
                     const std::int64_t outer[2] = {rank == 3 ? z : y, y};  // outermost first
                     std::int64_t out_offset = n * out_strides[0] + start * out_strides[rank + 1] + y * out_strides[rank];
                     if (rank == 3) out_offset += z * out_strides[2];
-                    // An explicit float32 grid is read in place by the AVX-512 pass (and the planner).
+                    // An explicit float32 grid is read in place by the AVX-512 pass (and the planner);
+                    // an affine row's positions are computed by the pass itself, and written out
+                    // only for the points it leaves.
                     const C* row_xyz = nullptr;
+                    LinearRow linear_row;
+                    const bool linear = use_interior_pass && task.positions.linear_row(n, outer, &linear_row);
                     if constexpr (std::is_same_v<C, float>) {
-                        if (use_interior_pass) {
+                        if (use_interior_pass && !linear) {
                             row_xyz = task.positions.stored_row(n, outer, start);
                             // Read in place, the next row's positions are not streamed in by a copy: ask for them now.
                             if (row_xyz != nullptr && y + 1 < height) {
@@ -1440,7 +1444,7 @@ void run_fast(const Task& task) {
                             }
                         }
                     }
-                    if (row_xyz == nullptr) {
+                    if (row_xyz == nullptr && !linear) {
                         task.positions.row(n, outer, start, count, xyz.data());
                         row_xyz = xyz.data();
                     }
@@ -1450,10 +1454,17 @@ void run_fast(const Task& task) {
                         if (use_interior_pass) {
                             // Every point written as if interior; the rest only where some are not.
                             std::int64_t edges = 0;
+                            const std::int64_t block_count = std::min(B, count - b);
+                            CoordinateReader<C> coordinates;
+                            if (linear) {
+                                coordinates.linear = &linear_row;
+                                coordinates.first_index = start + b;
+                            } else {
+                                coordinates.xyz = row_xyz + b * rank;
+                            }
                             const PassResult result =
-                                interior_pass(row_xyz + b * rank, std::min(B, count - b), geometry, batch_in, block_out,
-                                              fast_output, input_span, byte_layout, block.edge_point.data(), &edges,
-                                              block.base.data());
+                                interior_pass(coordinates, block_count, geometry, batch_in, block_out, fast_output,
+                                              input_span, byte_layout, block.edge_point.data(), &edges, block.base.data());
                             if (b == 0) {
                                 // As below: the next row reads about where this one reads, moved by one row's move.
                                 block.count = std::min(B, count - b);
@@ -1463,11 +1474,13 @@ void run_fast(const Task& task) {
                                 prefetch_input(block, batch_in, move + block.tap_offset.back(), geometry.stride[rank - 1]);
                             }
                             if (result == PassResult::Complete) continue;
+                            const C* block_xyz = linear ? xyz.data() : row_xyz + b * rank;
+                            if (linear) task.positions.row(n, outer, start + b, block_count, xyz.data());
                             if (result == PassResult::EdgesLeft) {
                                 // Only the listed points across an edge are left.
-                                listed_planner(row_xyz + b * rank, edges, geometry, block);
+                                listed_planner(block_xyz, edges, geometry, block);
                             } else {
-                                planner(row_xyz + b * rank, std::min(B, count - b), geometry, block);
+                                planner(block_xyz, block_count, geometry, block);
                             }
                             gatherer(block, batch_in, block_out, fast_output);
                             continue;

@@ -218,6 +218,60 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void deinterleave(const C* xyz, in
     }
 }
 
+// Two halves of 8 lanes (the double-coordinate planner's) as one vector of 16: weights narrowed
+// to float, integers joined.
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512 join_halves(const __m512d& low, const __m512d& high) {
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(_mm512_cvtpd_ps(low))),
+                                               _mm256_castps_pd(_mm512_cvtpd_ps(high)), 1));
+}
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512i join_halves(const __m256i& low, const __m256i& high) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+}
+
+// Where the pass reads a block's coordinates: stored point after point (xyz[p * Rank + k], as
+// PositionSource::row writes them), or computed from the row's LinearRow with the operations
+// that AffinePositions::row uses, lane-wise (so the same values).
+template <class C>
+struct CoordinateReader {
+    const C* xyz = nullptr;             // stored coordinates, or nullptr
+    const LinearRow* linear = nullptr;  // else: the row's terms
+    std::int64_t first_index = 0;       // linear: the innermost output index of point 0
+};
+
+// LinearRow's coordinate k of 8 points in double, from their base coordinates.
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512d linear_coordinate_x8(const LinearRow& row, const __m512d& base, int k) {
+    return _mm512_add_pd(_mm512_mul_pd(_mm512_set1_pd(row.slope[k]), base), _mm512_set1_pd(row.offset[k]));
+}
+
+// The base coordinates of up to 8 points from innermost index `index` on (a masked load: never
+// past the row's end; lanes past `lanes` read 0, which plan to the clamped stand-in like any lane).
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512d linear_base_x8(const LinearRow& row, std::int64_t index, int lanes) {
+    return _mm512_maskz_loadu_pd(static_cast<__mmask8>((1u << std::clamp(lanes, 0, 8)) - 1u), row.base + index);
+}
+
+// Coordinates k = 0..Rank-1 of the points p .. p + lanes - 1 (stored: lanes past `lanes` read as 0).
+template <class C, int Rank>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void read_coordinates(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
+                                                                    typename Lanes<C>::Vec* coordinate) {
+    if (reader.xyz != nullptr) {
+        deinterleave<C, Rank>(reader.xyz + p * Rank, lanes, coordinate);
+        return;
+    }
+    const LinearRow& row = *reader.linear;
+    const std::int64_t index = reader.first_index + p;
+    if constexpr (std::is_same_v<C, double>) {
+        // (float64 coordinates: the values are used as computed.)
+        const __m512d base = linear_base_x8(row, index, lanes);
+        for (int k = 0; k < Rank; ++k) coordinate[k] = linear_coordinate_x8(row, base, k);
+    } else {
+        // float32 coordinates: rounded to float, as AffinePositions::row rounds them.
+        const __m512d base_low = linear_base_x8(row, index, lanes), base_high = linear_base_x8(row, index + 8, lanes - 8);
+        for (int k = 0; k < Rank; ++k) {
+            coordinate[k] = join_halves(linear_coordinate_x8(row, base_low, k), linear_coordinate_x8(row, base_high, k));
+        }
+    }
+}
+
 // pixel_position<Kind> lane-wise: the same operations, with / 2 as * 0.5.
 template <PositionKind Kind, class C>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE typename Lanes<C>::Vec pixel_position_lanes(typename Lanes<C>::Vec g, C extent) {
@@ -274,7 +328,8 @@ struct PlannerAxes {
 // classify_points and tap_weight compute them (tap weight: 1 * w_outer ... * w_x in C, then
 // converted to float).
 template <PositionKind Kind, class Interp, int Rank, class C>
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_lanes(const C* xyz, int lanes, const PlannerAxes<C, Rank>& axes,
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_lanes(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
+                                                              const PlannerAxes<C, Rank>& axes,
                                                               typename Lanes<C>::Int& offset, unsigned& interior,
                                                               unsigned& fill_zeros, unsigned& fill_nonfinite,
                                                               typename Lanes<C>::Vec (*tap_weight)[Interp::taps]) {
@@ -282,7 +337,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_lanes(const C* xyz, int 
     using P = typename L::Policy;
     constexpr int K = Interp::taps;
     typename L::Vec coordinate[Rank];
-    deinterleave<C, Rank>(xyz, lanes, coordinate);
+    read_coordinates<C, Rank>(reader, p, lanes, coordinate);
     unsigned inside = (1u << lanes) - 1u;
     unsigned within_reach = (1u << lanes) - 1u;  // on every axis, some tap inside (false for NaN)
     unsigned finite = (1u << lanes) - 1u;        // every coordinate finite (|g| <= max, as Pad::fills)
@@ -313,25 +368,16 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_lanes(const C* xyz, int 
     }
 }
 
-// Two halves of 8 lanes (the double-coordinate planner's) as one vector of 16: weights narrowed
-// to float, integers joined.
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512 join_halves(const __m512d& low, const __m512d& high) {
-    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(_mm512_cvtpd_ps(low))),
-                                               _mm256_castps_pd(_mm512_cvtpd_ps(high)), 1));
-}
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512i join_halves(const __m256i& low, const __m256i& high) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
-}
-
 template <PositionKind Kind, class Interp, int Rank, class C>
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_group(const C* xyz, int lanes, const PlannerAxes<C, Rank>& axes,
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_group(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
+                                                              const PlannerAxes<C, Rank>& axes,
                                                               PlannedGroup<Rank, Interp::taps>& group) {
     constexpr int K = Interp::taps;
     constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
     if constexpr (std::is_same_v<C, float>) {
         __m512i offset;
         unsigned interior, fill_zeros, fill_nonfinite;
-        plan_lanes<Kind, Interp, Rank, float>(xyz, lanes, axes, offset, interior, fill_zeros, fill_nonfinite, group.weight);
+        plan_lanes<Kind, Interp, Rank, float>(reader, p, lanes, axes, offset, interior, fill_zeros, fill_nonfinite, group.weight);
         _mm512_store_si512(group.offset, offset);
         group.interior = static_cast<__mmask16>(interior);
         group.fill_zeros = static_cast<__mmask16>(fill_zeros);
@@ -342,7 +388,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_group(const C* xyz, int 
         unsigned interior[2], fill_zeros[2], fill_nonfinite[2];
         __m512d weight[2][kOuterTaps][K];
         for (int h = 0; h < 2; ++h) {
-            plan_lanes<Kind, Interp, Rank, double>(xyz + 8 * h * Rank, std::clamp(lanes - 8 * h, 0, 8), axes, offset[h],
+            plan_lanes<Kind, Interp, Rank, double>(reader, p + 8 * h, std::clamp(lanes - 8 * h, 0, 8), axes, offset[h],
                                                    interior[h], fill_zeros[h], fill_nonfinite[h], weight[h]);
         }
         _mm512_store_si512(group.offset, join_halves(offset[0], offset[1]));
@@ -558,7 +604,8 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __mmask16 near_ok_x16(__m512i firs
 // Plans L = Lanes<C>::kCount points as plan_near_points does: their mapped tap indices per axis,
 // whether they are near, and their tap weights in C (as tap_weight multiplies them).
 template <PositionKind Kind, class Interp, class Pad, int Rank, class C>
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_near_lanes(const C* xyz, int lanes, const InputGeometry& geometry,
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_near_lanes(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
+                                                                   const InputGeometry& geometry,
                                                                    typename Lanes<C>::Int (*index)[Interp::taps], unsigned& near,
                                                                    unsigned (*inside)[Interp::taps],
                                                                    typename Lanes<C>::Vec (*tap_weight)[Interp::taps]) {
@@ -568,7 +615,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_near_lanes(const C* xyz,
     constexpr C kLimit = C(std::int64_t{1} << 22);
     constexpr C kFoldBeyond = C(1 << 20);
     typename L::Vec coordinate[Rank];
-    deinterleave<C, Rank>(xyz, lanes, coordinate);
+    read_coordinates<C, Rank>(reader, p, lanes, coordinate);
     unsigned ok_all = (1u << lanes) - 1u;
     P weight[Rank][K] = {};
     for (int a = 0; a < Rank; ++a) {
@@ -617,7 +664,8 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_near_lanes(const C* xyz,
 // Samples the `edge` points of a group (float32 pixels) that are near, writes them, and returns
 // which they are.
 template <PositionKind Kind, class Interp, class Pad, int Rank, class C>
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE unsigned sample_near_group(const C* xyz, int lanes, unsigned edge,
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE unsigned sample_near_group(const CoordinateReader<C>& reader, std::int64_t p,
+                                                                         int lanes, unsigned edge,
                                                                          const InputGeometry& geometry, const float* input,
                                                                          float* output, const FastOutput<float>& out) {
     constexpr int K = Interp::taps;
@@ -627,14 +675,14 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE unsigned sample_near_group(const C
     __m512 weight[kOuterTaps][K];
     unsigned near = 0;
     if constexpr (std::is_same_v<C, float>) {
-        plan_near_lanes<Kind, Interp, Pad, Rank, float>(xyz, lanes, geometry, index, near, inside, weight);
+        plan_near_lanes<Kind, Interp, Pad, Rank, float>(reader, p, lanes, geometry, index, near, inside, weight);
     } else {
         __m256i half_index[2][Rank][K];
         unsigned half_inside[2][Rank][K];
         __m512d half_weight[2][kOuterTaps][K];
         unsigned half_near[2];
         for (int h = 0; h < 2; ++h) {
-            plan_near_lanes<Kind, Interp, Pad, Rank, double>(xyz + 8 * h * Rank, std::clamp(lanes - 8 * h, 0, 8), geometry,
+            plan_near_lanes<Kind, Interp, Pad, Rank, double>(reader, p + 8 * h, std::clamp(lanes - 8 * h, 0, 8), geometry,
                                                              half_index[h], half_near[h], half_inside[h], half_weight[h]);
         }
         near = half_near[0] | (half_near[1] << 8);
@@ -728,7 +776,7 @@ bool interior_pass_avx512_applies(const InputGeometry& geometry, const FastOutpu
 enum class PassResult { Complete, EdgesLeft, Redo };
 
 template <class S, class C>
-using AvxInteriorPass = PassResult (*)(const C* xyz, std::int64_t count, const InputGeometry& geometry, const S* input,
+using AvxInteriorPass = PassResult (*)(const CoordinateReader<C>& coordinates, std::int64_t count, const InputGeometry& geometry, const S* input,
                                        S* output, const FastOutput<S>& out, std::int64_t input_span,
                                        const ByteLayout& layout, std::int32_t* edge_points, std::int64_t* edges,
                                        std::int32_t* first_taps);
@@ -742,7 +790,8 @@ using AvxInteriorPass = PassResult (*)(const C* xyz, std::int64_t count, const I
 // first_taps receives every point's first-tap offset (clamped stand-ins where not interior), from
 // which the caller prefetches the next row's input.
 template <PositionKind Kind, class Interp, class Pad, int Rank, class S, class C>
-GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const C* xyz, std::int64_t count, const InputGeometry& geometry,
+GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const CoordinateReader<C>& coordinates, std::int64_t count,
+                                                       const InputGeometry& geometry,
                                                        const S* input, S* output, const FastOutput<S>& out,
                                                        std::int64_t input_span, const ByteLayout& layout,
                                                        std::int32_t* edge_points, std::int64_t* edges,
@@ -778,7 +827,7 @@ GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const C* xyz, std::int64_
     PlannedGroup<Rank, K> group;
     for (std::int64_t p = 0; p < count; p += 16) {
         const int lanes = static_cast<int>(std::min<std::int64_t>(16, count - p));
-        plan_group<Kind, Interp, Rank, C>(xyz + p * Rank, lanes, axes, group);
+        plan_group<Kind, Interp, Rank, C>(coordinates, p, lanes, axes, group);
         const unsigned interior = group.interior;
         if constexpr (!std::is_same_v<S, float>) {
             // Loads from past last_safe would pass the end of the input: read from last_safe
@@ -803,7 +852,7 @@ GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const C* xyz, std::int64_
             sample_group<Rank, K>(group, lanes, outer_offset, input, output + p, out, fill);
             // Points across an edge whose taps map by one clamp or reflection (under zeros
             // padding: whose taps are inside or read the fill value).
-            if (edge != 0) edge &= ~sample_near_group<Kind, Interp, Pad, Rank, C>(xyz + p * Rank, lanes, edge, geometry,
+            if (edge != 0) edge &= ~sample_near_group<Kind, Interp, Pad, Rank, C>(coordinates, p, lanes, edge, geometry,
                                                                                 input, output + p, out);
         } else {
             sample_group<Rank, K>(group, lanes, outer_offset, input, output + p * out.output_point_stride, out, layout, fill);

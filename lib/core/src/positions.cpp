@@ -128,6 +128,25 @@ void GridPositions::row(std::int64_t n, const std::int64_t* outer, std::int64_t 
     read_row(n, outer, start, count, xyz);
 }
 
+namespace {
+
+// Calls fn with the base-coordinate function (output index -> b) of an axis of `extent` points,
+// chosen once, so that loops along the axis do not branch per point.
+template <class Fn>
+decltype(auto) with_base_coordinate(CoordinateSpace space, bool align_corners, std::int64_t extent, Fn&& fn) {
+    if (space == CoordinateSpace::Pixel) return fn([](std::int64_t i) { return static_cast<double>(i); });
+    if (align_corners) {
+        // A single point sits at the centre (PyTorch); ONNX's function body would give -1 or NaN.
+        if (extent == 1) return fn([](std::int64_t) { return 0.0; });
+        const double last = static_cast<double>(extent - 1);
+        return fn([last](std::int64_t i) { return -1.0 + 2.0 * static_cast<double>(i) / last; });
+    }
+    const double d = static_cast<double>(extent);
+    return fn([d](std::int64_t i) { return (2.0 * static_cast<double>(i) + 1.0) / d - 1.0; });
+}
+
+}  // namespace
+
 AffinePositions::AffinePositions(std::vector<double> theta, std::int64_t batch, Shape output_shape,
                                  bool align_corners, DType coordinate_dtype, CoordinateSpace space)
     : theta_(std::move(theta)),
@@ -144,6 +163,12 @@ AffinePositions::AffinePositions(std::vector<double> theta, std::int64_t batch, 
                                     std::to_string(rank) + "x" + std::to_string(rank + 1) + " values, got " +
                                     std::to_string(theta_.size()) + " values");
     }
+    const std::int64_t width = output_shape_.back();
+    innermost_base_.resize(static_cast<std::size_t>(std::max<std::int64_t>(width, 0)));
+    with_base_coordinate(space_, align_corners_, width, [&](auto base) {
+        for (std::int64_t i = 0; i < width; ++i) innermost_base_[static_cast<std::size_t>(i)] = base(i);
+        return 0;
+    });
 }
 
 namespace {
@@ -175,40 +200,44 @@ AffinePositions::AffinePositions(const ConstTensorView& theta, Shape output_shap
     : AffinePositions(theta_values(theta, static_cast<std::int64_t>(output_shape.size())),
                       theta.rank() >= 1 ? theta.shape[0] : 0, output_shape, align_corners, theta.dtype) {}
 
-namespace {
-
-// Calls fn with the base-coordinate function (output index -> b) of an axis of `extent` points,
-// chosen once, so that loops along the axis do not branch per point.
-template <class Fn>
-decltype(auto) with_base_coordinate(CoordinateSpace space, bool align_corners, std::int64_t extent, Fn&& fn) {
-    if (space == CoordinateSpace::Pixel) return fn([](std::int64_t i) { return static_cast<double>(i); });
-    if (align_corners) {
-        // A single point sits at the centre (PyTorch); ONNX's function body would give -1 or NaN.
-        if (extent == 1) return fn([](std::int64_t) { return 0.0; });
-        const double last = static_cast<double>(extent - 1);
-        return fn([last](std::int64_t i) { return -1.0 + 2.0 * static_cast<double>(i) / last; });
-    }
-    const double d = static_cast<double>(extent);
-    return fn([d](std::int64_t i) { return (2.0 * static_cast<double>(i) + 1.0) / d - 1.0; });
-}
-
-}  // namespace
 
 double AffinePositions::base_coordinate(std::int64_t index, std::int64_t extent) const {
     return with_base_coordinate(space_, align_corners_, extent, [index](auto base) { return base(index); });
+}
+
+void AffinePositions::row_terms(std::int64_t n, const std::int64_t* outer, double* slope, double* offset) const {
+    const auto rank = static_cast<std::int64_t>(output_shape_.size());
+    const auto columns = rank + 1;
+    const double* matrix = theta_.data() + n * rank * columns;
+    // offset[k] holds the outer axes' terms and the translation. outer[] is outermost-first
+    // (O1..O(r-1)); base coordinate j (innermost-first) pairs with column j.
+    for (std::int64_t k = 0; k < rank; ++k) {
+        double sum = matrix[k * columns + rank];
+        for (std::int64_t j = 1; j < rank; ++j) {
+            const std::int64_t axis = rank - 1 - j;  // position of base coordinate j in outer[]
+            sum += matrix[k * columns + j] * base_coordinate(outer[axis], output_shape_[static_cast<std::size_t>(axis)]);
+        }
+        offset[k] = sum;
+        slope[k] = matrix[k * columns];
+    }
+}
+
+bool AffinePositions::linear_row(std::int64_t n, const std::int64_t* outer, LinearRow* row) const {
+    const auto rank = static_cast<std::int64_t>(output_shape_.size());
+    if (rank > 3 || (coordinate_dtype_ != DType::Float32 && coordinate_dtype_ != DType::Float64)) return false;
+    row_terms(n, outer, row->slope, row->offset);
+    row->base = innermost_base_.data();
+    return true;
 }
 
 template <class Coord>
 void AffinePositions::compute_row(std::int64_t n, const std::int64_t* outer, std::int64_t start,
                                   std::int64_t count, Coord* xyz) const {
     const auto rank = static_cast<std::int64_t>(output_shape_.size());
-    const auto columns = rank + 1;
-    const double* matrix = theta_.data() + n * rank * columns;
     // Output coordinate k along the row is slope[k] * x + row_constant[k], x the base coordinate of
-    // the innermost axis; row_constant holds the outer axes' terms and the translation. outer[] is
-    // outermost-first (O1..O(r-1)); base coordinate j (innermost-first) pairs with column j. Both
-    // are local copies (no heap allocation per row for the usual ranks), which also tells the
-    // compiler that the stores to xyz cannot change them, so that the loop below vectorises.
+    // the innermost axis. Both are local copies (no heap allocation per row for the usual ranks),
+    // which also tells the compiler that the stores to xyz cannot change them, so that the loop
+    // below vectorises.
     constexpr std::int64_t kLocalRank = 4;
     double local_slope[kLocalRank], local_constant[kLocalRank];
     std::vector<double> heap;
@@ -219,43 +248,30 @@ void AffinePositions::compute_row(std::int64_t n, const std::int64_t* outer, std
         slope = heap.data();
         row_constant = heap.data() + rank;
     }
-    for (std::int64_t k = 0; k < rank; ++k) {
-        double sum = matrix[k * columns + rank];
-        for (std::int64_t j = 1; j < rank; ++j) {
-            const std::int64_t axis = rank - 1 - j;  // position of base coordinate j in outer[]
-            sum += matrix[k * columns + j] * base_coordinate(outer[axis], output_shape_[static_cast<std::size_t>(axis)]);
-        }
-        row_constant[k] = sum;
-        slope[k] = matrix[k * columns];
-    }
-    const std::int64_t width = output_shape_.back();
-    // The per-point loop with the space, align_corners, rank and rounding type fixed.
+    row_terms(n, outer, slope, row_constant);
+    // The per-point loop with the rank and rounding type fixed, so that it vectorises.
+    const double* base = innermost_base_.data() + start;
     visit_grid_dtype(coordinate_dtype_, "affine positions", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        const auto fill = [&](auto fixed_rank, auto base_x) {
+        const auto fill = [&](auto fixed_rank) {
             constexpr int kRank = decltype(fixed_rank)::value;
             if constexpr (kRank > 0) {
                 double m[kRank], c[kRank];
                 for (int k = 0; k < kRank; ++k) m[k] = slope[k], c[k] = row_constant[k];
                 for (std::int64_t p = 0; p < count; ++p) {
-                    const double x = base_x(start + p);
-                    for (int k = 0; k < kRank; ++k) xyz[p * kRank + k] = round_through<Coord, T>(m[k] * x + c[k]);
+                    for (int k = 0; k < kRank; ++k) xyz[p * kRank + k] = round_through<Coord, T>(m[k] * base[p] + c[k]);
                 }
             } else {
                 for (std::int64_t p = 0; p < count; ++p) {
-                    const double x = base_x(start + p);
-                    for (std::int64_t k = 0; k < rank; ++k) xyz[p * rank + k] = round_through<Coord, T>(slope[k] * x + row_constant[k]);
+                    for (std::int64_t k = 0; k < rank; ++k) xyz[p * rank + k] = round_through<Coord, T>(slope[k] * base[p] + row_constant[k]);
                 }
             }
         };
-        const auto with_rank = [&](auto base_x) {
-            switch (rank) {
-                case 2: fill(std::integral_constant<int, 2>{}, base_x); break;
-                case 3: fill(std::integral_constant<int, 3>{}, base_x); break;
-                default: fill(std::integral_constant<int, 0>{}, base_x); break;
-            }
-        };
-        with_base_coordinate(space_, align_corners_, width, with_rank);
+        switch (rank) {
+            case 2: fill(std::integral_constant<int, 2>{}); break;
+            case 3: fill(std::integral_constant<int, 3>{}); break;
+            default: fill(std::integral_constant<int, 0>{}); break;
+        }
         return 0;
     });
 }

@@ -16,6 +16,17 @@ namespace gridwarp {
 // identity or an integer shift is exact in any arithmetic.
 enum class CoordinateSpace { Normalized, Pixel };
 
+// A row of positions along which coordinate k of the point at innermost output index i is
+// slope[k] * base[i] + offset[k], computed in double (a product, then a sum: no fused
+// multiply-add), then rounded to float for float32 coordinates (coordinate_dtype()). base[i] is
+// AffineGrid's base coordinate of i along the innermost axis (i itself in pixel space). row()
+// writes exactly these values.
+struct LinearRow {
+    const double* base = nullptr;  // one value per output index of the innermost axis
+    double slope[3] = {0, 0, 0};
+    double offset[3] = {0, 0, 0};
+};
+
 class PositionSource {
 public:
     virtual ~PositionSource() = default;
@@ -41,6 +52,13 @@ public:
     // coordinates are dense. nullptr otherwise. The sampler then reads them in place.
     virtual const float* stored_row(std::int64_t /*n*/, const std::int64_t* /*outer*/, std::int64_t /*start*/) const {
         return nullptr;
+    }
+
+    // Where the positions of a row are an affine function of the innermost output index, as
+    // LinearRow describes: fills *row and returns true (spatial ranks 1 to 3). The sampler then
+    // computes them where it needs them instead of reading them from a buffer.
+    virtual bool linear_row(std::int64_t /*n*/, const std::int64_t* /*outer*/, LinearRow* /*row*/) const {
+        return false;
     }
 
     std::int64_t spatial_rank() const { return static_cast<std::int64_t>(output_shape().size()); }
@@ -94,8 +112,12 @@ public:
              float* xyz) const override;
     void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
              double* xyz) const override;
+    // Float32 and float64 coordinates, ranks 1 to 3.
+    bool linear_row(std::int64_t n, const std::int64_t* outer, LinearRow* row) const override;
 
 private:
+    // slope[k] and offset[k] of the row (n, outer): LinearRow's terms for any rank.
+    void row_terms(std::int64_t n, const std::int64_t* outer, double* slope, double* offset) const;
     template <class Coord>
     void compute_row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
                      Coord* xyz) const;
@@ -107,6 +129,7 @@ private:
     bool align_corners_;
     DType coordinate_dtype_;
     CoordinateSpace space_;
+    std::vector<double> innermost_base_;  // the base coordinate of every index of the innermost axis
 };
 
 // ONNX AffineGrid: theta (N, 2, 3) with size (N, C, H, W), theta (N, 3, 4) with size
