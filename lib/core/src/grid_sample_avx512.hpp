@@ -564,6 +564,32 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGro
     }
 }
 
+// ---- Groups whose every point is a fill point (outside the input: the corners of a rotation, the
+// margin of a zoom-out): the fill value, with no input read.
+
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void fill_group(int lanes, float* output, const FastOutput<float>& out,
+                                                              const ByteLayout& /*layout*/) {
+    const __m512 fill = _mm512_set1_ps(out.fill_stored);
+    for (std::int64_t c = 0; c < out.channels; ++c) {
+        float* o = output + c * out.output_channel_stride;
+        if (lanes == 16) {
+            _mm512_storeu_ps(o, fill);
+        } else {
+            _mm512_mask_storeu_ps(o, static_cast<__mmask16>((1u << lanes) - 1u), fill);
+        }
+    }
+}
+
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void fill_group(int lanes, std::uint8_t* output,
+                                                              const FastOutput<std::uint8_t>& out, const ByteLayout& layout) {
+    const __m512i fill = _mm512_set1_epi8(static_cast<char>(out.fill_stored));
+    if (layout.interleaved_out) {
+        store_bytes(output, fill, 16 * layout.channels, lanes * layout.channels);
+    } else {
+        for (int c = 0; c < layout.channels; ++c) store_bytes(output + c * out.output_channel_stride, fill, 16, lanes);
+    }
+}
+
 // ---- Points near an edge under border and reflection padding (float32 pixels).
 // The same operations as plan_near_points and the gather's near loop: the coordinate bounded by
 // Pad::near_bound, the first tap by Interp::near_first, the weights by Interp::weights, every tap
@@ -829,6 +855,19 @@ GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const CoordinateReader<C>
         const int lanes = static_cast<int>(std::min<std::int64_t>(16, count - p));
         plan_group<Kind, Interp, Rank, C>(coordinates, p, lanes, axes, group);
         const unsigned interior = group.interior;
+        const unsigned active = (1u << lanes) - 1u;
+        constexpr bool kZeros = std::is_same_v<Pad, ZerosPadding>;
+        const __mmask16 fill = kZeros ? group.fill_zeros : group.fill_nonfinite;
+        if (lanes == 16) {
+            _mm512_storeu_si512(first_taps + p, _mm512_load_si512(group.offset));
+        } else {
+            _mm512_mask_storeu_epi32(first_taps + p, static_cast<__mmask16>(active), _mm512_load_si512(group.offset));
+        }
+        if (fill == active) {
+            // Only fill points: the taps (clamped stand-ins) need not be read.
+            fill_group(lanes, output + p * out.output_point_stride, out, layout);
+            continue;
+        }
         if constexpr (!std::is_same_v<S, float>) {
             // Loads from past last_safe would pass the end of the input: read from last_safe
             // instead (inside the input, a wrong value), and let the generic stages redo the block.
@@ -838,14 +877,6 @@ GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const CoordinateReader<C>
                 redo = true;
                 _mm512_store_si512(group.offset, _mm512_min_epi32(offset, limit));
             }
-        }
-        const unsigned active = (1u << lanes) - 1u;
-        constexpr bool kZeros = std::is_same_v<Pad, ZerosPadding>;
-        const __mmask16 fill = kZeros ? group.fill_zeros : group.fill_nonfinite;
-        if (lanes == 16) {
-            _mm512_storeu_si512(first_taps + p, _mm512_load_si512(group.offset));
-        } else {
-            _mm512_mask_storeu_epi32(first_taps + p, static_cast<__mmask16>(active), _mm512_load_si512(group.offset));
         }
         unsigned edge = ~interior & ~static_cast<unsigned>(fill) & active;
         if constexpr (std::is_same_v<S, float>) {
