@@ -1467,7 +1467,7 @@ void run_fast(const Task& task) {
                                               input_span, byte_layout, block.edge_point.data(), &edges, block.base.data());
                             if (b == 0) {
                                 // As below: the next row reads about where this one reads, moved by one row's move.
-                                block.count = std::min(B, count - b);
+                                block.count = block_count;
                                 const std::int64_t move = row_started ? block.base[0] - previous_base : 0;
                                 previous_base = block.base[0];
                                 row_started = true;
