@@ -799,8 +799,6 @@ GRIDWARP_ALWAYS_INLINE void fast_plan_kind(const C* xyz, std::int64_t count, con
     plan_edge_points<Kind, C, Interp, Pad, Rank>(geometry, block);
 }
 
-
-
 template <class C, class Interp, class Pad, int Rank>
 GRIDWARP_ALWAYS_INLINE void fast_plan_body(const C* xyz, std::int64_t count, const InputGeometry& geometry,
                                            FastBlock<C>& block) {
@@ -1290,22 +1288,24 @@ constexpr std::int64_t kTileWidth = 256;
 constexpr std::int64_t kTileRows = 64;
 constexpr std::int64_t kTileSlices = 4;
 
-// Asks the processor to start loading the input where the block's points would read, moved by
-// `ahead` elements: about one request per cache line of first taps (neighbouring points lie about
-// `point_stride` elements apart: the channel count of interleaved pixels). Prefetching never
-// faults, and the address is formed as an integer, so no pointer leaves the input.
-template <class S, class C>
-void prefetch_input(const FastBlock<C>& block, const S* input, std::int64_t ahead, std::int64_t point_stride) {
+// Asks the processor to start loading the input where `count` points whose first taps lie at
+// first_tap[] would read, moved by `ahead` elements: about one request per cache line of first
+// taps (neighbouring points lie about `point_stride` elements apart: the channel count of
+// interleaved pixels). Prefetching never faults, and the address is formed as an integer, so no
+// pointer leaves the input.
+template <class S>
+void prefetch_input(const std::int32_t* first_tap, std::int64_t count, const S* input, std::int64_t ahead,
+                    std::int64_t point_stride) {
 #if defined(__GNUC__) || defined(__clang__)
     const std::int64_t kStep =
         std::max<std::int64_t>(64 / (static_cast<std::int64_t>(sizeof(S)) * std::max<std::int64_t>(point_stride, 1)), 1);
     const auto origin = reinterpret_cast<std::uintptr_t>(input);
-    for (std::int64_t p = 0; p < block.count; p += kStep) {
-        const std::int64_t element = block.base[static_cast<std::size_t>(p)] + ahead;
+    for (std::int64_t p = 0; p < count; p += kStep) {
+        const std::int64_t element = first_tap[p] + ahead;
         __builtin_prefetch(reinterpret_cast<const void*>(origin + static_cast<std::uintptr_t>(element) * sizeof(S)));
     }
 #else
-    (void)block, (void)input, (void)ahead, (void)point_stride;
+    (void)first_tap, (void)count, (void)input, (void)ahead, (void)point_stride;
 #endif
 }
 
@@ -1423,6 +1423,16 @@ void run_fast(const Task& task) {
             const S* batch_in = in_data + n * input.strides[0];
             bool row_started = false;
             std::int64_t previous_base = 0;
+            // With a row's first block planned (first taps in block.base): the next row of the
+            // tile will read about where this one reads, moved by the move from the previous row
+            // to this one.
+            const auto prefetch_next_row = [&](std::int64_t block_count) {
+                const std::int64_t move = row_started ? block.base[0] - previous_base : 0;
+                previous_base = block.base[0];
+                row_started = true;
+                prefetch_input(block.base.data(), block_count, batch_in, move + block.tap_offset.back(),
+                               geometry.stride[rank - 1]);
+            };
             for (std::int64_t z = tz * tile_d; z < std::min(depth, (tz + 1) * tile_d); ++z) {
                 for (std::int64_t y = ty * tile_h; y < std::min(height, (ty + 1) * tile_h); ++y) {
                     const std::int64_t outer[2] = {rank == 3 ? z : y, y};  // outermost first
@@ -1450,11 +1460,11 @@ void run_fast(const Task& task) {
                     }
                     for (std::int64_t b = 0; b < count; b += B) {
                         S* block_out = out_data + out_offset + b * out_strides[rank + 1];
+                        const std::int64_t block_count = std::min(B, count - b);
 #ifdef GRIDWARP_AVX2_DISPATCH
                         if (use_interior_pass) {
                             // Every point written as if interior; the rest only where some are not.
                             std::int64_t edges = 0;
-                            const std::int64_t block_count = std::min(B, count - b);
                             CoordinateReader<C> coordinates;
                             if (linear) {
                                 coordinates.linear = &linear_row;
@@ -1465,14 +1475,7 @@ void run_fast(const Task& task) {
                             const PassResult result =
                                 interior_pass(coordinates, block_count, geometry, batch_in, block_out, fast_output,
                                               input_span, byte_layout, block.edge_point.data(), &edges, block.base.data());
-                            if (b == 0) {
-                                // As below: the next row reads about where this one reads, moved by one row's move.
-                                block.count = block_count;
-                                const std::int64_t move = row_started ? block.base[0] - previous_base : 0;
-                                previous_base = block.base[0];
-                                row_started = true;
-                                prefetch_input(block, batch_in, move + block.tap_offset.back(), geometry.stride[rank - 1]);
-                            }
+                            if (b == 0) prefetch_next_row(block_count);
                             if (result == PassResult::Complete) continue;
                             const C* block_xyz = linear ? xyz.data() : row_xyz + b * rank;
                             if (linear) task.positions.row(n, outer, start + b, block_count, xyz.data());
@@ -1486,15 +1489,8 @@ void run_fast(const Task& task) {
                             continue;
                         }
 #endif
-                        planner(row_xyz + b * rank, std::min(B, count - b), geometry, block);
-                        if (b == 0) {
-                            // The next row of the tile will read about where this one reads, moved
-                            // by the move from the previous row to this one.
-                            const std::int64_t move = row_started ? block.base[0] - previous_base : 0;
-                            previous_base = block.base[0];
-                            row_started = true;
-                            prefetch_input(block, batch_in, move + block.tap_offset.back(), geometry.stride[rank - 1]);
-                        }
+                        planner(row_xyz + b * rank, block_count, geometry, block);
+                        if (b == 0) prefetch_next_row(block_count);
                         gatherer(block, batch_in, block_out, fast_output);
                     }
                 }

@@ -200,7 +200,6 @@ AffinePositions::AffinePositions(const ConstTensorView& theta, Shape output_shap
     : AffinePositions(theta_values(theta, static_cast<std::int64_t>(output_shape.size())),
                       theta.rank() >= 1 ? theta.shape[0] : 0, output_shape, align_corners, theta.dtype) {}
 
-
 double AffinePositions::base_coordinate(std::int64_t index, std::int64_t extent) const {
     return with_base_coordinate(space_, align_corners_, extent, [index](auto base) { return base(index); });
 }
@@ -234,36 +233,27 @@ template <class Coord>
 void AffinePositions::compute_row(std::int64_t n, const std::int64_t* outer, std::int64_t start,
                                   std::int64_t count, Coord* xyz) const {
     const auto rank = static_cast<std::int64_t>(output_shape_.size());
-    // Output coordinate k along the row is slope[k] * x + row_constant[k], x the base coordinate of
-    // the innermost axis. Both are local copies (no heap allocation per row for the usual ranks),
-    // which also tells the compiler that the stores to xyz cannot change them, so that the loop
-    // below vectorises.
-    constexpr std::int64_t kLocalRank = 4;
-    double local_slope[kLocalRank], local_constant[kLocalRank];
-    std::vector<double> heap;
-    double* slope = local_slope;
-    double* row_constant = local_constant;
-    if (rank > kLocalRank) {
-        heap.resize(static_cast<std::size_t>(2 * rank));
-        slope = heap.data();
-        row_constant = heap.data() + rank;
-    }
-    row_terms(n, outer, slope, row_constant);
-    // The per-point loop with the rank and rounding type fixed, so that it vectorises.
+    // Coordinate k of point p is slope[k] * base[p] + offset[k]. For ranks 2 and 3 the terms are
+    // local arrays (no heap allocation per row, and the compiler knows the stores to xyz cannot
+    // change them, so the loop vectorises); other ranks hold them in a vector.
     const double* base = innermost_base_.data() + start;
     visit_grid_dtype(coordinate_dtype_, "affine positions", [&](auto tag) {
         using T = typename decltype(tag)::type;
         const auto fill = [&](auto fixed_rank) {
             constexpr int kRank = decltype(fixed_rank)::value;
             if constexpr (kRank > 0) {
-                double m[kRank], c[kRank];
-                for (int k = 0; k < kRank; ++k) m[k] = slope[k], c[k] = row_constant[k];
+                double slope[kRank], offset[kRank];
+                row_terms(n, outer, slope, offset);
                 for (std::int64_t p = 0; p < count; ++p) {
-                    for (int k = 0; k < kRank; ++k) xyz[p * kRank + k] = round_through<Coord, T>(m[k] * base[p] + c[k]);
+                    for (int k = 0; k < kRank; ++k) xyz[p * kRank + k] = round_through<Coord, T>(slope[k] * base[p] + offset[k]);
                 }
             } else {
+                std::vector<double> terms(static_cast<std::size_t>(2 * rank));
+                const double* slope = terms.data();
+                const double* offset = terms.data() + rank;
+                row_terms(n, outer, terms.data(), terms.data() + rank);
                 for (std::int64_t p = 0; p < count; ++p) {
-                    for (std::int64_t k = 0; k < rank; ++k) xyz[p * rank + k] = round_through<Coord, T>(slope[k] * base[p] + row_constant[k]);
+                    for (std::int64_t k = 0; k < rank; ++k) xyz[p * rank + k] = round_through<Coord, T>(slope[k] * base[p] + offset[k]);
                 }
             }
         };
