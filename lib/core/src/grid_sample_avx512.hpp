@@ -455,20 +455,23 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void load_bytes_x16(const std::uin
     }
 }
 
-// The byte permutation that takes byte `b` of each of 16 points' 8-byte loads into bytes 0..15.
+// The byte permutation that takes byte `b` of each of 16 points' 8-byte loads into byte 0 of
+// 32-bit lane i (byte_values zeroes the other three bytes).
 GRIDWARP_TARGET_AVX512 inline __m512i byte_picker(int b) {
     alignas(64) std::uint8_t index[64] = {};
-    for (int i = 0; i < 16; ++i) index[i] = static_cast<std::uint8_t>((i / 8) * 64 + (i % 8) * 8 + b);
+    for (int i = 0; i < 16; ++i) index[4 * i] = static_cast<std::uint8_t>((i / 8) * 64 + (i % 8) * 8 + b);
     return _mm512_load_si512(index);
 }
 
-// store_finite<uint8_t> lane-wise: round half to even by adding and subtracting 1.5 * 2^23, clamp to
-// [0, 255] (the sums are finite), convert: 16 bytes.
+// store_finite<uint8_t> lane-wise: round half to even (the rounding given with the instruction,
+// whatever the caller's MXCSR says), clamp to [0, 255], convert: 16 bytes. The sums are finite and
+// far inside the int32 range (|weights| sum to a few units, pixels are at most 255), so rounding
+// before the clamp gives what clamping first would. Linear and nearest sums are never below 0.
+template <int K>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m128i round_to_bytes(__m512 sum) {
-    const __m512 round = _mm512_set1_ps(1.5f * 8388608.0f);
-    __m512 r = _mm512_sub_ps(_mm512_add_ps(sum, round), round);
-    r = _mm512_min_ps(_mm512_max_ps(r, _mm512_setzero_ps()), _mm512_set1_ps(255.0f));
-    return _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(r));
+    __m512i rounded = _mm512_cvt_roundps_epi32(sum, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    if constexpr (K > 2) rounded = _mm512_max_epi32(rounded, _mm512_setzero_si512());
+    return _mm512_cvtusepi32_epi8(rounded);  // unsigned saturation: above 255 gives 255
 }
 
 // Stores `bytes` (a multiple of 16, up to 64) of v; whole 64/32/16-byte stores where they fit, a
@@ -496,7 +499,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void store_bytes(std::uint8_t* to,
 // The bytes that `pick` selects from 16 points' loads (load_bytes_x16), as floats. (A function, not a
 // lambda: a lambda's body does not inherit the AVX-512 target.)
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512 byte_values(const __m512i* half, const __m512i& pick) {
-    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_castsi512_si128(_mm512_permutex2var_epi8(half[0], pick, half[1]))));
+    return _mm512_cvtepi32_ps(_mm512_maskz_permutex2var_epi8(0x1111111111111111ull, half[0], pick, half[1]));
 }
 
 // How a uint8 pass reads and writes: channels interleaved or planar, in and out.
@@ -508,14 +511,15 @@ struct ByteLayout {
     __m512i interleave;            // channel-major bytes -> point-major bytes (interleaved_out)
 };
 
-template <int Rank, int K>
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGroup<Rank, K>& group, int lanes,
-                                                                      const std::int32_t* outer_offset,
-                                                                      const std::uint8_t* input, std::uint8_t* output,
-                                                                      const FastOutput<std::uint8_t>& out,
-                                                                      const ByteLayout& layout, __mmask16 fill) {
+// (The channel count is a template parameter so that the per-channel sums stay in registers.)
+template <int Rank, int K, int Channels>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_byte_group(const PlannedGroup<Rank, K>& group, int lanes,
+                                                                     const std::int32_t* outer_offset,
+                                                                     const std::uint8_t* input, std::uint8_t* output,
+                                                                     const FastOutput<std::uint8_t>& out,
+                                                                     const ByteLayout& layout, __mmask16 fill) {
     constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
-    const int channels = layout.channels;
+    constexpr int channels = Channels;
     __m512 sum[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int t = 0; t < kOuterTaps; ++t) {
         if (layout.interleaved_in) {
@@ -548,7 +552,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGro
     }
     __m128i bytes[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
     for (int c = 0; c < channels; ++c) {
-        bytes[c] = _mm_mask_blend_epi8(fill, round_to_bytes(sum[c]),  // exact for nearest's copies too
+        bytes[c] = _mm_mask_blend_epi8(fill, round_to_bytes<K>(sum[c]),  // exact for nearest's copies too
                                        _mm_set1_epi8(static_cast<char>(out.fill_stored)));
     }
     if (layout.interleaved_out) {
@@ -561,6 +565,20 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGro
         for (int c = 0; c < channels; ++c) {
             store_bytes(output + c * out.output_channel_stride, _mm512_castsi128_si512(bytes[c]), 16, lanes);
         }
+    }
+}
+
+template <int Rank, int K>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGroup<Rank, K>& group, int lanes,
+                                                                const std::int32_t* outer_offset,
+                                                                const std::uint8_t* input, std::uint8_t* output,
+                                                                const FastOutput<std::uint8_t>& out,
+                                                                const ByteLayout& layout, __mmask16 fill) {
+    switch (layout.channels) {
+        case 1: return sample_byte_group<Rank, K, 1>(group, lanes, outer_offset, input, output, out, layout, fill);
+        case 2: return sample_byte_group<Rank, K, 2>(group, lanes, outer_offset, input, output, out, layout, fill);
+        case 3: return sample_byte_group<Rank, K, 3>(group, lanes, outer_offset, input, output, out, layout, fill);
+        default: return sample_byte_group<Rank, K, 4>(group, lanes, outer_offset, input, output, out, layout, fill);
     }
 }
 
