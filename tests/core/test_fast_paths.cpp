@@ -476,3 +476,54 @@ TEST_CASE("the AVX-512 interior pass equals the reference path for uint8 images,
         }
     }
 }
+
+TEST_CASE("affine rows: the interior run the AVX-512 pass plans without tests ends where the reference's does",
+          "[fast][interior][affine]") {
+    // Along an affine row the pass finds the run of interior points by bisection and plans it
+    // without per-point tests. These rows put positions exactly on the boundaries of that run
+    // (integers: linear's last interior position d - 1 is not interior; half-integers: nearest's
+    // ties and its bound d - 0.5) at many places along rows longer than a block, in both
+    // directions, in pixel and normalized space, with float32 and float64 coordinates.
+    std::mt19937 rng(4242);
+    struct Case {
+        Shape input_shape, out_spatial;
+        CoordinateSpace space;
+        std::vector<double> matrix;  // rows innermost-first: x, y (, z); columns x, y (, z), constant
+    };
+    const Case cases[] = {
+        {{1, 2, 24, 301}, {30, 600}, CoordinateSpace::Pixel, {1, 0, -7, 0, 1, -3}},
+        {{1, 2, 24, 301}, {30, 600}, CoordinateSpace::Pixel, {-0.5, 0, 160.25, 0.125, 0.75, -2.5}},
+        {{1, 2, 24, 301}, {30, 600}, CoordinateSpace::Pixel, {0.5, 0.0625, -3.5, 0, 1, 0.5}},
+        {{1, 1, 24, 301}, {30, 600}, CoordinateSpace::Pixel, {1.0 + 1e-7, 0, -0.5, 0.01, -1, 25}},
+        {{1, 2, 24, 301}, {30, 600}, CoordinateSpace::Normalized, {1.25, 0, 0.0078125, 0, 1.1, -0.03125}},
+        {{1, 2, 24, 301}, {30, 600}, CoordinateSpace::Normalized, {-2, 0.02, 0, 0, 1, 0}},
+        {{1, 1, 5, 9, 150}, {6, 11, 300}, CoordinateSpace::Pixel, {1, 0, 0, -4, 0, 1, 0, -1, 0, 0.5, 1, -1}},
+        {{1, 1, 5, 9, 150}, {6, 11, 300}, CoordinateSpace::Normalized, {-1.5, 0, 0.01, 0, 0, 1.2, 0, 0, 0, 0, 1.25, 0}},
+    };
+    for (const Case& c : cases) {
+        const Tensor x = input_of(DType::Float32, c.input_shape, rng);
+        const Tensor x8 = input_of(DType::UInt8, c.input_shape, rng);
+        for (DType coordinate : {DType::Float64, DType::Float32}) {
+            for (bool base_corners : {false, true}) {
+                if (c.space == CoordinateSpace::Pixel && base_corners) continue;  // pixel space has no base convention
+                const AffinePositions positions(c.matrix, 1, c.out_spatial, base_corners, coordinate, c.space);
+                for (bool align_corners : {false, true}) {
+                    for (auto mode : kModes) {
+                        for (auto padding : {Padding::Zeros, Padding::Border}) {
+                            const SampleOptions fast = options_for(mode, padding, align_corners, 0.5);
+                            for (const Tensor* input : {&x, &x8}) {
+                                INFO(shape_to_string(c.input_shape) << " " << dtype_name(input->dtype()) << " positions "
+                                                                    << dtype_name(coordinate) << " matrix " << c.matrix[0] << ", "
+                                                                    << c.matrix[2] << " base ac " << base_corners << " "
+                                                                    << interpolation_name(mode) << " " << padding_name(padding)
+                                                                    << " ac " << align_corners);
+                                CHECK(compare_exact(grid_sample(input->view(), positions, fast).view(),
+                                                    grid_sample(input->view(), positions, reference_of(fast)).view()) == "");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -42,57 +42,81 @@ GRIDWARP_ALWAYS_INLINE F32x16 operator+(const F32x16& a, const F32x16& b) { retu
 GRIDWARP_ALWAYS_INLINE F32x16 operator-(const F32x16& a, const F32x16& b) { return F32x16(a.v - b.v); }
 GRIDWARP_ALWAYS_INLINE F32x16 operator*(const F32x16& a, const F32x16& b) { return F32x16(a.v * b.v); }
 
-// The K taps from each lane's offset along the innermost axis (stride 1), tap k into v[k].
-// Scalar loads, not the gather instructions: on the processor measured (docs/performance.md) a
-// 32-bit load per tap, a 64-bit load per pair of taps or a 128-bit load per four, and shuffles
-// into place, take less time than vgatherdps / vgatherdpd for the same elements.
-template <int K>
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void gather_row_x16(const float* base, const std::int32_t* offset, __m512* v) {
+// The K taps from each lane's offset along the innermost axis (stride 1) in each of T rows (the
+// outer taps), tap k of row t into v[t][k]. Scalar loads, not the gather instructions: on the
+// processor measured (docs/performance.md) a 32-bit load per tap, a 64-bit load per pair of taps or
+// a 128-bit load per four, and shuffles into place, take less time than vgatherdps / vgatherdpd for
+// the same elements. All T rows are read point by point, so that each point's offset is loaded
+// once rather than once per row (GCC keeps no 16 offsets in registers).
+template <int K, int T>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void gather_rows_x16(const float* const* row, const std::int32_t* offset,
+                                                                   __m512 (*v)[K]) {
     if constexpr (K == 1) {
-        __m128 quad[4];
+        __m128 quad[T][4];
         for (int j = 0; j < 4; ++j) {
-            const float* p = base;
-            __m128 q = _mm_load_ss(p + offset[4 * j]);
-            q = _mm_insert_ps(q, _mm_load_ss(p + offset[4 * j + 1]), 0x10);
-            q = _mm_insert_ps(q, _mm_load_ss(p + offset[4 * j + 2]), 0x20);
-            quad[j] = _mm_insert_ps(q, _mm_load_ss(p + offset[4 * j + 3]), 0x30);
+            const std::int64_t o0 = offset[4 * j], o1 = offset[4 * j + 1], o2 = offset[4 * j + 2], o3 = offset[4 * j + 3];
+            for (int t = 0; t < T; ++t) {
+                const float* p = row[t];
+                __m128 q = _mm_load_ss(p + o0);
+                q = _mm_insert_ps(q, _mm_load_ss(p + o1), 0x10);
+                q = _mm_insert_ps(q, _mm_load_ss(p + o2), 0x20);
+                quad[t][j] = _mm_insert_ps(q, _mm_load_ss(p + o3), 0x30);
+            }
         }
-        v[0] = _mm512_insertf32x4(_mm512_insertf32x4(_mm512_insertf32x4(_mm512_castps128_ps512(quad[0]), quad[1], 1), quad[2], 2), quad[3], 3);
+        for (int t = 0; t < T; ++t) {
+            v[t][0] = _mm512_insertf32x4(_mm512_insertf32x4(_mm512_insertf32x4(_mm512_castps128_ps512(quad[t][0]), quad[t][1], 1),
+                                                            quad[t][2], 2), quad[t][3], 3);
+        }
     } else if constexpr (K == 2) {
         // Two points' pairs per 128-bit lane: point 2j in the low half, point 2j+1 in the high half.
-        __m128 pairs[8];
+        __m128 pairs[T][8];
         for (int j = 0; j < 8; ++j) {
-            const __m128 low = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(base + offset[2 * j])));
-            pairs[j] = _mm_loadh_pi(low, reinterpret_cast<const __m64*>(base + offset[2 * j + 1]));
+            const std::int64_t even = offset[2 * j], odd = offset[2 * j + 1];
+            for (int t = 0; t < T; ++t) {
+                const __m128 low = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(row[t] + even)));
+                pairs[t][j] = _mm_loadh_pi(low, reinterpret_cast<const __m64*>(row[t] + odd));
+            }
         }
-        const __m512 a = _mm512_insertf32x4(_mm512_insertf32x4(_mm512_insertf32x4(_mm512_castps128_ps512(pairs[0]), pairs[1], 1), pairs[2], 2), pairs[3], 3);
-        const __m512 b = _mm512_insertf32x4(_mm512_insertf32x4(_mm512_insertf32x4(_mm512_castps128_ps512(pairs[4]), pairs[5], 1), pairs[6], 2), pairs[7], 3);
         const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
         const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-        v[0] = _mm512_permutex2var_ps(a, even, b);
-        v[1] = _mm512_permutex2var_ps(a, odd, b);
+        for (int t = 0; t < T; ++t) {
+            const __m128* q = pairs[t];
+            const __m512 a = _mm512_insertf32x4(_mm512_insertf32x4(_mm512_insertf32x4(_mm512_castps128_ps512(q[0]), q[1], 1), q[2], 2), q[3], 3);
+            const __m512 b = _mm512_insertf32x4(_mm512_insertf32x4(_mm512_insertf32x4(_mm512_castps128_ps512(q[4]), q[5], 1), q[6], 2), q[7], 3);
+            v[t][0] = _mm512_permutex2var_ps(a, even, b);
+            v[t][1] = _mm512_permutex2var_ps(a, odd, b);
+        }
     } else {
         static_assert(K == 4);
-        // One point's four taps per 128-bit lane: quad[j] holds points 4j..4j+3.
-        __m512 quad[4];
+        // One point's four taps per 128-bit lane: quad[t][j] holds points 4j..4j+3.
+        __m512 quad[T][4];
         for (int j = 0; j < 4; ++j) {
-            const float* p = base;
-            quad[j] = _mm512_insertf32x4(
-                _mm512_insertf32x4(_mm512_insertf32x4(_mm512_castps128_ps512(_mm_loadu_ps(p + offset[4 * j])),
-                                                      _mm_loadu_ps(p + offset[4 * j + 1]), 1),
-                                   _mm_loadu_ps(p + offset[4 * j + 2]), 2),
-                _mm_loadu_ps(p + offset[4 * j + 3]), 3);
+            const std::int64_t o0 = offset[4 * j], o1 = offset[4 * j + 1], o2 = offset[4 * j + 2], o3 = offset[4 * j + 3];
+            for (int t = 0; t < T; ++t) {
+                const float* p = row[t];
+                quad[t][j] = _mm512_insertf32x4(
+                    _mm512_insertf32x4(_mm512_insertf32x4(_mm512_castps128_ps512(_mm_loadu_ps(p + o0)), _mm_loadu_ps(p + o1), 1),
+                                       _mm_loadu_ps(p + o2), 2),
+                    _mm_loadu_ps(p + o3), 3);
+            }
         }
-        for (int k = 0; k < 4; ++k) {
-            // Tap k of point i is element 4 * (i % 8) + k of the pair (quad[2h], quad[2h+1]), h = i / 8.
-            const __m512i index = _mm512_setr_epi32(k, 4 + k, 8 + k, 12 + k, 16 + k, 20 + k, 24 + k, 28 + k,
-                                                    k, 4 + k, 8 + k, 12 + k, 16 + k, 20 + k, 24 + k, 28 + k);
-            const __m512 low = _mm512_permutex2var_ps(quad[0], index, quad[1]);
-            const __m512 high = _mm512_permutex2var_ps(quad[2], index, quad[3]);
-            v[k] = _mm512_mask_mov_ps(low, 0xFF00, high);
+        for (int t = 0; t < T; ++t) {
+            for (int k = 0; k < 4; ++k) {
+                // Tap k of point i is element 4 * (i % 8) + k of the pair (quad[2h], quad[2h+1]), h = i / 8.
+                const __m512i index = _mm512_setr_epi32(k, 4 + k, 8 + k, 12 + k, 16 + k, 20 + k, 24 + k, 28 + k,
+                                                        k, 4 + k, 8 + k, 12 + k, 16 + k, 20 + k, 24 + k, 28 + k);
+                const __m512 low = _mm512_permutex2var_ps(quad[t][0], index, quad[t][1]);
+                const __m512 high = _mm512_permutex2var_ps(quad[t][2], index, quad[t][3]);
+                v[t][k] = _mm512_mask_mov_ps(low, 0xFF00, high);
+            }
         }
     }
 }
+
+// How many outer taps (rows) sample_group reads together: all of linear's (2-3% faster than one at
+// a time), one for cubic (two at a time spill registers: 30% slower in 2-D).
+template <int K, int OuterTaps>
+constexpr int kRowsTogether = K == 4 ? 1 : (OuterTaps < 4 ? OuterTaps : 4);
 
 // 8 doubles, as F32x16 for the double-coordinate planner.
 struct F64x8 {
@@ -327,7 +351,9 @@ struct PlannerAxes {
 // Plans L = Lanes<C>::kCount points: offsets, interior bits and tap weights in C, each as
 // classify_points and tap_weight compute them (tap weight: 1 * w_outer ... * w_x in C, then
 // converted to float).
-template <PositionKind Kind, class Interp, int Rank, class C>
+// KnownInterior: every one of the L points is known to be interior (known_interior_span), so no
+// point needs the tests, the clamped stand-in or the fill rules: u itself is safe.
+template <PositionKind Kind, class Interp, int Rank, class C, bool KnownInterior>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_lanes(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
                                                               const PlannerAxes<C, Rank>& axes,
                                                               typename Lanes<C>::Int& offset, unsigned& interior,
@@ -345,12 +371,15 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_lanes(const CoordinateRe
     P weight[Rank][K] = {};
     for (int a = 0; a < Rank; ++a) {
         // Axis a (outermost first) is coordinate Rank - 1 - a.
-        finite &= static_cast<unsigned>(L::finite(coordinate[Rank - 1 - a]));
         const auto u = pixel_position_lanes<Kind, C>(coordinate[Rank - 1 - a], axes.extent[a]);
-        const auto lo = L::set1(axes.lo);
-        inside &= static_cast<unsigned>(L::ge(u, lo) & L::lt(u, L::set1(axes.hi[a])));
-        within_reach &= static_cast<unsigned>(L::ge(u, L::set1(axes.outside_below)) & L::lt(u, L::set1(axes.outside_from[a])));
-        const auto safe = L::min(L::max(u, lo), L::set1(axes.below_hi[a]));  // NaN -> lo
+        auto safe = u;
+        if constexpr (!KnownInterior) {
+            finite &= static_cast<unsigned>(L::finite(coordinate[Rank - 1 - a]));
+            const auto lo = L::set1(axes.lo);
+            inside &= static_cast<unsigned>(L::ge(u, lo) & L::lt(u, L::set1(axes.hi[a])));
+            within_reach &= static_cast<unsigned>(L::ge(u, L::set1(axes.outside_below)) & L::lt(u, L::set1(axes.outside_from[a])));
+            safe = L::min(L::max(u, lo), L::set1(axes.below_hi[a]));  // NaN -> lo
+        }
         const auto first = interior_first_lanes<Interp, C>(safe);
         offset = L::add_int(offset, L::mul_int(first, L::set1_int(axes.stride[a])));
         if constexpr (K > 1) Interp::weights(P(safe), P(L::from_int(first)), weight[a]);
@@ -368,7 +397,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_lanes(const CoordinateRe
     }
 }
 
-template <PositionKind Kind, class Interp, int Rank, class C>
+template <PositionKind Kind, class Interp, int Rank, class C, bool KnownInterior>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_group(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
                                                               const PlannerAxes<C, Rank>& axes,
                                                               PlannedGroup<Rank, Interp::taps>& group) {
@@ -377,7 +406,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_group(const CoordinateRe
     if constexpr (std::is_same_v<C, float>) {
         __m512i offset;
         unsigned interior, fill_zeros, fill_nonfinite;
-        plan_lanes<Kind, Interp, Rank, float>(reader, p, lanes, axes, offset, interior, fill_zeros, fill_nonfinite, group.weight);
+        plan_lanes<Kind, Interp, Rank, float, KnownInterior>(reader, p, lanes, axes, offset, interior, fill_zeros, fill_nonfinite, group.weight);
         _mm512_store_si512(group.offset, offset);
         group.interior = static_cast<__mmask16>(interior);
         group.fill_zeros = static_cast<__mmask16>(fill_zeros);
@@ -388,7 +417,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_group(const CoordinateRe
         unsigned interior[2], fill_zeros[2], fill_nonfinite[2];
         __m512d weight[2][kOuterTaps][K];
         for (int h = 0; h < 2; ++h) {
-            plan_lanes<Kind, Interp, Rank, double>(reader, p + 8 * h, std::clamp(lanes - 8 * h, 0, 8), axes, offset[h],
+            plan_lanes<Kind, Interp, Rank, double, KnownInterior>(reader, p + 8 * h, std::clamp(lanes - 8 * h, 0, 8), axes, offset[h],
                                                    interior[h], fill_zeros[h], fill_nonfinite[h], weight[h]);
         }
         _mm512_store_si512(group.offset, join_halves(offset[0], offset[1]));
@@ -401,6 +430,74 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_group(const CoordinateRe
             }
         }
     }
+}
+
+// ---- Affine rows: which points are interior, known before planning.
+// Along an affine row, coordinate k of point i is slope_k * base_i + offset_k with base_i ascending,
+// and every operation from there to u (one multiply, one add, a rounding to float, the
+// unnormalization) is monotone in its operand: so along the row each u is monotone, each of the
+// tests lo <= u and u < hi holds on a prefix or a suffix of the row, and the interior points form
+// one run. Its two ends are found by bisection with the very operations the planner uses, scalar.
+// Coordinates that are not finite at both ends (overflow) take the general planner.
+
+struct IndexSpan {
+    std::int64_t begin = 0, end = 0;
+};
+
+// u on axis a (outermost first) of point i of a linear row, as read_coordinates and
+// pixel_position_lanes compute it lane-wise.
+template <PositionKind Kind, int Rank, class C>
+C linear_row_position(const LinearRow& row, std::int64_t index, int a, C extent) {
+    const int k = Rank - 1 - a;
+    const C g = static_cast<C>(row.slope[k] * row.base[index] + row.offset[k]);
+    if constexpr (Kind == PositionKind::Pixel) {
+        return g;
+    } else if constexpr (Kind == PositionKind::NormalizedCorners) {
+        return (g + C(1)) * C(0.5) * (extent - C(1));
+    } else {
+        return ((g + C(1)) * extent - C(1)) * C(0.5);
+    }
+}
+
+// The points [begin, end) of a block of `count` points that are interior on every axis; empty
+// where the block is not a linear row or its coordinates overflow.
+template <PositionKind Kind, int Rank, class C>
+IndexSpan known_interior_span(const CoordinateReader<C>& reader, std::int64_t count, const PlannerAxes<C, Rank>& axes) {
+    IndexSpan span;
+    if (reader.linear == nullptr || count == 0) return span;
+    const LinearRow& row = *reader.linear;
+    const std::int64_t first = reader.first_index, last = reader.first_index + count - 1;
+    for (int k = 0; k < Rank; ++k) {
+        for (const std::int64_t i : {first, last}) {
+            if (!(std::fabs(static_cast<C>(row.slope[k] * row.base[i] + row.offset[k])) <= std::numeric_limits<C>::max())) return span;
+        }
+    }
+    span.end = count;
+    // The run of points (block indices) where a monotone test holds: a prefix, a suffix, all or none.
+    const auto narrow_to = [&](auto holds) {
+        const bool at_first = holds(0), at_last = holds(count - 1);
+        if (at_first == at_last) {
+            if (!at_first) span.end = span.begin;
+            return;
+        }
+        std::int64_t yes = at_first ? 0 : count - 1, no = at_first ? count - 1 : 0;  // holds(yes), !holds(no)
+        while (std::abs(yes - no) > 1) {
+            const std::int64_t mid = (yes + no) / 2;
+            (holds(mid) ? yes : no) = mid;
+        }
+        if (at_first) {
+            span.end = std::min(span.end, yes + 1);
+        } else {
+            span.begin = std::max(span.begin, yes);
+        }
+    };
+    for (int a = 0; a < Rank && span.begin < span.end; ++a) {
+        const auto u_at = [&](std::int64_t p) { return linear_row_position<Kind, Rank, C>(row, reader.first_index + p, a, axes.extent[a]); };
+        narrow_to([&](std::int64_t p) { return u_at(p) >= axes.lo; });
+        narrow_to([&](std::int64_t p) { return u_at(p) < axes.hi[a]; });
+    }
+    if (span.begin >= span.end) span = IndexSpan{};
+    return span;
 }
 
 // ---- Sampling 16 planned points: float32 pixels.
@@ -416,15 +513,21 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGro
         float* o = output + c * out.output_channel_stride;
         __m512 sum;
         if constexpr (K == 1) {
-            __m512 v[1];
-            gather_row_x16<1>(in, group.offset, v);
-            sum = v[0];  // nearest copies the value
+            __m512 v[1][1];
+            gather_rows_x16<1, 1>(&in, group.offset, v);
+            sum = v[0][0];  // nearest copies the value
         } else {
+            constexpr int kTogether = kRowsTogether<K, kOuterTaps>;
+            static_assert(kOuterTaps % kTogether == 0);
             sum = _mm512_setzero_ps();
-            for (int t = 0; t < kOuterTaps; ++t) {
-                __m512 v[K];
-                gather_row_x16<K>(in + outer_offset[t], group.offset, v);
-                for (int k = 0; k < K; ++k) sum = _mm512_add_ps(sum, _mm512_mul_ps(group.weight[t][k], v[k]));
+            for (int t0 = 0; t0 < kOuterTaps; t0 += kTogether) {
+                const float* row[kTogether];
+                for (int t = 0; t < kTogether; ++t) row[t] = in + outer_offset[t0 + t];
+                __m512 v[kTogether][K];
+                gather_rows_x16<K, kTogether>(row, group.offset, v);
+                for (int t = 0; t < kTogether; ++t) {
+                    for (int k = 0; k < K; ++k) sum = _mm512_add_ps(sum, _mm512_mul_ps(group.weight[t0 + t][k], v[t][k]));
+                }
             }
         }
         sum = _mm512_mask_blend_ps(fill, sum, _mm512_set1_ps(out.fill_stored));
@@ -866,12 +969,17 @@ GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const CoordinateReader<C>
         if (last_safe < 0) return PassResult::Redo;
     }
     (void)input_span;
+    const IndexSpan known_interior = known_interior_span<Kind, Rank, C>(coordinates, count, axes);
     std::int64_t edge_count = 0;
     bool redo = false;
     PlannedGroup<Rank, K> group;
     for (std::int64_t p = 0; p < count; p += 16) {
         const int lanes = static_cast<int>(std::min<std::int64_t>(16, count - p));
-        plan_group<Kind, Interp, Rank, C>(coordinates, p, lanes, axes, group);
+        if (lanes == 16 && p >= known_interior.begin && p + 16 <= known_interior.end) {
+            plan_group<Kind, Interp, Rank, C, true>(coordinates, p, lanes, axes, group);
+        } else {
+            plan_group<Kind, Interp, Rank, C, false>(coordinates, p, lanes, axes, group);
+        }
         const unsigned interior = group.interior;
         const unsigned active = (1u << lanes) - 1u;
         constexpr bool kZeros = std::is_same_v<Pad, ZerosPadding>;
