@@ -473,18 +473,32 @@ IndexSpan known_interior_span(const CoordinateReader<C>& reader, std::int64_t co
         }
     }
     span.end = count;
-    // The run of points (block indices) where a monotone test holds: a prefix, a suffix, all or none.
-    const auto narrow_to = [&](auto holds) {
+    // Narrows the span to the points where the monotone test `holds` holds: a prefix, a suffix, all
+    // or none. The test compares u with `bound`; since u is close to linear along the row, the first
+    // two probes go where the line through the two ends crosses the bound, and bisection follows.
+    const auto narrow_to = [&](auto holds, C u_first, C u_last, C bound) {
         const bool at_first = holds(0), at_last = holds(count - 1);
         if (at_first == at_last) {
             if (!at_first) span.end = span.begin;
             return;
         }
         std::int64_t yes = at_first ? 0 : count - 1, no = at_first ? count - 1 : 0;  // holds(yes), !holds(no)
-        while (std::abs(yes - no) > 1) {
-            const std::int64_t mid = (yes + no) / 2;
-            (holds(mid) ? yes : no) = mid;
+        bool moved_yes = true;
+        const auto probe = [&](std::int64_t p) {
+            moved_yes = holds(p);
+            (moved_yes ? yes : no) = p;
+        };
+        const double crossing = static_cast<double>(count - 1) * (static_cast<double>(bound) - static_cast<double>(u_first)) /
+                                (static_cast<double>(u_last) - static_cast<double>(u_first));
+        if (std::abs(yes - no) > 1 && std::isfinite(crossing)) {
+            probe(std::clamp(static_cast<std::int64_t>(std::llround(std::clamp(crossing, -1.0, static_cast<double>(count)))),
+                             std::min(yes, no) + 1, std::max(yes, no) - 1));
+            if (std::abs(yes - no) > 1) {
+                const std::int64_t toward_no = no > yes ? 1 : -1;
+                probe(moved_yes ? yes + toward_no : no - toward_no);
+            }
         }
+        while (std::abs(yes - no) > 1) probe((yes + no) / 2);
         if (at_first) {
             span.end = std::min(span.end, yes + 1);
         } else {
@@ -493,8 +507,10 @@ IndexSpan known_interior_span(const CoordinateReader<C>& reader, std::int64_t co
     };
     for (int a = 0; a < Rank && span.begin < span.end; ++a) {
         const auto u_at = [&](std::int64_t p) { return linear_row_position<Kind, Rank, C>(row, reader.first_index + p, a, axes.extent[a]); };
-        narrow_to([&](std::int64_t p) { return u_at(p) >= axes.lo; });
-        narrow_to([&](std::int64_t p) { return u_at(p) < axes.hi[a]; });
+        const C u_first = u_at(0), u_last = u_at(count - 1);
+        const C lo = axes.lo, hi = axes.hi[a];
+        narrow_to([&](std::int64_t p) { return (p == 0 ? u_first : p == count - 1 ? u_last : u_at(p)) >= lo; }, u_first, u_last, lo);
+        narrow_to([&](std::int64_t p) { return (p == 0 ? u_first : p == count - 1 ? u_last : u_at(p)) < hi; }, u_first, u_last, hi);
     }
     if (span.begin >= span.end) span = IndexSpan{};
     return span;
