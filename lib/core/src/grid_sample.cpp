@@ -1288,17 +1288,28 @@ constexpr std::int64_t kTileWidth = 256;
 constexpr std::int64_t kTileRows = 64;
 constexpr std::int64_t kTileSlices = 4;
 
+// How far ahead the fast path asks for input, in rows of a tile, and how many requests it makes per
+// cache line's worth of points. Where a warp is not aligned with the input's axes, a few
+// neighbouring points' first taps already lie in another input row, so one request per line's
+// worth of points leaves lines unasked; and one row ahead is too late for the lines to arrive. On
+// the processor of docs/performance.md, 3 rows and 4 requests made W1, W3, W4 and W5 15-23% faster
+// on two threads than 1 row and 1 request; 2-4 rows and 2-4 requests were all within noise of
+// that, one request per point (skipping repeated lines, a branch per point) 50% slower.
+constexpr std::int64_t kPrefetchRowsAhead = 3;
+constexpr std::int64_t kPrefetchesPerLine = 4;
+
 // Asks the processor to start loading the input where `count` points whose first taps lie at
-// first_tap[] would read, moved by `ahead` elements: about one request per cache line of first
-// taps (neighbouring points lie about `point_stride` elements apart: the channel count of
+// first_tap[] would read, moved by `ahead` elements: kPrefetchesPerLine requests per cache line of
+// first taps (neighbouring points lie about `point_stride` elements apart: the channel count of
 // interleaved pixels). Prefetching never faults, and the address is formed as an integer, so no
 // pointer leaves the input.
 template <class S>
 void prefetch_input(const std::int32_t* first_tap, std::int64_t count, const S* input, std::int64_t ahead,
                     std::int64_t point_stride) {
 #if defined(__GNUC__) || defined(__clang__)
-    const std::int64_t kStep =
-        std::max<std::int64_t>(64 / (static_cast<std::int64_t>(sizeof(S)) * std::max<std::int64_t>(point_stride, 1)), 1);
+    const std::int64_t points_per_line =
+        64 / (static_cast<std::int64_t>(sizeof(S)) * std::max<std::int64_t>(point_stride, 1));
+    const std::int64_t kStep = std::max<std::int64_t>(points_per_line / kPrefetchesPerLine, 1);
     const auto origin = reinterpret_cast<std::uintptr_t>(input);
     for (std::int64_t p = 0; p < count; p += kStep) {
         const std::int64_t element = first_tap[p] + ahead;
@@ -1423,14 +1434,14 @@ void run_fast(const Task& task) {
             const S* batch_in = in_data + n * input.strides[0];
             bool row_started = false;
             std::int64_t previous_base = 0;
-            // With a row's first block planned (first taps in block.base): the next row of the
-            // tile will read about where this one reads, moved by the move from the previous row
-            // to this one.
-            const auto prefetch_next_row = [&](std::int64_t block_count) {
+            // With a row's first block planned (first taps in block.base): the row kPrefetchRowsAhead
+            // rows on will read about where this one reads, moved that many times by the move from
+            // the previous row to this one.
+            const auto prefetch_rows_ahead = [&](std::int64_t block_count) {
                 const std::int64_t move = row_started ? block.base[0] - previous_base : 0;
                 previous_base = block.base[0];
                 row_started = true;
-                prefetch_input(block.base.data(), block_count, batch_in, move + block.tap_offset.back(),
+                prefetch_input(block.base.data(), block_count, batch_in, kPrefetchRowsAhead * move + block.tap_offset.back(),
                                geometry.stride[rank - 1]);
             };
             for (std::int64_t z = tz * tile_d; z < std::min(depth, (tz + 1) * tile_d); ++z) {
@@ -1475,7 +1486,7 @@ void run_fast(const Task& task) {
                             const PassResult result =
                                 interior_pass(coordinates, block_count, geometry, batch_in, block_out, fast_output,
                                               input_span, byte_layout, block.edge_point.data(), &edges, block.base.data());
-                            if (b == 0) prefetch_next_row(block_count);
+                            if (b == 0) prefetch_rows_ahead(block_count);
                             if (result == PassResult::Complete) continue;
                             const C* block_xyz = linear ? xyz.data() : row_xyz + b * rank;
                             if (linear) task.positions.row(n, outer, start + b, block_count, xyz.data());
@@ -1490,7 +1501,7 @@ void run_fast(const Task& task) {
                         }
 #endif
                         planner(row_xyz + b * rank, block_count, geometry, block);
-                        if (b == 0) prefetch_next_row(block_count);
+                        if (b == 0) prefetch_rows_ahead(block_count);
                         gatherer(block, batch_in, block_out, fast_output);
                     }
                 }
