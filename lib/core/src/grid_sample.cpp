@@ -1298,6 +1298,21 @@ constexpr std::int64_t kTileSlices = 4;
 constexpr std::int64_t kPrefetchRowsAhead = 3;
 constexpr std::int64_t kPrefetchesPerLine = 4;
 
+// Asks the processor to load the cache line at `address` (never faults). An asm statement rather
+// than __builtin_prefetch: GCC counts that builtin as free of side effects, so its interprocedural
+// analysis found prefetch_input pure and deleted the calls, whose result nobody uses; the input
+// prefetch of the float32, float64 and 16-bit paths was missing from the binary (objdump) until
+// it was written this way.
+inline void prefetch_line(std::uintptr_t address) {
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+    asm volatile("prefetcht0 (%0)" : : "r"(address));
+#elif defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(reinterpret_cast<const void*>(address));
+#else
+    (void)address;
+#endif
+}
+
 // Asks the processor to start loading the input where `count` points whose first taps lie at
 // first_tap[] would read, moved by `ahead` elements: kPrefetchesPerLine requests per cache line of
 // first taps (neighbouring points lie about `point_stride` elements apart: the channel count of
@@ -1306,27 +1321,19 @@ constexpr std::int64_t kPrefetchesPerLine = 4;
 template <class S>
 void prefetch_input(const std::int32_t* first_tap, std::int64_t count, const S* input, std::int64_t ahead,
                     std::int64_t point_stride) {
-#if defined(__GNUC__) || defined(__clang__)
     const std::int64_t points_per_line =
         64 / (static_cast<std::int64_t>(sizeof(S)) * std::max<std::int64_t>(point_stride, 1));
     const std::int64_t kStep = std::max<std::int64_t>(points_per_line / kPrefetchesPerLine, 1);
     const auto origin = reinterpret_cast<std::uintptr_t>(input);
     for (std::int64_t p = 0; p < count; p += kStep) {
         const std::int64_t element = first_tap[p] + ahead;
-        __builtin_prefetch(reinterpret_cast<const void*>(origin + static_cast<std::uintptr_t>(element) * sizeof(S)));
+        prefetch_line(origin + static_cast<std::uintptr_t>(element) * sizeof(S));
     }
-#else
-    (void)first_tap, (void)count, (void)input, (void)ahead, (void)point_stride;
-#endif
 }
 
 // Asks the processor to start loading `count` floats from `data`, one request per cache line.
 void prefetch_span(const float* data, std::int64_t count) {
-#if defined(__GNUC__) || defined(__clang__)
-    for (std::int64_t i = 0; i < count; i += 16) __builtin_prefetch(data + i);
-#else
-    (void)data, (void)count;
-#endif
+    for (std::int64_t i = 0; i < count; i += 16) prefetch_line(reinterpret_cast<std::uintptr_t>(data + i));
 }
 
 bool fast_path_applies(const Task& task, int rank) {
