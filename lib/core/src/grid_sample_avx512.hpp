@@ -437,7 +437,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_group(const CoordinateRe
 // and every operation from there to u (one multiply, one add, a rounding to float, the
 // unnormalization) is monotone in its operand: so along the row each u is monotone, each of the
 // tests lo <= u and u < hi holds on a prefix or a suffix of the row, and the interior points form
-// one run. Its two ends are found by bisection with the very operations the planner uses, scalar.
+// one run. Its two ends are searched for with the very operations the planner uses, in scalar code.
 // Coordinates that are not finite at both ends (overflow) take the general planner.
 
 struct IndexSpan {
