@@ -445,18 +445,11 @@ struct IndexSpan {
 };
 
 // u on axis a (outermost first) of point i of a linear row, as read_coordinates and
-// pixel_position_lanes compute it lane-wise.
+// pixel_position_lanes compute it lane-wise (pixel_position is the same scalar arithmetic).
 template <PositionKind Kind, int Rank, class C>
-C linear_row_position(const LinearRow& row, std::int64_t index, int a, C extent) {
+C linear_row_position(const LinearRow& row, std::int64_t index, int a, std::int64_t extent) {
     const int k = Rank - 1 - a;
-    const C g = static_cast<C>(row.slope[k] * row.base[index] + row.offset[k]);
-    if constexpr (Kind == PositionKind::Pixel) {
-        return g;
-    } else if constexpr (Kind == PositionKind::NormalizedCorners) {
-        return (g + C(1)) * C(0.5) * (extent - C(1));
-    } else {
-        return ((g + C(1)) * extent - C(1)) * C(0.5);
-    }
+    return pixel_position<Kind>(static_cast<C>(row.slope[k] * row.base[index] + row.offset[k]), extent);
 }
 
 // The points [begin, end) of a block of `count` points that are interior on every axis; empty
@@ -506,11 +499,16 @@ IndexSpan known_interior_span(const CoordinateReader<C>& reader, std::int64_t co
         }
     };
     for (int a = 0; a < Rank && span.begin < span.end; ++a) {
-        const auto u_at = [&](std::int64_t p) { return linear_row_position<Kind, Rank, C>(row, reader.first_index + p, a, axes.extent[a]); };
-        const C u_first = u_at(0), u_last = u_at(count - 1);
+        // (Extents are below 2^22, so the planner's extent in C converts back exactly.)
+        const auto extent = static_cast<std::int64_t>(axes.extent[a]);
+        const C u_first = linear_row_position<Kind, Rank, C>(row, first, a, extent);
+        const C u_last = linear_row_position<Kind, Rank, C>(row, last, a, extent);
+        const auto u_at = [&](std::int64_t p) {
+            return p == 0 ? u_first : p == count - 1 ? u_last : linear_row_position<Kind, Rank, C>(row, first + p, a, extent);
+        };
         const C lo = axes.lo, hi = axes.hi[a];
-        narrow_to([&](std::int64_t p) { return (p == 0 ? u_first : p == count - 1 ? u_last : u_at(p)) >= lo; }, u_first, u_last, lo);
-        narrow_to([&](std::int64_t p) { return (p == 0 ? u_first : p == count - 1 ? u_last : u_at(p)) < hi; }, u_first, u_last, hi);
+        narrow_to([&](std::int64_t p) { return u_at(p) >= lo; }, u_first, u_last, lo);
+        narrow_to([&](std::int64_t p) { return u_at(p) < hi; }, u_first, u_last, hi);
     }
     if (span.begin >= span.end) span = IndexSpan{};
     return span;
