@@ -453,12 +453,17 @@ struct IndexSpan {
     std::int64_t begin = 0, end = 0;
 };
 
+// Coordinate k of point i of a linear row, as read_coordinates computes it lane-wise.
+template <class C>
+C linear_row_coordinate(const LinearRow& row, std::int64_t index, int k) {
+    return static_cast<C>(row.slope[k] * row.base[index] + row.offset[k]);
+}
+
 // u on axis a (outermost first) of point i of a linear row, as read_coordinates and
 // pixel_position_lanes compute it lane-wise (pixel_position is the same scalar arithmetic).
 template <PositionKind Kind, int Rank, class C>
 C linear_row_position(const LinearRow& row, std::int64_t index, int a, std::int64_t extent) {
-    const int k = Rank - 1 - a;
-    return pixel_position<Kind>(static_cast<C>(row.slope[k] * row.base[index] + row.offset[k]), extent);
+    return pixel_position<Kind>(linear_row_coordinate<C>(row, index, Rank - 1 - a), extent);
 }
 
 // The points [begin, end) of a block of `count` points that are interior on every axis; empty
@@ -471,7 +476,7 @@ IndexSpan known_interior_span(const CoordinateReader<C>& reader, std::int64_t co
     const std::int64_t first = reader.first_index, last = reader.first_index + count - 1;
     for (int k = 0; k < Rank; ++k) {
         for (const std::int64_t i : {first, last}) {
-            if (!(std::fabs(static_cast<C>(row.slope[k] * row.base[i] + row.offset[k])) <= std::numeric_limits<C>::max())) return span;
+            if (!(std::fabs(linear_row_coordinate<C>(row, i, k)) <= std::numeric_limits<C>::max())) return span;
         }
     }
     span.end = count;
