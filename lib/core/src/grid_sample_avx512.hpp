@@ -530,41 +530,54 @@ IndexSpan known_interior_span(const CoordinateReader<C>& reader, std::int64_t co
 
 // ---- Sampling 16 planned points: float32 pixels.
 
+// One channel's 16 points: the taps from `in`, the sum written to `o`.
+template <int Rank, int K>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_channel(const PlannedGroup<Rank, K>& group, int lanes,
+                                                                  const std::int32_t* outer_offset, const float* in, float* o,
+                                                                  float fill_stored, __mmask16 fill) {
+    constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
+    __m512 sum;
+    if constexpr (K == 1) {
+        __m512 v[1][1];
+        gather_rows_x16<1, 1>(&in, group.offset, v);
+        sum = v[0][0];  // nearest copies the value
+    } else {
+        constexpr int kTogether = kRowsTogether<K, kOuterTaps>;
+        static_assert(kOuterTaps % kTogether == 0);
+        sum = _mm512_setzero_ps();
+        for (int t0 = 0; t0 < kOuterTaps; t0 += kTogether) {
+            const float* row[kTogether];
+            for (int t = 0; t < kTogether; ++t) row[t] = in + outer_offset[t0 + t];
+            __m512 v[kTogether][K];
+            gather_rows_x16<K, kTogether>(row, group.offset, v);
+            for (int t = 0; t < kTogether; ++t) {
+                for (int k = 0; k < K; ++k) sum = _mm512_add_ps(sum, _mm512_mul_ps(group.weight[t0 + t][k], v[t][k]));
+            }
+        }
+    }
+    sum = _mm512_mask_blend_ps(fill, sum, _mm512_set1_ps(fill_stored));
+    // (A masked store only for a partial group: on AMD processors it is far slower.)
+    if (lanes == 16) {
+        _mm512_storeu_ps(o, sum);
+    } else {
+        _mm512_mask_storeu_ps(o, static_cast<__mmask16>((1u << lanes) - 1u), sum);
+    }
+}
+
 template <int Rank, int K>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGroup<Rank, K>& group, int lanes,
                                                                 const std::int32_t* outer_offset, const float* input,
                                                                 float* output, const FastOutput<float>& out,
                                                                 __mmask16 fill) {
-    constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
+    // One channel apart: in a loop over channels GCC loads the 16 offsets once for all channels,
+    // which needs more registers than there are, and spills them.
+    if (out.channels == 1) {
+        sample_channel<Rank, K>(group, lanes, outer_offset, input, output, out.fill_stored, fill);
+        return;
+    }
     for (std::int64_t c = 0; c < out.channels; ++c) {
-        const float* in = input + c * out.input_channel_stride;
-        float* o = output + c * out.output_channel_stride;
-        __m512 sum;
-        if constexpr (K == 1) {
-            __m512 v[1][1];
-            gather_rows_x16<1, 1>(&in, group.offset, v);
-            sum = v[0][0];  // nearest copies the value
-        } else {
-            constexpr int kTogether = kRowsTogether<K, kOuterTaps>;
-            static_assert(kOuterTaps % kTogether == 0);
-            sum = _mm512_setzero_ps();
-            for (int t0 = 0; t0 < kOuterTaps; t0 += kTogether) {
-                const float* row[kTogether];
-                for (int t = 0; t < kTogether; ++t) row[t] = in + outer_offset[t0 + t];
-                __m512 v[kTogether][K];
-                gather_rows_x16<K, kTogether>(row, group.offset, v);
-                for (int t = 0; t < kTogether; ++t) {
-                    for (int k = 0; k < K; ++k) sum = _mm512_add_ps(sum, _mm512_mul_ps(group.weight[t0 + t][k], v[t][k]));
-                }
-            }
-        }
-        sum = _mm512_mask_blend_ps(fill, sum, _mm512_set1_ps(out.fill_stored));
-        // (A masked store only for a partial group: on AMD processors it is far slower.)
-        if (lanes == 16) {
-            _mm512_storeu_ps(o, sum);
-        } else {
-            _mm512_mask_storeu_ps(o, static_cast<__mmask16>((1u << lanes) - 1u), sum);
-        }
+        sample_channel<Rank, K>(group, lanes, outer_offset, input + c * out.input_channel_stride,
+                                output + c * out.output_channel_stride, out.fill_stored, fill);
     }
 }
 
