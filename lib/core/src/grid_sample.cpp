@@ -1147,6 +1147,62 @@ FastGatherFunction<S, C> select_fast_gatherer(Interpolation mode, int rank, bool
 template <class S>
 inline constexpr bool kAvx512Pixel = std::is_same_v<S, float> || std::is_same_v<S, std::uint8_t>;
 
+// Output tiles of the fast path: kTileWidth points along the innermost axis times kTileRows
+// along the next one (and kTileSlices along the one after, in 3-D). Neighbouring rows of a warp
+// read neighbouring input, so a tile's input stays in cache while the tile is sampled, where whole
+// rows would stream a rotated input's rows through the cache again for every output row.
+constexpr std::int64_t kTileWidth = 256;
+constexpr std::int64_t kTileRows = 64;
+constexpr std::int64_t kTileSlices = 4;
+
+// How far ahead the fast path asks for input, in rows of a tile, and how many requests it makes per
+// cache line's worth of points. Where a warp is not aligned with the input's axes, a few
+// neighbouring points' first taps already lie in another input row, so one request per line's
+// worth of points leaves lines unasked; and one row ahead is too late for the lines to arrive. On
+// the processor of docs/performance.md, 3 rows and 4 requests made W1, W3, W4 and W5 15-23% faster
+// on two threads than 1 row and 1 request; 2-4 rows and 2-4 requests were all within noise of
+// that, one request per point (skipping repeated lines, a branch per point) 50% slower.
+constexpr std::int64_t kPrefetchRowsAhead = 3;
+constexpr std::int64_t kPrefetchesPerLine = 4;
+
+// Asks the processor to load the cache line at `address` (never faults). An asm statement rather
+// than __builtin_prefetch: GCC counts that builtin as free of side effects, so its interprocedural
+// analysis found prefetch_input pure and deleted the calls, whose result nobody uses; the input
+// prefetch of the float32, float64 and 16-bit paths was missing from the binary (objdump) until
+// it was written this way.
+inline void prefetch_line(std::uintptr_t address) {
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+    asm volatile("prefetcht0 (%0)" : : "r"(address));
+#elif defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(reinterpret_cast<const void*>(address));
+#else
+    (void)address;
+#endif
+}
+
+// Asks the processor to start loading the input where `count` points whose first taps lie at
+// first_tap[] would read, moved by `ahead` elements: kPrefetchesPerLine requests per cache line of
+// first taps (neighbouring points lie about `point_stride` elements apart: the channel count of
+// interleaved pixels). Prefetching never faults, and the address is formed as an integer, so no
+// pointer leaves the input.
+template <class S>
+void prefetch_input(const std::int32_t* first_tap, std::int64_t count, const S* input, std::int64_t ahead,
+                    std::int64_t point_stride) {
+    const std::int64_t points_per_line =
+        64 / (static_cast<std::int64_t>(sizeof(S)) * std::max<std::int64_t>(point_stride, 1));
+    const std::int64_t kStep = std::max<std::int64_t>(points_per_line / kPrefetchesPerLine, 1);
+    const auto origin = reinterpret_cast<std::uintptr_t>(input);
+    for (std::int64_t p = 0; p < count; p += kStep) {
+        const std::int64_t element = first_tap[p] + ahead;
+        prefetch_line(origin + static_cast<std::uintptr_t>(element) * sizeof(S));
+    }
+}
+
+// Asks the processor to start loading `count` floats from `data`, one request per cache line.
+void prefetch_span(const float* data, std::int64_t count) {
+    for (std::int64_t i = 0; i < count; i += 16) prefetch_line(reinterpret_cast<std::uintptr_t>(data + i));
+}
+
 #include "grid_sample_avx512.hpp"
 
 // The instruction sets the fast path may use: the best the processor has, unless the environment
@@ -1280,62 +1336,6 @@ void run_reference(const Task& task) {
     }
 }
 
-// Output tiles of the fast path: kTileWidth points along the innermost axis times kTileRows
-// along the next one (and kTileSlices along the one after, in 3-D). Neighbouring rows of a warp
-// read neighbouring input, so a tile's input stays in cache while the tile is sampled, where whole
-// rows would stream a rotated input's rows through the cache again for every output row.
-constexpr std::int64_t kTileWidth = 256;
-constexpr std::int64_t kTileRows = 64;
-constexpr std::int64_t kTileSlices = 4;
-
-// How far ahead the fast path asks for input, in rows of a tile, and how many requests it makes per
-// cache line's worth of points. Where a warp is not aligned with the input's axes, a few
-// neighbouring points' first taps already lie in another input row, so one request per line's
-// worth of points leaves lines unasked; and one row ahead is too late for the lines to arrive. On
-// the processor of docs/performance.md, 3 rows and 4 requests made W1, W3, W4 and W5 15-23% faster
-// on two threads than 1 row and 1 request; 2-4 rows and 2-4 requests were all within noise of
-// that, one request per point (skipping repeated lines, a branch per point) 50% slower.
-constexpr std::int64_t kPrefetchRowsAhead = 3;
-constexpr std::int64_t kPrefetchesPerLine = 4;
-
-// Asks the processor to load the cache line at `address` (never faults). An asm statement rather
-// than __builtin_prefetch: GCC counts that builtin as free of side effects, so its interprocedural
-// analysis found prefetch_input pure and deleted the calls, whose result nobody uses; the input
-// prefetch of the float32, float64 and 16-bit paths was missing from the binary (objdump) until
-// it was written this way.
-inline void prefetch_line(std::uintptr_t address) {
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-    asm volatile("prefetcht0 (%0)" : : "r"(address));
-#elif defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(reinterpret_cast<const void*>(address));
-#else
-    (void)address;
-#endif
-}
-
-// Asks the processor to start loading the input where `count` points whose first taps lie at
-// first_tap[] would read, moved by `ahead` elements: kPrefetchesPerLine requests per cache line of
-// first taps (neighbouring points lie about `point_stride` elements apart: the channel count of
-// interleaved pixels). Prefetching never faults, and the address is formed as an integer, so no
-// pointer leaves the input.
-template <class S>
-void prefetch_input(const std::int32_t* first_tap, std::int64_t count, const S* input, std::int64_t ahead,
-                    std::int64_t point_stride) {
-    const std::int64_t points_per_line =
-        64 / (static_cast<std::int64_t>(sizeof(S)) * std::max<std::int64_t>(point_stride, 1));
-    const std::int64_t kStep = std::max<std::int64_t>(points_per_line / kPrefetchesPerLine, 1);
-    const auto origin = reinterpret_cast<std::uintptr_t>(input);
-    for (std::int64_t p = 0; p < count; p += kStep) {
-        const std::int64_t element = first_tap[p] + ahead;
-        prefetch_line(origin + static_cast<std::uintptr_t>(element) * sizeof(S));
-    }
-}
-
-// Asks the processor to start loading `count` floats from `data`, one request per cache line.
-void prefetch_span(const float* data, std::int64_t count) {
-    for (std::int64_t i = 0; i < count; i += 16) prefetch_line(reinterpret_cast<std::uintptr_t>(data + i));
-}
-
 bool fast_path_applies(const Task& task, int rank) {
     const auto& input = task.input;
     if (task.options.force_generic_rank || (rank != 2 && rank != 3)) return false;
@@ -1367,6 +1367,8 @@ void run_fast(const Task& task) {
     const std::int64_t tiles_h = (height + tile_h - 1) / tile_h;
     const std::int64_t tiles_d = (depth + tile_d - 1) / tile_d;
     const std::int64_t work_items = batch * tiles_d * tiles_h * tiles_w;
+    // (The AVX-512 pass takes a tile's row as one block.)
+    static_assert(kTileWidth <= FastBlock<C>::kPoints);
 
     const int taps_per_axis = options.mode == Interpolation::Nearest ? 1 : options.mode == Interpolation::Linear ? 2 : 4;
     const InputGeometry geometry{rank, input.shape.data() + 2, input.strides.data() + 2, options.align_corners,
@@ -1427,6 +1429,14 @@ void run_fast(const Task& task) {
         const int me = omp_get_thread_num();
         FastBlock<C> block(rank, taps_per_axis, geometry.stride);
         std::vector<C> xyz(static_cast<std::size_t>(tile_w * rank));
+#ifdef GRIDWARP_AVX2_DISPATCH
+        // A tile's rows as the AVX-512 pass takes them.
+        const std::int64_t tile_rows = tile_d * tile_h;
+        std::vector<const C*> row_xyz(static_cast<std::size_t>(tile_rows));
+        std::vector<LinearRow> row_linear(static_cast<std::size_t>(tile_rows));
+        std::vector<std::int64_t> row_output(static_cast<std::size_t>(tile_rows));
+        std::vector<std::array<std::int64_t, 2>> row_outer(static_cast<std::size_t>(tile_rows));
+#endif
 
         for (std::int64_t item = split.next(me); item >= 0; item = split.next(me)) {
             std::int64_t rest = item;
@@ -1439,6 +1449,77 @@ void run_fast(const Task& task) {
             const std::int64_t start = tx * tile_w;
             const std::int64_t count = std::min(tile_w, width - start);
             const S* batch_in = in_data + n * input.strides[0];
+            // The output offset of a row's first point; outer = {z or y, y}, outermost first.
+            const auto output_offset = [&](const std::int64_t* outer) {
+                std::int64_t offset = n * out_strides[0] + start * out_strides[rank + 1] + outer[1] * out_strides[rank];
+                if (rank == 3) offset += outer[0] * out_strides[2];
+                return offset;
+            };
+#ifdef GRIDWARP_AVX2_DISPATCH
+            if (use_interior_pass) {
+                // The tile's rows: an affine row's positions are computed by the pass itself (and
+                // written out only for the points it leaves), an explicit float32 grid is read in
+                // place; other positions are copied row by row.
+                std::int64_t rows = 0;
+                for (std::int64_t z = tz * tile_d; z < std::min(depth, (tz + 1) * tile_d); ++z) {
+                    for (std::int64_t y = ty * tile_h; y < std::min(height, (ty + 1) * tile_h); ++y) {
+                        row_outer[static_cast<std::size_t>(rows)] = {rank == 3 ? z : y, y};
+                        row_output[static_cast<std::size_t>(rows)] = output_offset(row_outer[static_cast<std::size_t>(rows)].data());
+                        ++rows;
+                    }
+                }
+                const bool linear = task.positions.linear_row(n, row_outer[0].data(), &row_linear[0]);
+                bool stored = false;
+                if (linear) {
+                    for (std::int64_t r = 1; r < rows; ++r) task.positions.linear_row(n, row_outer[static_cast<std::size_t>(r)].data(), &row_linear[static_cast<std::size_t>(r)]);
+                } else if constexpr (std::is_same_v<C, float>) {
+                    stored = task.positions.stored_row(n, row_outer[0].data(), start) != nullptr;
+                    if (stored) {
+                        for (std::int64_t r = 0; r < rows; ++r) row_xyz[static_cast<std::size_t>(r)] = task.positions.stored_row(n, row_outer[static_cast<std::size_t>(r)].data(), start);
+                    }
+                }
+                PassRows<C> pass_rows;
+                pass_rows.first_index = start;
+                const C* next_xyz = nullptr;  // the coordinates of the row after the tile's last
+                if constexpr (std::is_same_v<C, float>) {
+                    const std::int64_t z = row_outer[static_cast<std::size_t>(rows - 1)][0], y = row_outer[static_cast<std::size_t>(rows - 1)][1];
+                    if (stored && y + 1 < height) {
+                        const std::int64_t next_outer[2] = {rank == 3 ? z : y + 1, y + 1};
+                        next_xyz = task.positions.stored_row(n, next_outer, start);
+                    }
+                }
+                RowPrefetch prefetch;
+                prefetch.last_tap = block.tap_offset.back();
+                prefetch.point_stride = geometry.stride[rank - 1];
+                for (std::int64_t r = 0; r < rows;) {
+                    // Rows r.. at once where the pass reads them itself; else one row, copied.
+                    const auto at = static_cast<std::size_t>(r);
+                    if (!linear && !stored) task.positions.row(n, row_outer[at].data(), start, count, xyz.data());
+                    const C* copied = xyz.data();
+                    pass_rows.rows = (linear || stored) ? rows - r : 1;
+                    pass_rows.linear = linear ? &row_linear[at] : nullptr;
+                    pass_rows.xyz = stored ? &row_xyz[at] : &copied;
+                    pass_rows.output_offset = &row_output[at];
+                    pass_rows.next_xyz = next_xyz;
+                    const PassStop stop = interior_pass(pass_rows, count, geometry, batch_in, out_data, fast_output, input_span,
+                                                        byte_layout, block.edge_point.data(), block.base.data(), prefetch);
+                    r += stop.rows;
+                    if (stop.result == PassResult::Complete) continue;
+                    // The last row it did has points left to the generic stages.
+                    const auto last = static_cast<std::size_t>(r - 1);
+                    const C* block_xyz = stored ? row_xyz[last] : xyz.data();
+                    if (linear) task.positions.row(n, row_outer[last].data(), start, count, xyz.data());
+                    if (stop.result == PassResult::EdgesLeft) {
+                        // Only the listed points across an edge are left.
+                        listed_planner(block_xyz, stop.edges, geometry, block);
+                    } else {
+                        planner(block_xyz, count, geometry, block);
+                    }
+                    gatherer(block, batch_in, out_data + row_output[last], fast_output);
+                }
+                continue;
+            }
+#endif
             bool row_started = false;
             std::int64_t previous_base = 0;
             // With a row's first block planned (first taps in block.base): the row kPrefetchRowsAhead
@@ -1454,62 +1535,13 @@ void run_fast(const Task& task) {
             for (std::int64_t z = tz * tile_d; z < std::min(depth, (tz + 1) * tile_d); ++z) {
                 for (std::int64_t y = ty * tile_h; y < std::min(height, (ty + 1) * tile_h); ++y) {
                     const std::int64_t outer[2] = {rank == 3 ? z : y, y};  // outermost first
-                    std::int64_t out_offset = n * out_strides[0] + start * out_strides[rank + 1] + y * out_strides[rank];
-                    if (rank == 3) out_offset += z * out_strides[2];
-                    // An explicit float32 grid is read in place by the AVX-512 pass (and the planner);
-                    // an affine row's positions are computed by the pass itself, and written out
-                    // only for the points it leaves.
-                    const C* row_xyz = nullptr;
-                    LinearRow linear_row;
-                    const bool linear = use_interior_pass && task.positions.linear_row(n, outer, &linear_row);
-                    if constexpr (std::is_same_v<C, float>) {
-                        if (use_interior_pass && !linear) {
-                            row_xyz = task.positions.stored_row(n, outer, start);
-                            // Read in place, the next row's positions are not streamed in by a copy: ask for them now.
-                            if (row_xyz != nullptr && y + 1 < height) {
-                                const std::int64_t next_outer[2] = {rank == 3 ? z : y + 1, y + 1};
-                                prefetch_span(task.positions.stored_row(n, next_outer, start), count * rank);
-                            }
-                        }
-                    }
-                    if (row_xyz == nullptr && !linear) {
-                        task.positions.row(n, outer, start, count, xyz.data());
-                        row_xyz = xyz.data();
-                    }
+                    task.positions.row(n, outer, start, count, xyz.data());
+                    const std::int64_t out_offset = output_offset(outer);
                     for (std::int64_t b = 0; b < count; b += B) {
-                        S* block_out = out_data + out_offset + b * out_strides[rank + 1];
                         const std::int64_t block_count = std::min(B, count - b);
-#ifdef GRIDWARP_AVX2_DISPATCH
-                        if (use_interior_pass) {
-                            // Every point written as if interior; the rest only where some are not.
-                            std::int64_t edges = 0;
-                            CoordinateReader<C> coordinates;
-                            if (linear) {
-                                coordinates.linear = &linear_row;
-                                coordinates.first_index = start + b;
-                            } else {
-                                coordinates.xyz = row_xyz + b * rank;
-                            }
-                            const PassResult result =
-                                interior_pass(coordinates, block_count, geometry, batch_in, block_out, fast_output,
-                                              input_span, byte_layout, block.edge_point.data(), &edges, block.base.data());
-                            if (b == 0) prefetch_rows_ahead(block_count);
-                            if (result == PassResult::Complete) continue;
-                            const C* block_xyz = linear ? xyz.data() : row_xyz + b * rank;
-                            if (linear) task.positions.row(n, outer, start + b, block_count, xyz.data());
-                            if (result == PassResult::EdgesLeft) {
-                                // Only the listed points across an edge are left.
-                                listed_planner(block_xyz, edges, geometry, block);
-                            } else {
-                                planner(block_xyz, block_count, geometry, block);
-                            }
-                            gatherer(block, batch_in, block_out, fast_output);
-                            continue;
-                        }
-#endif
-                        planner(row_xyz + b * rank, block_count, geometry, block);
+                        planner(xyz.data() + b * rank, block_count, geometry, block);
                         if (b == 0) prefetch_rows_ahead(block_count);
-                        gatherer(block, batch_in, block_out, fast_output);
+                        gatherer(block, batch_in, out_data + out_offset + b * out_strides[rank + 1], fast_output);
                     }
                 }
             }

@@ -963,53 +963,61 @@ bool interior_pass_avx512_applies(const InputGeometry& geometry, const FastOutpu
 // 8-byte loads, at the very end of the input, and were not written correctly).
 enum class PassResult { Complete, EdgesLeft, Redo };
 
-template <class S, class C>
-using AvxInteriorPass = PassResult (*)(const CoordinateReader<C>& coordinates, std::int64_t count, const InputGeometry& geometry, const S* input,
-                                       S* output, const FastOutput<S>& out, std::int64_t input_span,
-                                       const ByteLayout& layout, std::int32_t* edge_points, std::int64_t* edges,
-                                       std::int32_t* first_taps);
+// A run of rows of one tile for the pass, each of `count` points: row r's coordinates are read
+// from xyz[r] (stored point after point) or computed from linear[r] (an affine row; first_index
+// is the innermost output index of its point 0), and its output starts at output_offset[r]
+// elements from the pass's `output`.
+template <class C>
+struct PassRows {
+    std::int64_t rows = 0;
+    const C* const* xyz = nullptr;
+    const LinearRow* linear = nullptr;
+    std::int64_t first_index = 0;
+    const std::int64_t* output_offset = nullptr;
+    const C* next_xyz = nullptr;  // stored rows: the coordinates of the row after the last, or nullptr
+};
 
-// The interior pass for one block of `count` points (coordinates innermost-first, as the position
+// The input prefetch's state, carried from row to row of a tile: after a row is planned, the row
+// kPrefetchRowsAhead rows on will read about where this one read, moved that many times by the
+// move from the previous row to this one.
+struct RowPrefetch {
+    bool started = false;
+    std::int64_t previous_base = 0;
+    std::int64_t last_tap = 0;      // the offset of a point's last tap from its first
+    std::int64_t point_stride = 1;  // elements between neighbouring points' pixels
+};
+
+// Where the pass stopped: after `rows` rows, the last of which ended as `result` (for EdgesLeft,
+// with `edges` points listed for the generic edge stage).
+struct PassStop {
+    std::int64_t rows = 0;
+    PassResult result = PassResult::Complete;
+    std::int64_t edges = 0;
+};
+
+template <class S, class C>
+using AvxInteriorPass = PassStop (*)(const PassRows<C>& rows, std::int64_t count, const InputGeometry& geometry, const S* input,
+                                     S* output, const FastOutput<S>& out, std::int64_t input_span, const ByteLayout& layout,
+                                     std::int32_t* edge_points, std::int32_t* first_taps, RowPrefetch& prefetch);
+
+// The interior pass for one row of `count` points (coordinates innermost-first, as the position
 // source writes them). Writes every point of every channel as if it were interior, and says what
-// is left to do. input_span: how many elements from `input` on may be read (the uint8 loads read 8
-// bytes from a point's first tap). Fill points (Zeros: zeros padding's rule; otherwise non-finite
+// is left to do. last_safe: the last first-tap offset whose 8-byte loads stay inside the input
+// (uint8 only). Fill points (Zeros: zeros padding's rule; otherwise non-finite
 // coordinates) get the fill value; the remaining points that are not interior are listed in
 // edge_points (their number in *edges).
 // first_taps receives every point's first-tap offset (clamped stand-ins where not interior), from
-// which the caller prefetches the next row's input.
+// which the input of the rows ahead is prefetched.
 template <PositionKind Kind, class Interp, class Pad, int Rank, class S, class C>
-GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const CoordinateReader<C>& coordinates, std::int64_t count,
-                                                       const InputGeometry& geometry,
-                                                       const S* input, S* output, const FastOutput<S>& out,
-                                                       std::int64_t input_span, const ByteLayout& layout,
-                                                       std::int32_t* edge_points, std::int64_t* edges,
-                                                       std::int32_t* first_taps) {
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row(const CoordinateReader<C>& coordinates, std::int64_t count,
+                                                                           const PlannerAxes<C, Rank>& axes,
+                                                                           const std::int32_t* outer_offset, std::int64_t last_safe,
+                                                                           const InputGeometry& geometry,
+                                                                           const S* input, S* output, const FastOutput<S>& out,
+                                                                           const ByteLayout& layout, std::int32_t* edge_points,
+                                                                           std::int64_t* edges, std::int32_t* first_taps) {
     constexpr int K = Interp::taps;
-    constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
-    PlannerAxes<C, Rank> axes;
-    axes.lo = Interp::template interior_lo<C>();
-    axes.outside_below = Interp::template outside_below<C>();
-    for (int a = 0; a < Rank; ++a) {
-        axes.outside_from[a] = Interp::template outside_from<C>(geometry.extent[a]);
-        axes.extent[a] = static_cast<C>(geometry.extent[a]);
-        axes.hi[a] = Interp::template interior_hi<C>(geometry.extent[a]);
-        axes.below_hi[a] = std::nextafter(axes.hi[a], -std::numeric_limits<C>::infinity());
-        axes.stride[a] = static_cast<std::int32_t>(geometry.stride[a]);
-    }
-    // Offsets of the outer taps from the first tap (the x taps come from each load), in tap order.
-    std::int32_t outer_offset[kOuterTaps];
-    for (int o = 0; o < kOuterTaps; ++o) {
-        const int ky = o % K, kz = o / K;
-        outer_offset[o] = static_cast<std::int32_t>(ky * geometry.stride[Rank - 2] + (Rank == 3 ? kz * geometry.stride[0] : 0));
-    }
-    // The last first-tap offset whose 8-byte loads stay inside the input (uint8 only).
-    std::int64_t last_safe = 0;
-    if constexpr (!std::is_same_v<S, float>) {
-        const std::int64_t channel_reach = layout.interleaved_in ? 0 : (layout.channels - 1) * out.input_channel_stride;
-        last_safe = input_span - 8 - outer_offset[kOuterTaps - 1] - channel_reach;
-        if (last_safe < 0) return PassResult::Redo;
-    }
-    (void)input_span;
+    (void)last_safe;
     const IndexSpan known_interior = known_interior_span<Kind, Rank, C>(coordinates, count, axes);
     std::int64_t edge_count = 0;
     bool redo = false;
@@ -1061,6 +1069,78 @@ GRIDWARP_TARGET_AVX512 PassResult interior_pass_avx512(const CoordinateReader<C>
     *edges = edge_count;
     if (redo) return PassResult::Redo;
     return edge_count == 0 ? PassResult::Complete : PassResult::EdgesLeft;
+}
+
+// The interior pass for a run of rows of one tile (rows.rows rows of `count` points), with the
+// input and (stored rows) the next row's coordinates prefetched as it goes. Stops after the first
+// row that is not Complete, so that the caller can finish that row's edge points (the first taps
+// and edge points are those of the last row). Looping over the rows here rather than calling the
+// pass once per row matters: on the processor of docs/performance.md the per-row call and set-up
+// cost W1 about 20 %.
+template <PositionKind Kind, class Interp, class Pad, int Rank, class S, class C>
+GRIDWARP_TARGET_AVX512 PassStop interior_pass_avx512(const PassRows<C>& rows, std::int64_t count, const InputGeometry& geometry,
+                                                     const S* input, S* output, const FastOutput<S>& out,
+                                                     std::int64_t input_span, const ByteLayout& layout,
+                                                     std::int32_t* edge_points, std::int32_t* first_taps,
+                                                     RowPrefetch& prefetch) {
+    constexpr int K = Interp::taps;
+    constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
+    PlannerAxes<C, Rank> axes;
+    axes.lo = Interp::template interior_lo<C>();
+    axes.outside_below = Interp::template outside_below<C>();
+    for (int a = 0; a < Rank; ++a) {
+        axes.outside_from[a] = Interp::template outside_from<C>(geometry.extent[a]);
+        axes.extent[a] = static_cast<C>(geometry.extent[a]);
+        axes.hi[a] = Interp::template interior_hi<C>(geometry.extent[a]);
+        axes.below_hi[a] = std::nextafter(axes.hi[a], -std::numeric_limits<C>::infinity());
+        axes.stride[a] = static_cast<std::int32_t>(geometry.stride[a]);
+    }
+    // Offsets of the outer taps from the first tap (the x taps come from each load), in tap order.
+    std::int32_t outer_offset[kOuterTaps];
+    for (int o = 0; o < kOuterTaps; ++o) {
+        const int ky = o % K, kz = o / K;
+        outer_offset[o] = static_cast<std::int32_t>(ky * geometry.stride[Rank - 2] + (Rank == 3 ? kz * geometry.stride[0] : 0));
+    }
+    // The last first-tap offset whose 8-byte loads stay inside the input (uint8 only).
+    std::int64_t last_safe = 0;
+    if constexpr (!std::is_same_v<S, float>) {
+        const std::int64_t channel_reach = layout.interleaved_in ? 0 : (layout.channels - 1) * out.input_channel_stride;
+        last_safe = input_span - 8 - outer_offset[kOuterTaps - 1] - channel_reach;
+        // (An input too small for the loads: the caller samples the first row, and then the next,
+        // by the generic stages.)
+        if (last_safe < 0) return PassStop{1, PassResult::Redo, 0};
+    }
+    (void)input_span;
+    PassStop stop;
+    for (std::int64_t r = 0; r < rows.rows; ++r) {
+        CoordinateReader<C> coordinates;
+        if (rows.linear != nullptr) {
+            coordinates.linear = &rows.linear[r];
+            coordinates.first_index = rows.first_index;
+        } else {
+            coordinates.xyz = rows.xyz[r];
+            if constexpr (std::is_same_v<C, float>) {
+                // Read in place, the next row's coordinates are not streamed in by a copy: ask for them now.
+                const C* next = r + 1 < rows.rows ? rows.xyz[r + 1] : rows.next_xyz;
+                if (next != nullptr) prefetch_span(next, count * Rank);
+            }
+        }
+        std::int64_t edges = 0;
+        const PassResult result = interior_pass_row<Kind, Interp, Pad, Rank, S, C>(
+            coordinates, count, axes, outer_offset, last_safe, geometry, input, output + rows.output_offset[r], out, layout,
+            edge_points, &edges, first_taps);
+        const std::int64_t move = prefetch.started ? first_taps[0] - prefetch.previous_base : 0;
+        prefetch.previous_base = first_taps[0];
+        prefetch.started = true;
+        prefetch_input(first_taps, count, input, kPrefetchRowsAhead * move + prefetch.last_tap, prefetch.point_stride);
+        stop.rows = r + 1;
+        if (result != PassResult::Complete) {
+            stop.result = result;
+            stop.edges = edges;
+            return stop;
+        }
+    }
+    return stop;
 }
 
 template <class S, class C, class Interp, class Pad, int Rank>
