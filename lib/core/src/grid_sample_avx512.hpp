@@ -441,6 +441,72 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_group(const CoordinateRe
     }
 }
 
+// Plans L = Lanes<C>::kCount points that are all interior, as plan_lanes plans interior points:
+// returns false, having planned nothing, where some point is not interior (Known: the caller
+// knows that every point is, so the test is left out). An interior point has finite coordinates
+// and taps within reach, so u itself is the safe position and no fill rule applies.
+template <PositionKind Kind, class Interp, int Rank, class C, bool Known>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE bool plan_interior_lanes(const CoordinateReader<C>& reader, std::int64_t p,
+                                                                       const PlannerAxes<C, Rank>& axes,
+                                                                       typename Lanes<C>::Int& offset,
+                                                                       typename Lanes<C>::Vec (*tap_weight)[Interp::taps]) {
+    using L = Lanes<C>;
+    using P = typename L::Policy;
+    constexpr int K = Interp::taps;
+    typename L::Vec coordinate[Rank];
+    read_coordinates<C, Rank>(reader, p, L::kCount, coordinate);
+    typename L::Vec u[Rank];
+    for (int a = 0; a < Rank; ++a) u[a] = pixel_position_lanes<Kind, C>(coordinate[Rank - 1 - a], axes.extent[a]);
+    if constexpr (!Known) {
+        const auto lo = L::set1(axes.lo);
+        unsigned inside = (1u << L::kCount) - 1u;
+        for (int a = 0; a < Rank; ++a) inside &= static_cast<unsigned>(L::ge(u[a], lo) & L::lt(u[a], L::set1(axes.hi[a])));
+        if (inside != (1u << L::kCount) - 1u) return false;
+    }
+    offset = L::set1_int(0);
+    P weight[Rank][K] = {};
+    for (int a = 0; a < Rank; ++a) {
+        const auto first = interior_first_lanes<Interp, C>(u[a]);
+        offset = L::add_int(offset, L::mul_int(first, L::set1_int(axes.stride[a])));
+        if constexpr (K > 1) Interp::weights(P(u[a]), P(L::from_int(first)), weight[a]);
+    }
+    if constexpr (K > 1) {
+        constexpr int kOuterTaps = Rank == 2 ? K : K * K;
+        for (int o = 0; o < kOuterTaps; ++o) {
+            const P outer = Rank == 2 ? weight[0][o] : weight[0][o / K] * weight[1][o % K];
+            for (int k = 0; k < K; ++k) tap_weight[o][k] = (outer * weight[Rank - 1][k]).v;
+        }
+    }
+    return true;
+}
+
+// plan_interior_lanes for 16 points: false, with nothing planned, where some point is not interior.
+template <PositionKind Kind, class Interp, int Rank, class C, bool Known>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE bool plan_interior_group(const CoordinateReader<C>& reader, std::int64_t p,
+                                                                       const PlannerAxes<C, Rank>& axes,
+                                                                       PlannedGroup<Rank, Interp::taps>& group) {
+    constexpr int K = Interp::taps;
+    constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
+    if constexpr (std::is_same_v<C, float>) {
+        __m512i offset;
+        if (!plan_interior_lanes<Kind, Interp, Rank, float, Known>(reader, p, axes, offset, group.weight)) return false;
+        _mm512_store_si512(group.offset, offset);
+    } else {
+        __m256i offset[2];
+        __m512d weight[2][kOuterTaps][K];
+        for (int h = 0; h < 2; ++h) {
+            if (!plan_interior_lanes<Kind, Interp, Rank, double, Known>(reader, p + 8 * h, axes, offset[h], weight[h])) return false;
+        }
+        _mm512_store_si512(group.offset, join_halves(offset[0], offset[1]));
+        if constexpr (K > 1) {
+            for (int o = 0; o < kOuterTaps; ++o) {
+                for (int k = 0; k < K; ++k) group.weight[o][k] = join_halves(weight[0][o][k], weight[1][o][k]);
+            }
+        }
+    }
+    return true;
+}
+
 // ---- Affine rows: which points are interior, known before planning.
 // Along an affine row, coordinate k of point i is slope_k * base_i + offset_k with base_i ascending,
 // and every operation from there to u (one multiply, one add, a rounding to float, the
@@ -1024,6 +1090,18 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row(const
     PlannedGroup<Rank, K> group;
     for (std::int64_t p = 0; p < count; p += 16) {
         const int lanes = static_cast<int>(std::min<std::int64_t>(16, count - p));
+        if constexpr (std::is_same_v<S, float> && K <= 2) {
+            // A full group of interior points: planned without the tests and fill rules.
+            if (lanes == 16) {
+                const bool known = p >= known_interior.begin && p + 16 <= known_interior.end;
+                if (known ? plan_interior_group<Kind, Interp, Rank, C, true>(coordinates, p, axes, group)
+                          : plan_interior_group<Kind, Interp, Rank, C, false>(coordinates, p, axes, group)) {
+                    _mm512_storeu_si512(first_taps + p, _mm512_load_si512(group.offset));
+                    sample_group<Rank, K>(group, 16, outer_offset, input, output + p, out, 0);
+                    continue;
+                }
+            }
+        }
         if (lanes == 16 && p >= known_interior.begin && p + 16 <= known_interior.end) {
             plan_group<Kind, Interp, Rank, C, true>(coordinates, p, lanes, axes, group);
         } else {
