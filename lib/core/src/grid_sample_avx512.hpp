@@ -355,6 +355,7 @@ struct PlannerAxes {
 // point needs the tests, the clamped stand-in or the fill rules: u itself is safe. The same holds
 // where the interior tests alone pass for all L points (an interior point has finite coordinates
 // and taps within reach), which is most groups of a warp: those skip the rest of the tests too.
+// (For float32 pixels such groups are taken by plan_interior_group first; this serves uint8.)
 template <PositionKind Kind, class Interp, int Rank, class C, bool KnownInterior>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_lanes(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
                                                               const PlannerAxes<C, Rank>& axes,
