@@ -277,7 +277,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512d linear_base_x8(const Linea
 template <class C, int Rank>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void read_coordinates(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
                                                                     typename Lanes<C>::Vec* coordinate) {
-    if (reader.xyz != nullptr) {
+    if (reader.linear == nullptr) {
         deinterleave<C, Rank>(reader.xyz + p * Rank, lanes, coordinate);
         return;
     }
@@ -1085,7 +1085,8 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row(const
                                                                            std::int64_t* edges, std::int32_t* first_taps) {
     constexpr int K = Interp::taps;
     (void)last_safe;
-    const IndexSpan known_interior = known_interior_span<Kind, Rank, C>(coordinates, count, axes);
+    const IndexSpan known_interior =
+        coordinates.linear == nullptr ? IndexSpan{} : known_interior_span<Kind, Rank, C>(coordinates, count, axes);
     std::int64_t edge_count = 0;
     bool redo = false;
     PlannedGroup<Rank, K> group;
@@ -1192,22 +1193,30 @@ GRIDWARP_TARGET_AVX512 PassStop interior_pass_avx512(const PassRows<C>& rows, st
     (void)input_span;
     PassStop stop;
     for (std::int64_t r = 0; r < rows.rows; ++r) {
-        CoordinateReader<C> coordinates;
+        std::int64_t edges = 0;
+        PassResult result;
+        // Two copies of the row's loop, one per kind of coordinates, so that each knows its kind
+        // (a reader whose `linear` is a literal nullptr): no per-group test of the kind, and no
+        // interior-run bounds to check for stored coordinates.
         if (rows.linear != nullptr) {
+            CoordinateReader<C> coordinates;
             coordinates.linear = &rows.linear[r];
             coordinates.first_index = rows.first_index;
+            result = interior_pass_row<Kind, Interp, Pad, Rank, S, C>(coordinates, count, axes, outer_offset, last_safe, geometry, input,
+                                                                      output + rows.output_offset[r], out, layout, edge_points, &edges,
+                                                                      first_taps);
         } else {
-            coordinates.xyz = rows.xyz[r];
             if constexpr (std::is_same_v<C, float>) {
                 // Read in place, the next row's coordinates are not streamed in by a copy: ask for them now.
                 const C* next = r + 1 < rows.rows ? rows.xyz[r + 1] : rows.next_xyz;
                 if (next != nullptr) prefetch_span(next, count * Rank);
             }
+            CoordinateReader<C> coordinates;
+            coordinates.xyz = rows.xyz[r];
+            result = interior_pass_row<Kind, Interp, Pad, Rank, S, C>(coordinates, count, axes, outer_offset, last_safe, geometry, input,
+                                                                      output + rows.output_offset[r], out, layout, edge_points, &edges,
+                                                                      first_taps);
         }
-        std::int64_t edges = 0;
-        const PassResult result = interior_pass_row<Kind, Interp, Pad, Rank, S, C>(
-            coordinates, count, axes, outer_offset, last_safe, geometry, input, output + rows.output_offset[r], out, layout,
-            edge_points, &edges, first_taps);
         const std::int64_t move = prefetch.started ? first_taps[0] - prefetch.previous_base : 0;
         prefetch.previous_base = first_taps[0];
         prefetch.started = true;
