@@ -348,6 +348,32 @@ struct PlannerAxes {
     std::int32_t stride[Rank];
 };
 
+// Each tap's weight from the per-axis weights (outermost axis first), in tap order, as tap_weight
+// computes it: 1 * w_outer * ... * w_x (1 * w is w exactly: the outer taps' weight is w_y in 2-D,
+// w_z * w_y in 3-D).
+template <int Rank, int K, class P, class Vec>
+GRIDWARP_ALWAYS_INLINE void tap_weights_of(const P (&weight)[Rank][K], Vec (*tap_weight)[K]) {
+    constexpr int kOuterTaps = Rank == 2 ? K : K * K;
+    for (int o = 0; o < kOuterTaps; ++o) {
+        const P outer = Rank == 2 ? weight[0][o] : weight[0][o / K] * weight[1][o % K];
+        for (int k = 0; k < K; ++k) tap_weight[o][k] = (outer * weight[Rank - 1][k]).v;
+    }
+}
+
+// The double planner's two halves of 8 points (first-tap offsets and tap weights) joined into a
+// group of 16, the weights narrowed to float.
+template <int Rank, int K>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void join_planned_halves(const __m256i (&offset)[2],
+                                                                       const __m512d (&weight)[2][PlannedGroup<Rank, K>::kOuterTaps][K],
+                                                                       PlannedGroup<Rank, K>& group) {
+    _mm512_store_si512(group.offset, join_halves(offset[0], offset[1]));
+    if constexpr (K > 1) {
+        for (int o = 0; o < PlannedGroup<Rank, K>::kOuterTaps; ++o) {
+            for (int k = 0; k < K; ++k) group.weight[o][k] = join_halves(weight[0][o][k], weight[1][o][k]);
+        }
+    }
+}
+
 // Plans L = Lanes<C>::kCount points: offsets, interior bits and tap weights in C, each as
 // classify_points and tap_weight compute them (tap weight: 1 * w_outer ... * w_x in C, then
 // converted to float).
@@ -397,14 +423,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_lanes(const CoordinateRe
     interior = inside;
     fill_zeros = ~within_reach & active;
     fill_nonfinite = ~finite & active;
-    if constexpr (K > 1) {
-        constexpr int kOuterTaps = Rank == 2 ? K : K * K;
-        for (int o = 0; o < kOuterTaps; ++o) {
-            // 1 * w is w exactly: the weight of the outer taps is w_y (2-D) or w_z * w_y (3-D).
-            const P outer = Rank == 2 ? weight[0][o] : weight[0][o / K] * weight[1][o % K];
-            for (int k = 0; k < K; ++k) tap_weight[o][k] = (outer * weight[Rank - 1][k]).v;
-        }
-    }
+    if constexpr (K > 1) tap_weights_of<Rank, K>(weight, tap_weight);
 }
 
 template <PositionKind Kind, class Interp, int Rank, class C, bool KnownInterior>
@@ -430,15 +449,10 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_group(const CoordinateRe
             plan_lanes<Kind, Interp, Rank, double, KnownInterior>(reader, p + 8 * h, std::clamp(lanes - 8 * h, 0, 8), axes, offset[h],
                                                    interior[h], fill_zeros[h], fill_nonfinite[h], weight[h]);
         }
-        _mm512_store_si512(group.offset, join_halves(offset[0], offset[1]));
+        join_planned_halves<Rank, K>(offset, weight, group);
         group.interior = static_cast<__mmask16>(interior[0] | (interior[1] << 8));
         group.fill_zeros = static_cast<__mmask16>(fill_zeros[0] | (fill_zeros[1] << 8));
         group.fill_nonfinite = static_cast<__mmask16>(fill_nonfinite[0] | (fill_nonfinite[1] << 8));
-        if constexpr (K > 1) {
-            for (int o = 0; o < kOuterTaps; ++o) {
-                for (int k = 0; k < K; ++k) group.weight[o][k] = join_halves(weight[0][o][k], weight[1][o][k]);
-            }
-        }
     }
 }
 
@@ -471,13 +485,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE bool plan_interior_lanes(const Coo
         offset = L::add_int(offset, L::mul_int(first, L::set1_int(axes.stride[a])));
         if constexpr (K > 1) Interp::weights(P(u[a]), P(L::from_int(first)), weight[a]);
     }
-    if constexpr (K > 1) {
-        constexpr int kOuterTaps = Rank == 2 ? K : K * K;
-        for (int o = 0; o < kOuterTaps; ++o) {
-            const P outer = Rank == 2 ? weight[0][o] : weight[0][o / K] * weight[1][o % K];
-            for (int k = 0; k < K; ++k) tap_weight[o][k] = (outer * weight[Rank - 1][k]).v;
-        }
-    }
+    if constexpr (K > 1) tap_weights_of<Rank, K>(weight, tap_weight);
     return true;
 }
 
@@ -498,12 +506,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE bool plan_interior_group(const Coo
         for (int h = 0; h < 2; ++h) {
             if (!plan_interior_lanes<Kind, Interp, Rank, double, Known>(reader, p + 8 * h, axes, offset[h], weight[h])) return false;
         }
-        _mm512_store_si512(group.offset, join_halves(offset[0], offset[1]));
-        if constexpr (K > 1) {
-            for (int o = 0; o < kOuterTaps; ++o) {
-                for (int k = 0; k < K; ++k) group.weight[o][k] = join_halves(weight[0][o][k], weight[1][o][k]);
-            }
-        }
+        join_planned_halves<Rank, K>(offset, weight, group);
     }
     return true;
 }
