@@ -527,3 +527,74 @@ TEST_CASE("affine rows: the interior run the AVX-512 pass plans without tests en
         }
     }
 }
+
+namespace {
+
+// A position source that gives even rows in place (stored_row) or as affine terms (linear_row)
+// and odd rows only through row(), as the interface allows: the tiles of the fast path then hold
+// rows of both kinds.
+class EvenRowsOnly final : public PositionSource {
+public:
+    explicit EvenRowsOnly(const PositionSource& inner) : inner_(inner) {}
+    std::int64_t batch() const override { return inner_.batch(); }
+    const Shape& output_shape() const override { return inner_.output_shape(); }
+    DType coordinate_dtype() const override { return inner_.coordinate_dtype(); }
+    CoordinateSpace space() const override { return inner_.space(); }
+    void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count, float* xyz) const override {
+        inner_.row(n, outer, start, count, xyz);
+    }
+    void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count, double* xyz) const override {
+        inner_.row(n, outer, start, count, xyz);
+    }
+    const float* stored_row(std::int64_t n, const std::int64_t* outer, std::int64_t start) const override {
+        return even(outer) ? inner_.stored_row(n, outer, start) : nullptr;
+    }
+    bool linear_row(std::int64_t n, const std::int64_t* outer, LinearRow* row) const override {
+        return even(outer) && inner_.linear_row(n, outer, row);
+    }
+
+private:
+    bool even(const std::int64_t* outer) const { return outer[spatial_rank() - 2] % 2 == 0; }
+    const PositionSource& inner_;
+};
+
+}  // namespace
+
+TEST_CASE("fast paths equal the reference path where a tile's rows are of mixed kinds (in place, affine, copied)",
+          "[fast][rows]") {
+    std::mt19937 rng(77);
+    const Shape input_shape{1, 2, 40, 300};
+    const Shape out_spatial{70, 520};  // several tiles across and down
+    const std::vector<double> matrix{0.53, -0.02, 3.0, 0.011, 0.97, -1.5};  // pixel space, innermost-first rows
+    const AffinePositions affine(matrix, 1, out_spatial, false, DType::Float64, CoordinateSpace::Pixel);
+    std::vector<double> grid_values;
+    std::vector<float> pixel(static_cast<std::size_t>(out_spatial[1] * 2));
+    for (std::int64_t y = 0; y < out_spatial[0]; ++y) {
+        const std::int64_t outer[1] = {y};
+        affine.row(0, outer, 0, out_spatial[1], pixel.data());
+        for (std::int64_t p = 0; p < out_spatial[1]; ++p) {
+            grid_values.push_back((2.0 * pixel[static_cast<std::size_t>(2 * p)] + 1.0) / 300.0 - 1.0);
+            grid_values.push_back((2.0 * pixel[static_cast<std::size_t>(2 * p + 1)] + 1.0) / 40.0 - 1.0);
+        }
+    }
+    const Tensor grid = tensor_from(DType::Float32, {1, out_spatial[0], out_spatial[1], 2}, grid_values);
+    const GridPositions stored(grid.view());
+    const Tensor x = input_of(DType::Float32, input_shape, rng);
+    const Tensor x8 = input_of(DType::UInt8, input_shape, rng);
+    for (const PositionSource* inner : {static_cast<const PositionSource*>(&stored), static_cast<const PositionSource*>(&affine)}) {
+        const EvenRowsOnly mixed(*inner);
+        for (auto mode : kModes) {
+            for (auto padding : {Padding::Zeros, Padding::Border}) {
+                SampleOptions fast = options_for(mode, padding, false, 0.5);
+                fast.threads = 2;
+                for (const Tensor* input : {&x, &x8}) {
+                    INFO((inner == &stored ? "grid" : "affine") << " " << dtype_name(input->dtype()) << " "
+                                                                << interpolation_name(mode) << " " << padding_name(padding));
+                    const Tensor expected = grid_sample(input->view(), *inner, reference_of(fast));
+                    CHECK(compare_exact(grid_sample(input->view(), mixed, fast).view(), expected.view()) == "");
+                    CHECK(compare_exact(grid_sample(input->view(), mixed, reference_of(fast)).view(), expected.view()) == "");
+                }
+            }
+        }
+    }
+}

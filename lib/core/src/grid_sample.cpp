@@ -1463,26 +1463,31 @@ void run_fast(const Task& task) {
                 std::int64_t rows = 0;
                 for (std::int64_t z = tz * tile_d; z < std::min(depth, (tz + 1) * tile_d); ++z) {
                     for (std::int64_t y = ty * tile_h; y < std::min(height, (ty + 1) * tile_h); ++y) {
-                        row_outer[static_cast<std::size_t>(rows)] = {rank == 3 ? z : y, y};
-                        row_output[static_cast<std::size_t>(rows)] = output_offset(row_outer[static_cast<std::size_t>(rows)].data());
-                        ++rows;
+                        const auto at = static_cast<std::size_t>(rows++);
+                        row_outer[at] = {rank == 3 ? z : y, y};
+                        row_output[at] = output_offset(row_outer[at].data());
                     }
                 }
-                const bool linear = task.positions.linear_row(n, row_outer[0].data(), &row_linear[0]);
+                // (A source answers row by row; a tile whose rows are not all of one kind is copied.)
+                bool linear = true;
+                for (std::int64_t r = 0; r < rows && linear; ++r) {
+                    const auto at = static_cast<std::size_t>(r);
+                    linear = task.positions.linear_row(n, row_outer[at].data(), &row_linear[at]);
+                }
                 bool stored = false;
-                if (linear) {
-                    for (std::int64_t r = 1; r < rows; ++r) task.positions.linear_row(n, row_outer[static_cast<std::size_t>(r)].data(), &row_linear[static_cast<std::size_t>(r)]);
-                } else if constexpr (std::is_same_v<C, float>) {
-                    stored = task.positions.stored_row(n, row_outer[0].data(), start) != nullptr;
-                    if (stored) {
-                        for (std::int64_t r = 0; r < rows; ++r) row_xyz[static_cast<std::size_t>(r)] = task.positions.stored_row(n, row_outer[static_cast<std::size_t>(r)].data(), start);
+                if constexpr (std::is_same_v<C, float>) {
+                    stored = !linear;
+                    for (std::int64_t r = 0; r < rows && stored; ++r) {
+                        const auto at = static_cast<std::size_t>(r);
+                        row_xyz[at] = task.positions.stored_row(n, row_outer[at].data(), start);
+                        stored = row_xyz[at] != nullptr;
                     }
                 }
                 PassRows<C> pass_rows;
                 pass_rows.first_index = start;
                 const C* next_xyz = nullptr;  // the coordinates of the row after the tile's last
                 if constexpr (std::is_same_v<C, float>) {
-                    const std::int64_t z = row_outer[static_cast<std::size_t>(rows - 1)][0], y = row_outer[static_cast<std::size_t>(rows - 1)][1];
+                    const auto& [z, y] = row_outer[static_cast<std::size_t>(rows - 1)];
                     if (stored && y + 1 < height) {
                         const std::int64_t next_outer[2] = {rank == 3 ? z : y + 1, y + 1};
                         next_xyz = task.positions.stored_row(n, next_outer, start);
