@@ -348,6 +348,17 @@ struct PlannerAxes {
     std::int32_t stride[Rank];
 };
 
+// Which lanes are interior on every axis: lo <= u < hi (false for NaN), u by axis, outermost first.
+template <class C, int Rank>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE unsigned interior_lanes(const typename Lanes<C>::Vec (&u)[Rank],
+                                                                      const PlannerAxes<C, Rank>& axes) {
+    using L = Lanes<C>;
+    const auto lo = L::set1(axes.lo);
+    unsigned inside = ~0u;
+    for (int a = 0; a < Rank; ++a) inside &= static_cast<unsigned>(L::ge(u[a], lo) & L::lt(u[a], L::set1(axes.hi[a])));
+    return inside;
+}
+
 // Each tap's weight from the per-axis weights (outermost axis first), in tap order, as tap_weight
 // computes it: 1 * w_outer * ... * w_x (1 * w is w exactly: the outer taps' weight is w_y in 2-D,
 // w_z * w_y in 3-D).
@@ -398,10 +409,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_lanes(const CoordinateRe
     typename L::Vec u[Rank];
     for (int a = 0; a < Rank; ++a) u[a] = pixel_position_lanes<Kind, C>(coordinate[Rank - 1 - a], axes.extent[a]);
     unsigned inside = active;
-    if constexpr (!KnownInterior) {
-        const auto lo = L::set1(axes.lo);
-        for (int a = 0; a < Rank; ++a) inside &= static_cast<unsigned>(L::ge(u[a], lo) & L::lt(u[a], L::set1(axes.hi[a])));
-    }
+    if constexpr (!KnownInterior) inside &= interior_lanes<C, Rank>(u, axes);
     // (Only full groups: the first taps of lanes past `lanes` are read too, and must come from the
     // clamped stand-ins. Not cubic: its planning was 3% slower for the branch, in A/B runs of W2.)
     const bool all_interior = KnownInterior || (K <= 2 && lanes == L::kCount && inside == active);
@@ -473,10 +481,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE bool plan_interior_lanes(const Coo
     typename L::Vec u[Rank];
     for (int a = 0; a < Rank; ++a) u[a] = pixel_position_lanes<Kind, C>(coordinate[Rank - 1 - a], axes.extent[a]);
     if constexpr (!Known) {
-        const auto lo = L::set1(axes.lo);
-        unsigned inside = (1u << L::kCount) - 1u;
-        for (int a = 0; a < Rank; ++a) inside &= static_cast<unsigned>(L::ge(u[a], lo) & L::lt(u[a], L::set1(axes.hi[a])));
-        if (inside != (1u << L::kCount) - 1u) return false;
+        if (interior_lanes<C, Rank>(u, axes) != (1u << L::kCount) - 1u) return false;
     }
     offset = L::set1_int(0);
     P weight[Rank][K] = {};
