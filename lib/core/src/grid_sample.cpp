@@ -1203,11 +1203,6 @@ void prefetch_input(const std::int32_t* first_tap, std::int64_t count, const S* 
     }
 }
 
-// Asks the processor to start loading `count` floats from `data`, one request per cache line.
-void prefetch_span(const float* data, std::int64_t count) {
-    for (std::int64_t i = 0; i < count; i += 16) prefetch_line(reinterpret_cast<std::uintptr_t>(data + i));
-}
-
 #include "grid_sample_avx512.hpp"
 
 // The instruction sets the fast path may use: the best the processor has, unless the environment
