@@ -1166,9 +1166,13 @@ constexpr std::int64_t kTileSlices = 16;
 // worth of points leaves lines unasked; and one row ahead is too late for the lines to arrive. On
 // the processor of docs/performance.md, 3 rows and 4 requests made W1, W3, W4 and W5 15-23% faster
 // on two threads than 1 row and 1 request; 2-4 rows and 2-4 requests were all within noise of
-// that, one request per point (skipping repeated lines, a branch per point) 50% slower.
+// that, one request per point (skipping repeated lines, a branch per point) 50% slower. Since the
+// grid prefetch was spread over the row, 2 requests have been 1-4% faster than 4 for W1 and W3
+// (2-D), and 1-2% slower for W5 (3-D, whose points' taps span four input rows).
 constexpr std::int64_t kPrefetchRowsAhead = 3;
-constexpr std::int64_t kPrefetchesPerLine = 4;
+constexpr std::int64_t kPrefetchesPerLine2d = 2;
+constexpr std::int64_t kPrefetchesPerLine3d = 4;
+constexpr std::int64_t prefetches_per_line(int rank) { return rank == 3 ? kPrefetchesPerLine3d : kPrefetchesPerLine2d; }
 
 // Asks the processor to load the cache line at `address` (never faults). An asm statement rather
 // than __builtin_prefetch: GCC counts that builtin as free of side effects, so its interprocedural
@@ -1186,16 +1190,16 @@ inline void prefetch_line(std::uintptr_t address) {
 }
 
 // Asks the processor to start loading the input where `count` points whose first taps lie at
-// first_tap[] would read, moved by `ahead` elements: kPrefetchesPerLine requests per cache line of
+// first_tap[] would read, moved by `ahead` elements: `requests_per_line` requests per cache line of
 // first taps (neighbouring points lie about `point_stride` elements apart: the channel count of
 // interleaved pixels). Prefetching never faults, and the address is formed as an integer, so no
 // pointer leaves the input.
 template <class S>
 void prefetch_input(const std::int32_t* first_tap, std::int64_t count, const S* input, std::int64_t ahead,
-                    std::int64_t point_stride) {
+                    std::int64_t point_stride, std::int64_t requests_per_line) {
     const std::int64_t points_per_line =
         64 / (static_cast<std::int64_t>(sizeof(S)) * std::max<std::int64_t>(point_stride, 1));
-    const std::int64_t kStep = std::max<std::int64_t>(points_per_line / kPrefetchesPerLine, 1);
+    const std::int64_t kStep = std::max<std::int64_t>(points_per_line / requests_per_line, 1);
     const auto origin = reinterpret_cast<std::uintptr_t>(input);
     for (std::int64_t p = 0; p < count; p += kStep) {
         const std::int64_t element = first_tap[p] + ahead;
@@ -1535,7 +1539,7 @@ void run_fast(const Task& task) {
                 previous_base = block.base[0];
                 row_started = true;
                 prefetch_input(block.base.data(), block_count, batch_in, kPrefetchRowsAhead * move + block.tap_offset.back(),
-                               geometry.stride[rank - 1]);
+                               geometry.stride[rank - 1], prefetches_per_line(rank));
             };
             for (std::int64_t z = tz * tile_d; z < std::min(depth, (tz + 1) * tile_d); ++z) {
                 for (std::int64_t y = ty * tile_h; y < std::min(height, (ty + 1) * tile_h); ++y) {

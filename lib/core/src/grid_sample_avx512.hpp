@@ -1235,7 +1235,8 @@ GRIDWARP_TARGET_AVX512 PassStop interior_pass_avx512(const PassRows<C>& rows, st
         const std::int64_t move = prefetch.started ? first_taps[0] - prefetch.previous_base : 0;
         prefetch.previous_base = first_taps[0];
         prefetch.started = true;
-        prefetch_input(first_taps, count, input, kPrefetchRowsAhead * move + prefetch.last_tap, prefetch.point_stride);
+        prefetch_input(first_taps, count, input, kPrefetchRowsAhead * move + prefetch.last_tap, prefetch.point_stride,
+                       prefetches_per_line(Rank));
         stop.rows = r + 1;
         if (result != PassResult::Complete) {
             stop.result = result;
