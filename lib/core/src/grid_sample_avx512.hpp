@@ -1100,6 +1100,8 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row(const
                                                                            const C* next_xyz) {
     constexpr int K = Interp::taps;
     (void)last_safe;
+    // (known_interior_span tests `linear` itself; the test is repeated here, where the stored-grid
+    // copy of this loop sees its literal nullptr, so that copy keeps no span bounds at all.)
     const IndexSpan known_interior =
         coordinates.linear == nullptr ? IndexSpan{} : known_interior_span<Kind, Rank, C>(coordinates, count, axes);
     std::int64_t edge_count = 0;
