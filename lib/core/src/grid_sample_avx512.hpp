@@ -608,16 +608,17 @@ IndexSpan known_interior_span(const CoordinateReader<C>& reader, std::int64_t co
 
 // ---- Sampling 16 planned points: float32 pixels.
 
-// One channel's 16 points: the taps from `in`, the sum written to `o`.
+// One channel's 16 points: the taps from `in` at the first-tap offsets `offset` (the group's own,
+// or a copy of them), the sum written to `o`.
 template <int Rank, int K>
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_channel(const PlannedGroup<Rank, K>& group, int lanes,
-                                                                  const std::int32_t* outer_offset, const float* in, float* o,
-                                                                  float fill_stored, __mmask16 fill) {
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_channel(const PlannedGroup<Rank, K>& group, const std::int32_t* offset,
+                                                                  int lanes, const std::int32_t* outer_offset, const float* in,
+                                                                  float* o, float fill_stored, __mmask16 fill) {
     constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
     __m512 sum;
     if constexpr (K == 1) {
         __m512 v[1][1];
-        gather_rows_x16<1, 1>(&in, group.offset, v);
+        gather_rows_x16<1, 1>(&in, offset, v);
         sum = v[0][0];  // nearest copies the value
     } else {
         constexpr int kTogether = kRowsTogether<K, kOuterTaps>;
@@ -627,7 +628,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_channel(const PlannedG
             const float* row[kTogether];
             for (int t = 0; t < kTogether; ++t) row[t] = in + outer_offset[t0 + t];
             __m512 v[kTogether][K];
-            gather_rows_x16<K, kTogether>(row, group.offset, v);
+            gather_rows_x16<K, kTogether>(row, offset, v);
             for (int t = 0; t < kTogether; ++t) {
                 for (int k = 0; k < K; ++k) sum = _mm512_add_ps(sum, _mm512_mul_ps(group.weight[t0 + t][k], v[t][k]));
             }
@@ -646,15 +647,16 @@ template <int Rank, int K>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGroup<Rank, K>& group, int lanes,
                                                                 const std::int32_t* outer_offset, const float* input,
                                                                 float* output, const FastOutput<float>& out,
-                                                                __mmask16 fill) {
+                                                                __mmask16 fill, const std::int32_t* offset = nullptr) {
+    if (offset == nullptr) offset = group.offset;
     // One channel apart: in a loop over channels GCC loads the 16 offsets once for all channels,
     // which needs more registers than there are, and spills them.
     if (out.channels == 1) {
-        sample_channel<Rank, K>(group, lanes, outer_offset, input, output, out.fill_stored, fill);
+        sample_channel<Rank, K>(group, offset, lanes, outer_offset, input, output, out.fill_stored, fill);
         return;
     }
     for (std::int64_t c = 0; c < out.channels; ++c) {
-        sample_channel<Rank, K>(group, lanes, outer_offset, input + c * out.input_channel_stride,
+        sample_channel<Rank, K>(group, offset, lanes, outer_offset, input + c * out.input_channel_stride,
                                 output + c * out.output_channel_stride, out.fill_stored, fill);
     }
 }
@@ -1078,6 +1080,28 @@ using AvxInteriorPass = PassStop (*)(const PassRows<C>& rows, std::int64_t count
                                      S* output, const FastOutput<S>& out, std::int64_t input_span, const ByteLayout& layout,
                                      std::int32_t* edge_points, std::int32_t* first_taps, RowPrefetch& prefetch);
 
+// A full group of interior points whose sampling waits for the next group's planning (see
+// interior_pass_row): its weights, and its first-tap offsets in memory.
+template <int Rank, int K>
+struct LateGroup {
+    PlannedGroup<Rank, K> planned;  // the weights (its offsets are not read)
+    alignas(64) std::int32_t offset[16];
+    std::int64_t at = -1;  // its first point, or -1: none waiting
+};
+
+// Samples the waiting group, if any, with its offsets read from memory.
+template <int Rank, int K>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_late_group(LateGroup<Rank, K>& late, const std::int32_t* outer_offset,
+                                                                     const float* input, float* output, const FastOutput<float>& out) {
+    if (late.at < 0) return;
+    const std::int32_t* offset = late.offset;
+    // (Hides where the offsets came from, so that they are loaded rather than taken out of the
+    // register that stored them.)
+    asm("" : "+r"(offset));
+    sample_group<Rank, K>(late.planned, 16, outer_offset, input, output + late.at, out, 0, offset);
+    late.at = -1;
+}
+
 // The interior pass for one row of `count` points (coordinates innermost-first, as the position
 // source writes them). Writes every point of every channel as if it were interior, and says what
 // is left to do. last_safe: the last first-tap offset whose 8-byte loads stay inside the input
@@ -1106,6 +1130,11 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row(const
         coordinates.linear == nullptr ? IndexSpan{} : known_interior_span<Kind, Rank, C>(coordinates, count, axes);
     std::int64_t edge_count = 0;
     bool redo = false;
+    // Full groups of interior points are sampled one group late, after the next group is planned.
+    // Their tap offsets are then read back from memory, stored a group earlier, instead of taken
+    // out of the vector register one by one (the compiler's choice: about 30 extracts and shuffles
+    // per group) or read back from a store just made (which stalled: see docs/performance.md).
+    LateGroup<Rank, K> late;
     PlannedGroup<Rank, K> group;
     for (std::int64_t p = 0; p < count; p += 16) {
         const int lanes = static_cast<int>(std::min<std::int64_t>(16, count - p));
@@ -1122,11 +1151,20 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row(const
                 const bool known = p >= known_interior.begin && p + 16 <= known_interior.end;
                 if (known ? plan_interior_group<Kind, Interp, Rank, C, true>(coordinates, p, axes, group)
                           : !known_interior.searched && plan_interior_group<Kind, Interp, Rank, C, false>(coordinates, p, axes, group)) {
-                    _mm512_storeu_si512(first_taps + p, _mm512_load_si512(group.offset));
-                    sample_group<Rank, K>(group, 16, outer_offset, input, output + p, out, 0);
+                    const __m512i offset = _mm512_load_si512(group.offset);
+                    _mm512_storeu_si512(first_taps + p, offset);
+                    sample_late_group(late, outer_offset, input, output, out);
+                    _mm512_store_si512(late.offset, offset);
+                    if constexpr (K > 1) {
+                        for (int o = 0; o < PlannedGroup<Rank, K>::kOuterTaps; ++o) {
+                            for (int k = 0; k < K; ++k) late.planned.weight[o][k] = group.weight[o][k];
+                        }
+                    }
+                    late.at = p;
                     continue;
                 }
             }
+            sample_late_group(late, outer_offset, input, output, out);
         }
         if (lanes == 16 && p >= known_interior.begin && p + 16 <= known_interior.end) {
             plan_group<Kind, Interp, Rank, C, true>(coordinates, p, lanes, axes, group);
@@ -1170,6 +1208,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row(const
         // Points to finish elsewhere.
         for (; edge != 0; edge &= edge - 1) edge_points[edge_count++] = static_cast<std::int32_t>(p + __builtin_ctz(edge));
     }
+    if constexpr (std::is_same_v<S, float> && K <= 2) sample_late_group(late, outer_offset, input, output, out);
     *edges = edge_count;
     if (redo) return PassResult::Redo;
     return edge_count == 0 ? PassResult::Complete : PassResult::EdgesLeft;
