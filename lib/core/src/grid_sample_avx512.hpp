@@ -644,11 +644,9 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_channel(const PlannedG
 }
 
 template <int Rank, int K>
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGroup<Rank, K>& group, int lanes,
-                                                                const std::int32_t* outer_offset, const float* input,
-                                                                float* output, const FastOutput<float>& out,
-                                                                __mmask16 fill, const std::int32_t* offset = nullptr) {
-    if (offset == nullptr) offset = group.offset;
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGroup<Rank, K>& group, const std::int32_t* offset,
+                                                                int lanes, const std::int32_t* outer_offset, const float* input,
+                                                                float* output, const FastOutput<float>& out, __mmask16 fill) {
     // One channel apart: in a loop over channels GCC loads the 16 offsets once for all channels,
     // which needs more registers than there are, and spills them.
     if (out.channels == 1) {
@@ -1084,7 +1082,7 @@ using AvxInteriorPass = PassStop (*)(const PassRows<C>& rows, std::int64_t count
 // interior_pass_row): its weights, and its first-tap offsets in memory.
 template <int Rank, int K>
 struct LateGroup {
-    PlannedGroup<Rank, K> planned;  // the weights (its offsets are not read)
+    PlannedGroup<Rank, K> planned;  // its weights (the sampler reads the offsets below instead)
     alignas(64) std::int32_t offset[16];
     std::int64_t at = -1;  // its first point, or -1: none waiting
 };
@@ -1101,11 +1099,11 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_late_group(LateGroup<R
     if constexpr (Rank == 3) {
         const LateGroup<Rank, K>* waiting = &late;
         asm("" : "+r"(waiting));
-        sample_group<Rank, K>(waiting->planned, 16, outer_offset, input, output + late.at, out, 0, waiting->offset);
+        sample_group<Rank, K>(waiting->planned, waiting->offset, 16, outer_offset, input, output + late.at, out, 0);
     } else {
         const std::int32_t* offset = late.offset;
         asm("" : "+r"(offset));
-        sample_group<Rank, K>(late.planned, 16, outer_offset, input, output + late.at, out, 0, offset);
+        sample_group<Rank, K>(late.planned, offset, 16, outer_offset, input, output + late.at, out, 0);
     }
     late.at = -1;
 }
@@ -1205,7 +1203,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row(const
         }
         unsigned edge = ~interior & ~static_cast<unsigned>(fill) & active;
         if constexpr (std::is_same_v<S, float>) {
-            sample_group<Rank, K>(group, lanes, outer_offset, input, output + p, out, fill);
+            sample_group<Rank, K>(group, group.offset, lanes, outer_offset, input, output + p, out, fill);
             // Points across an edge whose taps map by one clamp or reflection (under zeros
             // padding: whose taps are inside or read the fill value).
             if (edge != 0) edge &= ~sample_near_group<Kind, Interp, Pad, Rank, C>(coordinates, p, lanes, edge, geometry,
