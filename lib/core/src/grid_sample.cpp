@@ -1189,6 +1189,19 @@ inline void prefetch_line(std::uintptr_t address) {
 #endif
 }
 
+// Asks the processor for the cache line at `address` ready to be written (PREFETCHW): the output of
+// the row ahead, so that the row's stores do not wait for their lines to be read in. Used by the
+// AVX-512 pass only; every processor with AVX-512 has the instruction.
+inline void prefetch_line_for_write(std::uintptr_t address) {
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+    asm volatile("prefetchw (%0)" : : "r"(address));
+#elif defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(reinterpret_cast<const void*>(address), 1);
+#else
+    (void)address;
+#endif
+}
+
 // Asks the processor to start loading the input where `count` points whose first taps lie at
 // first_tap[] would read, moved by `ahead` elements: `requests_per_line` requests per cache line of
 // first taps (neighbouring points lie about `point_stride` elements apart: the channel count of

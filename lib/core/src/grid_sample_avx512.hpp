@@ -1118,7 +1118,8 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_late_group(LateGroup<R
 // which the input of the rows ahead is prefetched. next_xyz: the next row's stored coordinates,
 // asked for a group at a time as this row goes (nullptr: none to ask for). Asked for all at once
 // after the row instead, as before, the requests stalled the pass: W1 on one thread 5.03-5.10
-// against 4.77-4.79 ms, W3 4.20-4.23 against 4.00-4.20.
+// against 4.77-4.79 ms, W3 4.20-4.23 against 4.00-4.20. next_output: where the next row's output
+// starts (nullptr: no next row in this run), asked for, ready to be written, a group at a time.
 template <PositionKind Kind, class Interp, class Pad, int Rank, class S, class C>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row(const CoordinateReader<C>& coordinates, std::int64_t count,
                                                                            const PlannerAxes<C, Rank>& axes,
@@ -1127,7 +1128,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row(const
                                                                            const S* input, S* output, const FastOutput<S>& out,
                                                                            const ByteLayout& layout, std::int32_t* edge_points,
                                                                            std::int64_t* edges, std::int32_t* first_taps,
-                                                                           const C* next_xyz) {
+                                                                           const C* next_xyz, const S* next_output) {
     constexpr int K = Interp::taps;
     (void)last_safe;
     // (known_interior_span tests `linear` itself; the test is repeated here, where the stored-grid
@@ -1148,6 +1149,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row(const
             // The next row's coordinates of the same 16 points: Rank cache lines' worth.
             for (int l = 0; l < Rank; ++l) prefetch_line(reinterpret_cast<std::uintptr_t>(next_xyz + p * Rank + 16 * l));
         }
+        if (next_output != nullptr) prefetch_line_for_write(reinterpret_cast<std::uintptr_t>(next_output + p * out.output_point_stride));
         if constexpr (std::is_same_v<S, float> && K <= 2) {
             // A full group of interior points: planned without the tests and fill rules.
             // (A group of a searched row outside its interior run holds a point that is not
@@ -1264,6 +1266,10 @@ GRIDWARP_TARGET_AVX512 PassStop interior_pass_avx512(const PassRows<C>& rows, st
     for (std::int64_t r = 0; r < rows.rows; ++r) {
         std::int64_t edges = 0;
         PassResult result;
+        // The next row's output asked for ahead of its stores: in 2-D only (W1 2.22-2.26 -> 2.10-2.11
+        // ms on two threads, 4.68-4.73 -> 4.28-4.31 on one, W3 1.84 -> 1.67, W4 unchanged); W5's
+        // groups take long enough for their stores, and it was 2 % slower with the requests.
+        const S* next_output = Rank == 2 && r + 1 < rows.rows ? output + rows.output_offset[r + 1] : nullptr;
         // Two copies of the row's loop, one per kind of coordinates, so that each knows its kind
         // (a reader whose `linear` is a literal nullptr): no per-group test of the kind, and no
         // interior-run bounds to check for stored coordinates.
@@ -1273,7 +1279,7 @@ GRIDWARP_TARGET_AVX512 PassStop interior_pass_avx512(const PassRows<C>& rows, st
             coordinates.first_index = rows.first_index;
             result = interior_pass_row<Kind, Interp, Pad, Rank, S, C>(coordinates, count, axes, outer_offset, last_safe, geometry, input,
                                                                       output + rows.output_offset[r], out, layout, edge_points, &edges,
-                                                                      first_taps, nullptr);
+                                                                      first_taps, nullptr, next_output);
         } else {
             // Read in place, the next row's coordinates are not streamed in by a copy: asked for as
             // this row goes.
@@ -1283,7 +1289,7 @@ GRIDWARP_TARGET_AVX512 PassStop interior_pass_avx512(const PassRows<C>& rows, st
             coordinates.xyz = rows.xyz[r];
             result = interior_pass_row<Kind, Interp, Pad, Rank, S, C>(coordinates, count, axes, outer_offset, last_safe, geometry, input,
                                                                       output + rows.output_offset[r], out, layout, edge_points, &edges,
-                                                                      first_taps, next);
+                                                                      first_taps, next, next_output);
         }
         const std::int64_t move = prefetch.started ? first_taps[0] - prefetch.previous_base : 0;
         prefetch.previous_base = first_taps[0];
