@@ -1268,7 +1268,7 @@ GRIDWARP_TARGET_AVX512 PassStop interior_pass_avx512(const PassRows<C>& rows, st
         PassResult result;
         // The next row's output asked for ahead of its stores: in 2-D only (W1 2.22-2.26 -> 2.10-2.11
         // ms on two threads, 4.68-4.73 -> 4.28-4.31 on one, W3 1.84 -> 1.67, W4 unchanged); W5's
-        // groups take long enough for their stores, and it was 2 % slower with the requests.
+        // groups take long enough for their stores (within +-2 % with the requests).
         const S* next_output = Rank == 2 && r + 1 < rows.rows ? output + rows.output_offset[r + 1] : nullptr;
         // Two copies of the row's loop, one per kind of coordinates, so that each knows its kind
         // (a reader whose `linear` is a literal nullptr): no per-group test of the kind, and no
