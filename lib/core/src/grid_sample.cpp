@@ -1221,6 +1221,7 @@ void prefetch_input(const std::int32_t* first_tap, std::int64_t count, const S* 
 }
 
 #include "grid_sample_avx512.hpp"
+#include "grid_sample_avx2.hpp"
 
 // The instruction sets the fast path may use: the best the processor has, unless the environment
 // says GRIDWARP_ISA=baseline (generic x86-64 only) or GRIDWARP_ISA=avx2 (no AVX-512), which tests
@@ -1425,6 +1426,21 @@ void run_fast(const Task& task) {
                     using P = typename decltype(pad)::type;
                     return rank == 2 ? select_interior_pass_kind<S, C, I, P, 2>(geometry.space, geometry.align_corners)
                                      : select_interior_pass_kind<S, C, I, P, 3>(geometry.space, geometry.align_corners);
+                });
+            });
+            use_interior_pass = interior_pass != nullptr;
+        }
+    }
+    if constexpr (std::is_same_v<S, float>) {
+        // Without AVX-512: the AVX2 pass.
+        if (!use_interior_pass && isa.avx2) {
+            interior_pass = visit_interpolation(options.mode, [&](auto interp) -> AvxInteriorPass<S, C> {
+                using I = typename decltype(interp)::type;
+                if (!interior_pass_avx2_applies<I>(geometry, fast_output)) return nullptr;
+                return visit_padding(options.padding, [&](auto pad) -> AvxInteriorPass<S, C> {
+                    using P = typename decltype(pad)::type;
+                    return rank == 2 ? select_interior_pass_avx2<C, I, P, 2>(geometry.space, geometry.align_corners)
+                                     : select_interior_pass_avx2<C, I, P, 3>(geometry.space, geometry.align_corners);
                 });
             });
             use_interior_pass = interior_pass != nullptr;

@@ -1,0 +1,751 @@
+// The AVX2 interior pass of the fast path: float32 pixels, float32 and float64 coordinates, ranks
+// 2 and 3, for processors with AVX2 but without the AVX-512 pass (Haswell to Alder Lake, Zen 1-3).
+// Included by grid_sample.cpp only, inside its anonymous namespace, after grid_sample_avx512.hpp,
+// whose ISA-neutral pieces it shares: CoordinateReader, PlannerAxes, known_interior_span,
+// PassRows, PassStop, RowPrefetch and the pass's function type.
+//
+// Why by hand: the generic stages (plan a block of 256 points into arrays, then gather) ran W1 at
+// about 7 ns per point on one thread of a Zen 3 machine; most of that is the arrays the two stages
+// pass each other and GCC's one-load-one-insert emulation of every gather. This pass does both
+// stages for 8 points at a time in registers, as the AVX-512 pass does for 16, and reads a point's
+// taps along x with one load per row.
+//
+// It computes exactly what classify_points and dense_gather_body compute, in the same order (see
+// grid_sample_avx512.hpp: u as pixel_position computes it, the clamped stand-in, the first tap by
+// Interp::interior_first, the weights by Interp::weights itself, each tap weight
+// (1 * w_outer) * ... * w_inner, the sum over taps in tap order from +0), writes every point of a
+// group as if it were interior, then gives fill points the fill value and samples the points
+// across an edge whose taps map by one clamp or reflection; the few left are listed for the
+// generic edge stage. No fused
+// multiply-add can form: target("avx2") does not enable FMA, and lib/core builds with
+// -ffp-contract=off.
+
+#if defined(GRIDWARP_AVX2_DISPATCH)
+
+// 8 floats and 4 doubles with the lane-wise IEEE operations that the interpolation policies'
+// weights() use (GCC vector arithmetic: single ymm instructions once inlined).
+struct F32x8 {
+    __m256 v;
+    F32x8() = default;
+    GRIDWARP_ALWAYS_INLINE F32x8(float x) : v(__m256{} + x) {}  // NOLINT: the policies write C(1)
+    GRIDWARP_ALWAYS_INLINE explicit F32x8(const __m256& x) : v(x) {}
+};
+GRIDWARP_ALWAYS_INLINE F32x8 operator+(const F32x8& a, const F32x8& b) { return F32x8(a.v + b.v); }
+GRIDWARP_ALWAYS_INLINE F32x8 operator-(const F32x8& a, const F32x8& b) { return F32x8(a.v - b.v); }
+GRIDWARP_ALWAYS_INLINE F32x8 operator*(const F32x8& a, const F32x8& b) { return F32x8(a.v * b.v); }
+
+struct F64x4 {
+    __m256d v;
+    F64x4() = default;
+    GRIDWARP_ALWAYS_INLINE F64x4(double x) : v(__m256d{} + x) {}  // NOLINT: the policies write C(1)
+    GRIDWARP_ALWAYS_INLINE explicit F64x4(const __m256d& x) : v(x) {}
+};
+GRIDWARP_ALWAYS_INLINE F64x4 operator+(const F64x4& a, const F64x4& b) { return F64x4(a.v + b.v); }
+GRIDWARP_ALWAYS_INLINE F64x4 operator-(const F64x4& a, const F64x4& b) { return F64x4(a.v - b.v); }
+GRIDWARP_ALWAYS_INLINE F64x4 operator*(const F64x4& a, const F64x4& b) { return F64x4(a.v * b.v); }
+
+// The lane-wise operations of the planner: 8 float or 4 double lanes. Integers (first taps,
+// offsets) are 32-bit lanes; comparisons give one bit per lane.
+template <class C> struct Avx2Lanes;
+
+template <> struct Avx2Lanes<float> {
+    static constexpr int kCount = 8;
+    using Vec = __m256;
+    using Int = __m256i;
+    using Policy = F32x8;
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec set1(float x) { return _mm256_set1_ps(x); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec sub(Vec a, Vec b) { return _mm256_sub_ps(a, b); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
+    // max(a, lo) gives lo where a is NaN (the second operand), as the clamped stand-in needs.
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec max(Vec a, Vec b) { return _mm256_max_ps(a, b); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec min(Vec a, Vec b) { return _mm256_min_ps(a, b); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned ge(Vec a, Vec b) {
+        return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_GE_OQ)));
+    }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned lt(Vec a, Vec b) {
+        return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LT_OQ)));
+    }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned finite(Vec a) {
+        const Vec magnitude = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a);
+        return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(magnitude, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ)));
+    }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int truncate(Vec a) { return _mm256_cvttps_epi32(a); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec from_int(Int a) { return _mm256_cvtepi32_ps(a); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int set1_int(std::int32_t x) { return _mm256_set1_epi32(x); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int add_int(Int a, Int b) { return _mm256_add_epi32(a, b); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int sub_int(Int a, Int b) { return _mm256_sub_epi32(a, b); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int mul_int(Int a, Int b) { return _mm256_mullo_epi32(a, b); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec abs(Vec a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned le(Vec a, Vec b) {
+        return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LE_OQ)));
+    }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned gt(Vec a, Vec b) {
+        return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_GT_OQ)));
+    }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int mask_to_int(unsigned m) {
+        const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+        return _mm256_srli_epi32(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(static_cast<int>(m)), bit), bit), 31);
+    }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static __m256i widen_int(Int a) { return a; }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int narrow_int(__m256i a) { return a; }
+};
+
+template <> struct Avx2Lanes<double> {
+    static constexpr int kCount = 4;
+    using Vec = __m256d;
+    using Int = __m128i;
+    using Policy = F64x4;
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec set1(double x) { return _mm256_set1_pd(x); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec add(Vec a, Vec b) { return _mm256_add_pd(a, b); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec sub(Vec a, Vec b) { return _mm256_sub_pd(a, b); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec mul(Vec a, Vec b) { return _mm256_mul_pd(a, b); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec max(Vec a, Vec b) { return _mm256_max_pd(a, b); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec min(Vec a, Vec b) { return _mm256_min_pd(a, b); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned ge(Vec a, Vec b) {
+        return static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_GE_OQ)));
+    }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned lt(Vec a, Vec b) {
+        return static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_LT_OQ)));
+    }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned finite(Vec a) {
+        const Vec magnitude = _mm256_andnot_pd(_mm256_set1_pd(-0.0), a);
+        return static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(magnitude, _mm256_set1_pd(std::numeric_limits<double>::max()), _CMP_LE_OQ)));
+    }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int truncate(Vec a) { return _mm256_cvttpd_epi32(a); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec from_int(Int a) { return _mm256_cvtepi32_pd(a); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int set1_int(std::int32_t x) { return _mm_set1_epi32(x); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int add_int(Int a, Int b) { return _mm_add_epi32(a, b); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int sub_int(Int a, Int b) { return _mm_sub_epi32(a, b); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int mul_int(Int a, Int b) { return _mm_mullo_epi32(a, b); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec abs(Vec a) { return _mm256_andnot_pd(_mm256_set1_pd(-0.0), a); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned le(Vec a, Vec b) {
+        return static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_LE_OQ)));
+    }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned gt(Vec a, Vec b) {
+        return static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_GT_OQ)));
+    }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int mask_to_int(unsigned m) {
+        const __m128i bit = _mm_setr_epi32(1, 2, 4, 8);
+        return _mm_srli_epi32(_mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32(static_cast<int>(m)), bit), bit), 31);
+    }
+    // (Lanes 4-7 of a widened integer are zero and never looked at.)
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static __m256i widen_int(Int a) { return _mm256_zextsi128_si256(a); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int narrow_int(__m256i a) { return _mm256_castsi256_si128(a); }
+};
+
+// All ones in the 32-bit words 0 .. words-1 of a vector (words clamped to 0..8): the mask of a
+// masked load or store of a partial group.
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE __m256i first_words(int words) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(words), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// One bit per float lane as a vector mask (lane i all ones where bit i is set).
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE __m256 lane_mask(unsigned bits) {
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(static_cast<int>(bits)), bit), bit));
+}
+
+// Coordinates k = 0..Rank-1 of up to L points stored point after point (x, y[, z], x, ...):
+// coordinate[k] lane i = xyz[i * Rank + k]; lanes past `lanes` read as 0. Values are moved as
+// 32-bit words (a double is two), so one word permutation serves both coordinate types.
+template <class C, int Rank>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void deinterleave_avx2(const C* xyz, int lanes, typename Avx2Lanes<C>::Vec* coordinate) {
+    constexpr int N = Avx2Lanes<C>::kCount;
+    constexpr int W = static_cast<int>(sizeof(C) / 4);  // words per value
+    __m256 part[Rank];
+    const int values = lanes * Rank;
+    for (int j = 0; j < Rank; ++j) {
+        const float* words = reinterpret_cast<const float*>(xyz + N * j);
+        const int count = std::clamp(values - N * j, 0, N);
+        part[j] = count == N ? _mm256_loadu_ps(words) : _mm256_maskload_ps(words, first_words(count * W));
+    }
+    for (int k = 0; k < Rank; ++k) {
+        __m256 value = _mm256_setzero_ps();
+        for (int j = 0; j < Rank; ++j) {
+            // Value i * Rank + k lies in part (i * Rank + k) / N, at (i * Rank + k) % N.
+            alignas(32) std::int32_t index[8] = {};
+            alignas(32) std::int32_t take[8] = {};
+            bool any = false;
+            for (int i = 0; i < N; ++i) {
+                const int e = i * Rank + k;
+                if (e / N != j) continue;
+                any = true;
+                for (int w = 0; w < W; ++w) {
+                    index[i * W + w] = (e % N) * W + w;
+                    take[i * W + w] = -1;
+                }
+            }
+            if (!any) continue;
+            const __m256 picked = _mm256_permutevar8x32_ps(part[j], _mm256_load_si256(reinterpret_cast<const __m256i*>(index)));
+            value = _mm256_blendv_ps(value, picked, _mm256_castsi256_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(take))));
+        }
+        if constexpr (std::is_same_v<C, float>) {
+            coordinate[k] = value;
+        } else {
+            coordinate[k] = _mm256_castps_pd(value);
+        }
+    }
+}
+
+// LinearRow's coordinate k of 4 points in double, from their base coordinates (the operations of
+// AffinePositions::row: slope * base + offset).
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE __m256d linear_coordinate_x4(const LinearRow& row, const __m256d& base, int k) {
+    return _mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(row.slope[k]), base), _mm256_set1_pd(row.offset[k]));
+}
+
+// The base coordinates of up to 4 points from innermost index `index` on (never read past the
+// row's end; lanes past `lanes` read 0).
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE __m256d linear_base_x4(const LinearRow& row, std::int64_t index, int lanes) {
+    if (lanes >= 4) return _mm256_loadu_pd(row.base + index);
+    return _mm256_maskload_pd(row.base + index, first_words(2 * std::max(lanes, 0)));
+}
+
+// Coordinates k = 0..Rank-1 of the points p .. p + lanes - 1.
+template <class C, int Rank>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void read_coordinates_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
+                                                                       typename Avx2Lanes<C>::Vec* coordinate) {
+    if (reader.linear == nullptr) {
+        deinterleave_avx2<C, Rank>(reader.xyz + p * Rank, lanes, coordinate);
+        return;
+    }
+    const LinearRow& row = *reader.linear;
+    const std::int64_t index = reader.first_index + p;
+    if constexpr (std::is_same_v<C, double>) {
+        const __m256d base = linear_base_x4(row, index, lanes);
+        for (int k = 0; k < Rank; ++k) coordinate[k] = linear_coordinate_x4(row, base, k);
+    } else {
+        // float32 coordinates: computed in double and rounded to float, as AffinePositions::row does.
+        const __m256d low = linear_base_x4(row, index, lanes), high = linear_base_x4(row, index + 4, lanes - 4);
+        for (int k = 0; k < Rank; ++k) {
+            coordinate[k] = _mm256_set_m128(_mm256_cvtpd_ps(linear_coordinate_x4(row, high, k)),
+                                            _mm256_cvtpd_ps(linear_coordinate_x4(row, low, k)));
+        }
+    }
+}
+
+// pixel_position<Kind> lane-wise: the same operations, with / 2 as * 0.5 (the same IEEE result).
+template <PositionKind Kind, class C>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE typename Avx2Lanes<C>::Vec pixel_position_avx2(typename Avx2Lanes<C>::Vec g, C extent) {
+    using L = Avx2Lanes<C>;
+    const auto one = L::set1(C(1)), half = L::set1(C(0.5)), d = L::set1(extent);
+    if constexpr (Kind == PositionKind::Pixel) {
+        return g;
+    } else if constexpr (Kind == PositionKind::NormalizedCorners) {
+        return L::mul(L::mul(L::add(g, one), half), L::sub(d, one));
+    } else {
+        return L::mul(L::sub(L::mul(L::add(g, one), d), one), half);
+    }
+}
+
+// Interp::interior_first lane-wise, for safe (finite, inside [lo, hi)) positions.
+template <class Interp, class C>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE typename Avx2Lanes<C>::Int interior_first_avx2(typename Avx2Lanes<C>::Vec safe) {
+    using L = Avx2Lanes<C>;
+    if constexpr (Interp::taps == 1) {
+        // (u + 1.5 * 2^p) - 1.5 * 2^p rounds to an integer (ties to even), then converts exactly.
+        const auto round = L::set1(C(1.5) * C(std::int64_t{1} << (std::numeric_limits<C>::digits - 1)));
+        return L::truncate(L::sub(L::add(safe, round), round));
+    } else if constexpr (Interp::taps == 2) {
+        return L::truncate(safe);
+    } else {
+        static_assert(Interp::taps == 4);
+        return L::sub_int(L::truncate(safe), L::set1_int(1));
+    }
+}
+
+// What the planner gives the sampler for 8 points: each point's first-tap offset, which points
+// are interior or fill points, and the tap weights in float, in tap order (outer taps z, y, then
+// the K taps along x).
+template <int Rank, int K>
+struct Avx2Group {
+    static constexpr int kOuterTaps = Rank == 2 ? K : K * K;
+    alignas(32) std::int32_t offset[8];
+    unsigned interior = 0;
+    unsigned fill_zeros = 0;      // zeros padding's fill points: every tap of some axis outside, or not finite
+    unsigned fill_nonfinite = 0;  // every padding's fill points: some coordinate not finite
+    __m256 weight[kOuterTaps][K];
+};
+
+// Plans L = Avx2Lanes<C>::kCount points, as plan_lanes in grid_sample_avx512.hpp plans 16:
+// offsets, interior and fill bits, and tap weights in C. Interior: the caller knows every point
+// is interior (known_interior_span), so u itself is safe and no test or fill rule is needed.
+template <PositionKind Kind, class Interp, int Rank, class C, bool Interior>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void plan_lanes_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
+                                                                 const PlannerAxes<C, Rank>& axes, typename Avx2Lanes<C>::Int& offset,
+                                                                 unsigned& interior, unsigned& fill_zeros, unsigned& fill_nonfinite,
+                                                                 typename Avx2Lanes<C>::Vec (*tap_weight)[Interp::taps]) {
+    using L = Avx2Lanes<C>;
+    using P = typename L::Policy;
+    constexpr int K = Interp::taps;
+    const unsigned active = lanes >= L::kCount ? (1u << L::kCount) - 1u : (1u << std::max(lanes, 0)) - 1u;
+    typename L::Vec coordinate[Rank];
+    read_coordinates_avx2<C, Rank>(reader, p, lanes, coordinate);
+    typename L::Vec u[Rank];
+    for (int a = 0; a < Rank; ++a) u[a] = pixel_position_avx2<Kind, C>(coordinate[Rank - 1 - a], axes.extent[a]);
+    unsigned inside = active, within_reach = active, finite = active;
+    if constexpr (!Interior) {
+        for (int a = 0; a < Rank; ++a) {
+            inside &= L::ge(u[a], L::set1(axes.lo)) & L::lt(u[a], L::set1(axes.hi[a]));
+            finite &= L::finite(coordinate[Rank - 1 - a]);
+            within_reach &= L::ge(u[a], L::set1(axes.outside_below)) & L::lt(u[a], L::set1(axes.outside_from[a]));
+        }
+    }
+    const bool all_interior = Interior || (lanes >= L::kCount && inside == active);
+    offset = L::set1_int(0);
+    P weight[Rank][K] = {};
+    for (int a = 0; a < Rank; ++a) {
+        auto safe = u[a];
+        // (Lanes past `lanes` take the stand-in too: their taps are read.)
+        if (!all_interior) safe = L::min(L::max(u[a], L::set1(axes.lo)), L::set1(axes.below_hi[a]));  // NaN -> lo
+        const auto first = interior_first_avx2<Interp, C>(safe);
+        offset = a == Rank - 1 ? L::add_int(offset, first) : L::add_int(offset, L::mul_int(first, L::set1_int(axes.stride[a])));
+        if constexpr (K > 1) Interp::weights(P(safe), P(L::from_int(first)), weight[a]);
+    }
+    interior = inside;
+    fill_zeros = ~within_reach & active;
+    fill_nonfinite = ~finite & active;
+    if constexpr (K > 1) tap_weights_of<Rank, K>(weight, tap_weight);
+}
+
+// Plans 8 points into `group` (a float or two double halves).
+template <PositionKind Kind, class Interp, int Rank, class C, bool Interior>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void plan_group_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
+                                                                 const PlannerAxes<C, Rank>& axes, Avx2Group<Rank, Interp::taps>& group) {
+    constexpr int K = Interp::taps;
+    constexpr int kOuterTaps = Avx2Group<Rank, K>::kOuterTaps;
+    if constexpr (std::is_same_v<C, float>) {
+        __m256i offset;
+        plan_lanes_avx2<Kind, Interp, Rank, float, Interior>(reader, p, lanes, axes, offset, group.interior, group.fill_zeros,
+                                                             group.fill_nonfinite, group.weight);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(group.offset), offset);
+    } else {
+        // Two halves of 4 points; tap weights narrowed to float once computed in double.
+        __m128i offset[2];
+        unsigned interior[2], fill_zeros[2], fill_nonfinite[2];
+        __m256d weight[2][kOuterTaps][K];
+        for (int h = 0; h < 2; ++h) {
+            plan_lanes_avx2<Kind, Interp, Rank, double, Interior>(reader, p + 4 * h, std::clamp(lanes - 4 * h, 0, 4), axes, offset[h],
+                                                                  interior[h], fill_zeros[h], fill_nonfinite[h], weight[h]);
+        }
+        _mm256_store_si256(reinterpret_cast<__m256i*>(group.offset), _mm256_set_m128i(offset[1], offset[0]));
+        group.interior = interior[0] | (interior[1] << 4);
+        group.fill_zeros = fill_zeros[0] | (fill_zeros[1] << 4);
+        group.fill_nonfinite = fill_nonfinite[0] | (fill_nonfinite[1] << 4);
+        if constexpr (K > 1) {
+            for (int o = 0; o < kOuterTaps; ++o) {
+                for (int k = 0; k < K; ++k) {
+                    group.weight[o][k] = _mm256_set_m128(_mm256_cvtpd_ps(weight[1][o][k]), _mm256_cvtpd_ps(weight[0][o][k]));
+                }
+            }
+        }
+    }
+}
+
+// The K taps from each of 8 points' offsets along the innermost axis (stride 1) in each of T rows,
+// tap k of row t into v[t][k]: one scalar load per point and row (32-bit for one tap, 64-bit for
+// a pair, 128-bit for four) and shuffles into place.
+template <int K, int T>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void gather_rows_x8(const float* const* row, const std::int32_t* offset, __m256 (*v)[K]) {
+    if constexpr (K == 1) {
+        __m128 quad[T][2];
+        for (int j = 0; j < 2; ++j) {
+            const std::int64_t o0 = offset[4 * j], o1 = offset[4 * j + 1], o2 = offset[4 * j + 2], o3 = offset[4 * j + 3];
+            for (int t = 0; t < T; ++t) {
+                const float* p = row[t];
+                __m128 q = _mm_load_ss(p + o0);
+                q = _mm_insert_ps(q, _mm_load_ss(p + o1), 0x10);
+                q = _mm_insert_ps(q, _mm_load_ss(p + o2), 0x20);
+                quad[t][j] = _mm_insert_ps(q, _mm_load_ss(p + o3), 0x30);
+            }
+        }
+        for (int t = 0; t < T; ++t) v[t][0] = _mm256_set_m128(quad[t][1], quad[t][0]);
+    } else if constexpr (K == 2) {
+        // pairs[t][j]: the pairs of points 2j (low half) and 2j + 1 (high half).
+        __m128 pairs[T][4];
+        for (int j = 0; j < 4; ++j) {
+            const std::int64_t even = offset[2 * j], odd = offset[2 * j + 1];
+            for (int t = 0; t < T; ++t) {
+                const __m128 low = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(row[t] + even)));
+                pairs[t][j] = _mm_loadh_pi(low, reinterpret_cast<const __m64*>(row[t] + odd));
+            }
+        }
+        for (int t = 0; t < T; ++t) {
+            // 128-bit lanes: a = points 0, 1 | 4, 5 and b = points 2, 3 | 6, 7, so that taking
+            // elements 0, 2 (tap 0) or 1, 3 (tap 1) of a then b puts points 0-3 | 4-7 in order.
+            const __m256 a = _mm256_set_m128(pairs[t][2], pairs[t][0]);
+            const __m256 b = _mm256_set_m128(pairs[t][3], pairs[t][1]);
+            v[t][0] = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+            v[t][1] = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+        }
+    } else {
+        static_assert(K == 4);
+        for (int t = 0; t < T; ++t) {
+            __m128 q[8];
+            for (int i = 0; i < 8; ++i) q[i] = _mm_loadu_ps(row[t] + offset[i]);
+            _MM_TRANSPOSE4_PS(q[0], q[1], q[2], q[3]);
+            _MM_TRANSPOSE4_PS(q[4], q[5], q[6], q[7]);
+            for (int k = 0; k < 4; ++k) v[t][k] = _mm256_set_m128(q[4 + k], q[k]);
+        }
+    }
+}
+
+// One channel's 8 points: the taps from `in` at the group's first-tap offsets, the weighted sum
+// (fill points replaced by the fill value) written to `o`.
+template <int Rank, int K>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_channel_avx2(const Avx2Group<Rank, K>& group, int lanes,
+                                                                     const std::int32_t* outer_offset, const float* in, float* o,
+                                                                     float fill_stored, unsigned fill) {
+    constexpr int kOuterTaps = Avx2Group<Rank, K>::kOuterTaps;
+    __m256 sum;
+    if constexpr (K == 1) {
+        __m256 v[1][1];
+        gather_rows_x8<1, 1>(&in, group.offset, v);
+        sum = v[0][0];  // nearest copies the value
+    } else {
+        // Linear: every row at once (each offset loaded once); cubic: a row at a time.
+        constexpr int kTogether = K == 4 ? 1 : kOuterTaps;
+        sum = _mm256_setzero_ps();
+        for (int t0 = 0; t0 < kOuterTaps; t0 += kTogether) {
+            const float* row[kTogether];
+            for (int t = 0; t < kTogether; ++t) row[t] = in + outer_offset[t0 + t];
+            __m256 v[kTogether][K];
+            gather_rows_x8<K, kTogether>(row, group.offset, v);
+            for (int t = 0; t < kTogether; ++t) {
+                for (int k = 0; k < K; ++k) sum = _mm256_add_ps(sum, _mm256_mul_ps(group.weight[t0 + t][k], v[t][k]));
+            }
+        }
+    }
+    if (fill != 0) sum = _mm256_blendv_ps(sum, _mm256_set1_ps(fill_stored), lane_mask(fill));
+    if (lanes == 8) {
+        _mm256_storeu_ps(o, sum);
+    } else {
+        _mm256_maskstore_ps(o, first_words(lanes), sum);
+    }
+}
+
+template <int Rank, int K>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_group_avx2(const Avx2Group<Rank, K>& group, int lanes,
+                                                                   const std::int32_t* outer_offset, const float* input, float* output,
+                                                                   const FastOutput<float>& out, unsigned fill) {
+    if (out.channels == 1) {
+        sample_channel_avx2<Rank, K>(group, lanes, outer_offset, input, output, out.fill_stored, fill);
+        return;
+    }
+    for (std::int64_t c = 0; c < out.channels; ++c) {
+        sample_channel_avx2<Rank, K>(group, lanes, outer_offset, input + c * out.input_channel_stride,
+                                     output + c * out.output_channel_stride, out.fill_stored, fill);
+    }
+}
+
+// ---- Points near an edge under any padding (float32 pixels): the same operations as
+// plan_near_points and the generic near loop (see sample_near_group in grid_sample_avx512.hpp),
+// each tap read with a masked gather, since taps are no longer neighbours in memory.
+
+// One bit per 32-bit lane where a > b.
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE unsigned greater_lanes(__m256i a, __m256i b) {
+    return static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(a, b))));
+}
+
+// Lane-wise Pad::near_map on 32-bit integers (zeros: the clamp only keeps the gather inside; taps
+// outside read the fill value instead).
+template <class Pad>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE __m256i near_map_x8(__m256i i, std::int32_t d, bool align_corners) {
+    if constexpr (std::is_same_v<Pad, BorderPadding> || std::is_same_v<Pad, ZerosPadding>) {
+        return _mm256_min_epi32(_mm256_max_epi32(i, _mm256_setzero_si256()), _mm256_set1_epi32(d - 1));
+    } else {
+        static_assert(std::is_same_v<Pad, ReflectionPadding>);
+        const __m256i below = align_corners ? _mm256_sub_epi32(_mm256_setzero_si256(), i) : _mm256_sub_epi32(_mm256_set1_epi32(-1), i);
+        const __m256i above = _mm256_sub_epi32(_mm256_set1_epi32(align_corners ? 2 * (d - 1) : 2 * d - 1), i);
+        const __m256i mapped = _mm256_blendv_epi8(i, below, _mm256_cmpgt_epi32(_mm256_setzero_si256(), i));
+        return _mm256_blendv_epi8(mapped, above, _mm256_cmpgt_epi32(i, _mm256_set1_epi32(d - 1)));
+    }
+}
+
+// Lane-wise Pad::near_ok.
+template <class Pad>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE unsigned near_ok_x8(__m256i first, int taps, std::int32_t d, bool align_corners) {
+    if constexpr (std::is_same_v<Pad, BorderPadding> || std::is_same_v<Pad, ZerosPadding>) {
+        (void)first, (void)taps, (void)align_corners;
+        return d >= 1 ? 0xFFu : 0u;
+    } else {
+        if (d < 2) return 0;
+        const std::int32_t lo = align_corners ? 1 - d : -d;
+        const std::int32_t hi = align_corners ? 2 * (d - 1) : 2 * d - 1;
+        // first >= lo and first + taps - 1 <= hi
+        return ~greater_lanes(_mm256_set1_epi32(lo), first) & ~greater_lanes(_mm256_add_epi32(first, _mm256_set1_epi32(taps - 1)),
+                                                                            _mm256_set1_epi32(hi)) & 0xFFu;
+    }
+}
+
+// Plans L = Avx2Lanes<C>::kCount points as plan_near_points does: their mapped tap indices per
+// axis, whether they are near, which taps are inside, and their tap weights in C.
+template <PositionKind Kind, class Interp, class Pad, int Rank, class C>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void plan_near_lanes_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
+                                                                      const InputGeometry& geometry,
+                                                                      typename Avx2Lanes<C>::Int (*index)[Interp::taps], unsigned& near,
+                                                                      unsigned (*inside)[Interp::taps],
+                                                                      typename Avx2Lanes<C>::Vec (*tap_weight)[Interp::taps]) {
+    using L = Avx2Lanes<C>;
+    using P = typename L::Policy;
+    constexpr int K = Interp::taps;
+    constexpr C kLimit = C(std::int64_t{1} << 22);
+    constexpr C kFoldBeyond = C(1 << 20);
+    const unsigned active = (1u << std::clamp(lanes, 0, L::kCount)) - 1u;
+    typename L::Vec coordinate[Rank];
+    read_coordinates_avx2<C, Rank>(reader, p, lanes, coordinate);
+    unsigned ok_all = active;
+    P weight[Rank][K] = {};
+    for (int a = 0; a < Rank; ++a) {
+        const auto g = coordinate[Rank - 1 - a];
+        const std::int64_t d = geometry.extent[a];
+        auto u = pixel_position_avx2<Kind, C>(g, static_cast<C>(d));
+        if constexpr (std::is_same_v<Pad, BorderPadding>) {
+            u = L::min(L::set1(static_cast<C>(d) + C(1)), L::max(L::set1(C(-2)), u));  // near_bound
+        }
+        unsigned ok = L::lt(L::abs(u), L::set1(kLimit));
+        if constexpr (std::is_same_v<Pad, ReflectionPadding> && Kind != PositionKind::Pixel) {
+            ok &= L::le(L::abs(g), L::set1(kFoldBeyond));
+        }
+        const auto safe = L::min(L::set1(kLimit), L::max(L::set1(-kLimit), u));
+        typename L::Int first;
+        if constexpr (K == 1) {
+            first = interior_first_avx2<Interp, C>(safe);  // the rounding trick holds for |u| < 2^22
+        } else {
+            const auto truncated = L::truncate(safe);
+            // floor_int: truncation, minus 1 where it rounded up.
+            first = L::sub_int(truncated, L::mask_to_int(L::gt(L::from_int(truncated), safe)));
+            if constexpr (K == 4) first = L::sub_int(first, L::set1_int(1));
+        }
+        const auto d32 = static_cast<std::int32_t>(d);
+        ok &= near_ok_x8<Pad>(L::widen_int(first), K, d32, geometry.align_corners);
+        if constexpr (K > 1) Interp::weights(P(safe), P(L::from_int(first)), weight[a]);
+        for (int k = 0; k < K; ++k) {
+            const __m256i tap = _mm256_add_epi32(L::widen_int(first), _mm256_set1_epi32(k));
+            index[a][k] = L::narrow_int(near_map_x8<Pad>(tap, d32, geometry.align_corners));
+            // Zeros padding: whether the tap is inside [0, d-1] (ZerosPadding::map gives -1 elsewhere).
+            inside[a][k] = greater_lanes(tap, _mm256_set1_epi32(-1)) & greater_lanes(_mm256_set1_epi32(d32), tap);
+        }
+        ok_all &= ok;
+    }
+    near = ok_all;
+    if constexpr (K > 1) tap_weights_of<Rank, K>(weight, tap_weight);
+}
+
+// Samples the `edge` points of a group that are near, writes them, and returns which they are.
+template <PositionKind Kind, class Interp, class Pad, int Rank, class C>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE unsigned sample_near_group_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
+                                                                            unsigned edge, const InputGeometry& geometry, const float* input,
+                                                                            float* output, const FastOutput<float>& out) {
+    constexpr int K = Interp::taps;
+    constexpr int kOuterTaps = Rank == 2 ? K : K * K;
+    __m256i index[Rank][K];
+    unsigned inside[Rank][K];
+    __m256 weight[kOuterTaps][K];
+    unsigned near = 0;
+    if constexpr (std::is_same_v<C, float>) {
+        plan_near_lanes_avx2<Kind, Interp, Pad, Rank, float>(reader, p, lanes, geometry, index, near, inside, weight);
+    } else {
+        __m128i half_index[2][Rank][K];
+        unsigned half_inside[2][Rank][K];
+        __m256d half_weight[2][kOuterTaps][K];
+        unsigned half_near[2];
+        for (int h = 0; h < 2; ++h) {
+            plan_near_lanes_avx2<Kind, Interp, Pad, Rank, double>(reader, p + 4 * h, std::clamp(lanes - 4 * h, 0, 4), geometry,
+                                                                  half_index[h], half_near[h], half_inside[h], half_weight[h]);
+        }
+        near = half_near[0] | (half_near[1] << 4);
+        for (int a = 0; a < Rank; ++a) {
+            for (int k = 0; k < K; ++k) {
+                inside[a][k] = (half_inside[0][a][k] & 0xFu) | ((half_inside[1][a][k] & 0xFu) << 4);
+                index[a][k] = _mm256_set_m128i(half_index[1][a][k], half_index[0][a][k]);
+            }
+        }
+        if constexpr (K > 1) {
+            for (int o = 0; o < kOuterTaps; ++o) {
+                for (int k = 0; k < K; ++k) {
+                    weight[o][k] = _mm256_set_m128(_mm256_cvtpd_ps(half_weight[1][o][k]), _mm256_cvtpd_ps(half_weight[0][o][k]));
+                }
+            }
+        }
+    }
+    const unsigned take = near & edge;
+    if (take == 0) return 0;
+    // Tap offsets in tap order: outer taps (z, y), then x.
+    __m256i offset[kOuterTaps][K];
+    for (int o = 0; o < kOuterTaps; ++o) {
+        const int ky = o % K, kz = o / K;
+        __m256i outer = _mm256_mullo_epi32(index[Rank - 2][ky], _mm256_set1_epi32(static_cast<std::int32_t>(geometry.stride[Rank - 2])));
+        if constexpr (Rank == 3) {
+            outer = _mm256_add_epi32(_mm256_mullo_epi32(index[0][kz], _mm256_set1_epi32(static_cast<std::int32_t>(geometry.stride[0]))), outer);
+        }
+        for (int k = 0; k < K; ++k) {
+            offset[o][k] = _mm256_add_epi32(outer, _mm256_mullo_epi32(index[Rank - 1][k],
+                                                                      _mm256_set1_epi32(static_cast<std::int32_t>(geometry.stride[Rank - 1]))));
+        }
+    }
+    for (std::int64_t c = 0; c < out.channels; ++c) {
+        const float* in = input + c * out.input_channel_stride;
+        __m256 sum = _mm256_setzero_ps();
+        for (int o = 0; o < kOuterTaps; ++o) {
+            // Zeros padding: the taps inside every axis are read, the others are the fill value.
+            unsigned tap_inside = 0xFFu;
+            if constexpr (std::is_same_v<Pad, ZerosPadding>) {
+                tap_inside = inside[Rank - 2][o % K] & (Rank == 3 ? inside[0][o / K] : 0xFFu);
+            }
+            for (int k = 0; k < K; ++k) {
+                const unsigned read = std::is_same_v<Pad, ZerosPadding> ? (tap_inside & inside[Rank - 1][k]) : 0xFFu;
+                const __m256 v = _mm256_mask_i32gather_ps(_mm256_set1_ps(out.fill_value), in, offset[o][k], lane_mask(take & read), 4);
+                if constexpr (K == 1) {
+                    sum = v;
+                } else {
+                    sum = _mm256_add_ps(sum, _mm256_mul_ps(weight[o][k], v));
+                }
+            }
+        }
+        _mm256_maskstore_ps(output + c * out.output_channel_stride, _mm256_castps_si256(lane_mask(take)), sum);
+    }
+    return take;
+}
+
+// Whether the AVX2 pass can run: float32 pixels with the innermost axis of unit stride, an output
+// row of unit stride, and every axis long enough to have interior points at all (otherwise the
+// clamped stand-ins could reach outside the input).
+template <class Interp>
+bool interior_pass_avx2_applies(const InputGeometry& geometry, const FastOutput<float>& out) {
+    for (int a = 0; a < geometry.rank; ++a) {
+        if (!(Interp::template interior_lo<float>() < Interp::template interior_hi<float>(geometry.extent[a]))) return false;
+    }
+    return geometry.stride[geometry.rank - 1] == 1 && out.output_point_stride == 1;
+}
+
+// The pass for one row of `count` points: writes every point of every channel as if it were
+// interior, fill points with the fill value, lists the other points in edge_points (their number
+// in *edges) and every point's first-tap offset in first_taps (clamped stand-ins where not
+// interior), from which the input of the rows ahead is prefetched. next_xyz: the next row's
+// stored coordinates, asked for as this row goes (nullptr: none to ask for).
+template <PositionKind Kind, class Interp, class Pad, int Rank, class C>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(const CoordinateReader<C>& coordinates, std::int64_t count,
+                                                                              const PlannerAxes<C, Rank>& axes,
+                                                                              const std::int32_t* outer_offset, const InputGeometry& geometry,
+                                                                              const float* input,
+                                                                              float* output, const FastOutput<float>& out,
+                                                                              std::int32_t* edge_points, std::int64_t* edges,
+                                                                              std::int32_t* first_taps, const C* next_xyz) {
+    constexpr int K = Interp::taps;
+    const IndexSpan known_interior =
+        coordinates.linear == nullptr ? IndexSpan{} : known_interior_span<Kind, Rank, C>(coordinates, count, axes);
+    std::int64_t edge_count = 0;
+    Avx2Group<Rank, K> group;
+    for (std::int64_t p = 0; p < count; p += 8) {
+        const int lanes = static_cast<int>(std::min<std::int64_t>(8, count - p));
+        if (next_xyz != nullptr && (p & 15) == 0) {
+            // The next row's coordinates of the same 16 points: Rank cache lines' worth.
+            for (int l = 0; l < Rank; ++l) prefetch_line(reinterpret_cast<std::uintptr_t>(next_xyz + p * Rank + 16 * l));
+        }
+        if (lanes == 8 && p >= known_interior.begin && p + 8 <= known_interior.end) {
+            plan_group_avx2<Kind, Interp, Rank, C, true>(coordinates, p, lanes, axes, group);
+        } else {
+            plan_group_avx2<Kind, Interp, Rank, C, false>(coordinates, p, lanes, axes, group);
+        }
+        const unsigned active = (1u << lanes) - 1u;
+        const unsigned fill = std::is_same_v<Pad, ZerosPadding> ? group.fill_zeros : group.fill_nonfinite;
+        const __m256i offset = _mm256_load_si256(reinterpret_cast<const __m256i*>(group.offset));
+        if (lanes == 8) {
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(first_taps + p), offset);
+        } else {
+            _mm256_maskstore_epi32(first_taps + p, first_words(lanes), offset);
+        }
+        if (fill == active) {
+            // Only fill points: no input to read.
+            const __m256 value = _mm256_set1_ps(out.fill_stored);
+            for (std::int64_t c = 0; c < out.channels; ++c) {
+                float* o = output + p + c * out.output_channel_stride;
+                if (lanes == 8) {
+                    _mm256_storeu_ps(o, value);
+                } else {
+                    _mm256_maskstore_ps(o, first_words(lanes), value);
+                }
+            }
+            continue;
+        }
+        sample_group_avx2<Rank, K>(group, lanes, outer_offset, input, output + p, out, fill);
+        // Points across an edge whose taps map by one clamp or reflection (under zeros padding:
+        // whose taps are inside or read the fill value); the rest are finished elsewhere.
+        unsigned edge = ~group.interior & ~fill & active;
+        if (edge != 0) edge &= ~sample_near_group_avx2<Kind, Interp, Pad, Rank, C>(coordinates, p, lanes, edge, geometry, input, output + p, out);
+        for (; edge != 0; edge &= edge - 1) {
+            edge_points[edge_count++] = static_cast<std::int32_t>(p + __builtin_ctz(edge));
+        }
+    }
+    *edges = edge_count;
+    return edge_count == 0 ? PassResult::Complete : PassResult::EdgesLeft;
+}
+
+// The AVX2 pass for a run of rows of one tile (see interior_pass_avx512 for the contract).
+template <PositionKind Kind, class Interp, class Pad, int Rank, class S, class C>
+GRIDWARP_TARGET_AVX2 PassStop interior_pass_avx2(const PassRows<C>& rows, std::int64_t count, const InputGeometry& geometry,
+                                                 const S* input, S* output, const FastOutput<S>& out, std::int64_t /*input_span*/,
+                                                 const ByteLayout& /*layout*/, std::int32_t* edge_points, std::int32_t* first_taps,
+                                                 RowPrefetch& prefetch) {
+    static_assert(std::is_same_v<S, float>);
+    constexpr int K = Interp::taps;
+    constexpr int kOuterTaps = Avx2Group<Rank, K>::kOuterTaps;
+    PlannerAxes<C, Rank> axes;
+    axes.lo = Interp::template interior_lo<C>();
+    axes.outside_below = Interp::template outside_below<C>();
+    for (int a = 0; a < Rank; ++a) {
+        axes.outside_from[a] = Interp::template outside_from<C>(geometry.extent[a]);
+        axes.extent[a] = static_cast<C>(geometry.extent[a]);
+        axes.hi[a] = Interp::template interior_hi<C>(geometry.extent[a]);
+        axes.below_hi[a] = std::nextafter(axes.hi[a], -std::numeric_limits<C>::infinity());
+        axes.stride[a] = static_cast<std::int32_t>(geometry.stride[a]);
+    }
+    std::int32_t outer_offset[kOuterTaps];
+    for (int o = 0; o < kOuterTaps; ++o) {
+        const int ky = o % K, kz = o / K;
+        outer_offset[o] = static_cast<std::int32_t>(ky * geometry.stride[Rank - 2] + (Rank == 3 ? kz * geometry.stride[0] : 0));
+    }
+    PassStop stop;
+    for (std::int64_t r = 0; r < rows.rows; ++r) {
+        std::int64_t edges = 0;
+        PassResult result;
+        if (rows.linear != nullptr) {
+            CoordinateReader<C> coordinates;
+            coordinates.linear = &rows.linear[r];
+            coordinates.first_index = rows.first_index;
+            result = interior_pass_row_avx2<Kind, Interp, Pad, Rank, C>(coordinates, count, axes, outer_offset, geometry, input,
+                                                                        output + rows.output_offset[r], out, edge_points, &edges,
+                                                                        first_taps, nullptr);
+        } else {
+            const C* next = nullptr;
+            if constexpr (std::is_same_v<C, float>) next = r + 1 < rows.rows ? rows.xyz[r + 1] : rows.next_xyz;
+            CoordinateReader<C> coordinates;
+            coordinates.xyz = rows.xyz[r];
+            result = interior_pass_row_avx2<Kind, Interp, Pad, Rank, C>(coordinates, count, axes, outer_offset, geometry, input,
+                                                                        output + rows.output_offset[r], out, edge_points, &edges,
+                                                                        first_taps, next);
+        }
+        const std::int64_t move = prefetch.started ? first_taps[0] - prefetch.previous_base : 0;
+        prefetch.previous_base = first_taps[0];
+        prefetch.started = true;
+        prefetch_input(first_taps, count, input, kPrefetchRowsAhead * move + prefetch.last_tap, prefetch.point_stride,
+                       prefetches_per_line(Rank));
+        stop.rows = r + 1;
+        if (result != PassResult::Complete) {
+            stop.result = result;
+            stop.edges = edges;
+            return stop;
+        }
+    }
+    return stop;
+}
+
+template <class C, class Interp, class Pad, int Rank>
+AvxInteriorPass<float, C> select_interior_pass_avx2(CoordinateSpace space, bool align_corners) {
+    if (space == CoordinateSpace::Pixel) return &interior_pass_avx2<PositionKind::Pixel, Interp, Pad, Rank, float, C>;
+    if (align_corners) return &interior_pass_avx2<PositionKind::NormalizedCorners, Interp, Pad, Rank, float, C>;
+    return &interior_pass_avx2<PositionKind::NormalizedEdges, Interp, Pad, Rank, float, C>;
+}
+
+#endif  // GRIDWARP_AVX2_DISPATCH
