@@ -1,9 +1,10 @@
 // The fast paths of the kernel (ranks 2 and 3; float32, float64 and 8/16-bit integer pixels; the
-// generic x86-64 build, the AVX2 build and the AVX-512 interior pass) against the plain reference path, which
-// SampleOptions::force_generic_rank selects. The fast paths do the reference path's arithmetic in
-// the same order, so every comparison here is bit for bit (compare_exact: memcmp per element, so
-// -0 and +0 differ). Positions are drawn near and across every edge, with exact integers and
-// half-integers (tap and rounding boundaries), far and non-finite coordinates.
+// generic x86-64 build, the AVX2 build with its interior pass, and the AVX-512 interior pass)
+// against the plain reference path, which SampleOptions::force_generic_rank selects. The fast
+// paths do the reference path's arithmetic in the same order, so every comparison here is bit for
+// bit (compare_exact: memcmp per element, so -0 and +0 differ). Positions are drawn near and
+// across every edge, with exact integers and half-integers (tap and rounding boundaries), far and
+// non-finite coordinates.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -25,9 +26,9 @@ const Padding kPaddings[] = {Padding::Zeros, Padding::Border, Padding::Reflectio
 const DType kFastTypes[] = {DType::Float32, DType::Float64, DType::UInt8, DType::Int8, DType::UInt16, DType::Int16};
 
 // The kernel's instruction sets: the best the processor has ("auto": AVX-512 where present), the
-// AVX2 build without AVX-512 ("avx2"), and the generic x86-64 build ("baseline"), chosen through
-// GRIDWARP_ISA. Where the processor lacks one, the kernel falls back to the next, so every setting
-// is valid everywhere.
+// AVX2 build and its float32 interior pass without AVX-512 ("avx2"), and the generic x86-64 build
+// ("baseline"), chosen through GRIDWARP_ISA. Where the processor lacks one, the kernel falls back
+// to the next, so every setting is valid everywhere.
 const char* const kIsas[] = {"auto", "avx2", "baseline"};
 
 // Selects the kernel's instruction set for its lifetime.
@@ -350,7 +351,7 @@ TEST_CASE("fast paths round integer results half to even and saturate as the ref
     }
 }
 
-TEST_CASE("the AVX-512 interior pass equals the reference path on large interior regions, 2-D and 3-D",
+TEST_CASE("the interior passes (AVX-512, AVX2) equal the reference path on large interior regions, 2-D and 3-D",
           "[fast][interior]") {
     // Blocks of 256 points that are entirely interior (the pass alone writes them) next to mixed
     // ones, float32 grids read in place and float32 affine positions computed per row, several
@@ -477,7 +478,7 @@ TEST_CASE("the AVX-512 interior pass equals the reference path for uint8 images,
     }
 }
 
-TEST_CASE("affine rows: the interior run the AVX-512 pass plans without tests ends where the reference's does",
+TEST_CASE("affine rows: the interior run the interior passes plan without tests ends where the reference's does",
           "[fast][interior][affine]") {
     // Along an affine row the pass finds the run of interior points by bisection and plans it
     // without per-point tests. These rows put positions exactly on the boundaries of that run
