@@ -26,7 +26,7 @@ const Padding kPaddings[] = {Padding::Zeros, Padding::Border, Padding::Reflectio
 const DType kFastTypes[] = {DType::Float32, DType::Float64, DType::UInt8, DType::Int8, DType::UInt16, DType::Int16};
 
 // The kernel's instruction sets: the best the processor has ("auto": AVX-512 where present), the
-// AVX2 build and its float32 interior pass without AVX-512 ("avx2"), and the generic x86-64 build
+// AVX2 build and its interior pass without AVX-512 ("avx2"), and the generic x86-64 build
 // ("baseline"), chosen through GRIDWARP_ISA. Where the processor lacks one, the kernel falls back
 // to the next, so every setting is valid everywhere.
 const char* const kIsas[] = {"auto", "avx2", "baseline"};
@@ -430,7 +430,7 @@ TEST_CASE("the interior passes (AVX-512, AVX2) equal the reference path on large
     }
 }
 
-TEST_CASE("the AVX-512 interior pass equals the reference path for uint8 images, planar and interleaved",
+TEST_CASE("the interior passes (AVX-512, AVX2) equal the reference path for uint8 images, planar and interleaved",
           "[fast][interior]") {
     // 1, 3 and 4 channels, read and written planar or interleaved (HWC, as OpenCV holds them), with
     // float64 pixel-space affine positions (what `gridwarp affine --matrix` uses) and float32

@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -1418,7 +1419,7 @@ void run_fast(const Task& task) {
         if (isa.avx512) {
             interior_pass = visit_interpolation(options.mode, [&](auto interp) -> AvxInteriorPass<S, C> {
                 using I = typename decltype(interp)::type;
-                if (!interior_pass_avx512_applies<S, I>(geometry, fast_output, &byte_layout)) return nullptr;
+                if (!interior_pass_applies<S, I>(geometry, fast_output, &byte_layout)) return nullptr;
                 if constexpr (std::is_same_v<S, std::uint8_t>) {
                     prepare_byte_layout<I::taps>(byte_layout, geometry.stride[rank - 1]);
                 }
@@ -1431,16 +1432,16 @@ void run_fast(const Task& task) {
             use_interior_pass = interior_pass != nullptr;
         }
     }
-    if constexpr (std::is_same_v<S, float>) {
-        // Without AVX-512: the AVX2 pass.
+    if constexpr (kAvx512Pixel<S>) {
+        // Without AVX-512: the AVX2 pass, for the same pixel types and layouts.
         if (!use_interior_pass && isa.avx2) {
             interior_pass = visit_interpolation(options.mode, [&](auto interp) -> AvxInteriorPass<S, C> {
                 using I = typename decltype(interp)::type;
-                if (!interior_pass_avx2_applies<I>(geometry, fast_output)) return nullptr;
+                if (!interior_pass_applies<S, I>(geometry, fast_output, &byte_layout)) return nullptr;
                 return visit_padding(options.padding, [&](auto pad) -> AvxInteriorPass<S, C> {
                     using P = typename decltype(pad)::type;
-                    return rank == 2 ? select_interior_pass_avx2<C, I, P, 2>(geometry.space, geometry.align_corners)
-                                     : select_interior_pass_avx2<C, I, P, 3>(geometry.space, geometry.align_corners);
+                    return rank == 2 ? select_interior_pass_avx2<S, C, I, P, 2>(geometry.space, geometry.align_corners)
+                                     : select_interior_pass_avx2<S, C, I, P, 3>(geometry.space, geometry.align_corners);
                 });
             });
             use_interior_pass = interior_pass != nullptr;

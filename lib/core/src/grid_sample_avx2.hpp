@@ -1,5 +1,5 @@
-// The AVX2 interior pass of the fast path: float32 pixels, float32 and float64 coordinates, ranks
-// 2 and 3, for processors with AVX2 but without the AVX-512 pass (Haswell to Alder Lake, Zen 1-3).
+// The AVX2 interior pass of the fast path: float32 and uint8 pixels, float32 and float64
+// coordinates, ranks 2 and 3, for processors with AVX2 but without the AVX-512 pass (Haswell to Alder Lake, Zen 1-3).
 // Included by grid_sample.cpp only, inside its anonymous namespace, after grid_sample_avx512.hpp,
 // whose ISA-neutral pieces it shares: CoordinateReader, PlannerAxes, known_interior_span,
 // PassRows, PassStop, RowPrefetch and the pass's function type.
@@ -299,7 +299,8 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void plan_lanes_avx2(const Coordinat
         // (Lanes past `lanes` take the stand-in too: their taps are read.)
         if (!all_interior) safe = L::min(L::max(u[a], L::set1(axes.lo)), L::set1(axes.below_hi[a]));  // NaN -> lo
         const auto first = interior_first_avx2<Interp, C>(safe);
-        offset = a == Rank - 1 ? L::add_int(offset, first) : L::add_int(offset, L::mul_int(first, L::set1_int(axes.stride[a])));
+        // (No multiply for a unit stride: the innermost axis of every float32 input here.)
+        offset = L::add_int(offset, axes.stride[a] == 1 ? first : L::mul_int(first, L::set1_int(axes.stride[a])));
         if constexpr (K > 1) Interp::weights(P(safe), P(L::from_int(first)), weight[a]);
     }
     interior = inside;
@@ -608,34 +609,211 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE unsigned sample_near_group_avx2(cons
     return take;
 }
 
-// Whether the AVX2 pass can run: float32 pixels with the innermost axis of unit stride, an output
-// row of unit stride, and every axis long enough to have interior points at all (otherwise the
-// clamped stand-ins could reach outside the input).
-template <class Interp>
-bool interior_pass_avx2_applies(const InputGeometry& geometry, const FastOutput<float>& out) {
-    for (int a = 0; a < geometry.rank; ++a) {
-        if (!(Interp::template interior_lo<float>() < Interp::template interior_hi<float>(geometry.extent[a]))) return false;
+// ---- Sampling 8 planned points: uint8 pixels, interleaved (HWC: channels adjacent) or planar.
+// Each point reads 8 bytes per outer tap from its first tap on (every channel's K taps when
+// interleaved, K * channels <= 8; one channel's K taps when planar) with one 64-bit load; a byte
+// shuffle within each 128-bit half (vpshufb) picks tap k of channel c of 8 points into 32-bit lanes.
+
+// The byte shuffles of a uint8 pass, made once per call from the layout.
+struct Avx2ByteShuffles {
+    // [k][c] (planar: [k][0]): from the loads of points 0, 1 | 4, 5 into lanes 0, 1 | 4, 5 and from
+    // those of points 2, 3 | 6, 7 into lanes 2, 3 | 6, 7 (load_bytes_x8), zeroing the other bytes.
+    __m256i pick_low[4][4], pick_high[4][4];
+    // Interleaved output: bytes j of the group's 8 * channels output bytes, j < 16 (part 0) and
+    // j >= 16 (part 1), from channels 0-1 (source 0) and 2-3 (source 1), each channel's 8 bytes in
+    // order; a source's zero bytes come from index 0x80.
+    __m128i interleave[2][2];
+};
+
+GRIDWARP_TARGET_AVX2 inline Avx2ByteShuffles make_byte_shuffles(const ByteLayout& layout, int taps, std::int64_t input_inner_stride) {
+    Avx2ByteShuffles shuffles;
+    for (int k = 0; k < taps && k < 4; ++k) {
+        for (int c = 0; c < layout.channels; ++c) {
+            const int b = layout.interleaved_in ? static_cast<int>(k * input_inner_stride) + c : k;
+            alignas(32) std::uint8_t low[32], high[32];
+            for (int i = 0; i < 32; ++i) low[i] = high[i] = 0x80;
+            for (int half = 0; half < 2; ++half) {
+                for (int point = 0; point < 2; ++point) {
+                    low[16 * half + 4 * point] = static_cast<std::uint8_t>(8 * point + b);
+                    high[16 * half + 4 * (point + 2)] = static_cast<std::uint8_t>(8 * point + b);
+                }
+            }
+            shuffles.pick_low[k][c] = _mm256_load_si256(reinterpret_cast<const __m256i*>(low));
+            shuffles.pick_high[k][c] = _mm256_load_si256(reinterpret_cast<const __m256i*>(high));
+        }
     }
-    return geometry.stride[geometry.rank - 1] == 1 && out.output_point_stride == 1;
+    for (int part = 0; part < 2; ++part) {
+        for (int source = 0; source < 2; ++source) {
+            alignas(16) std::uint8_t index[16];
+            for (int j = 0; j < 16; ++j) {
+                const int byte = 16 * part + j, c = byte % layout.channels, point = byte / layout.channels;
+                const bool here = byte < 8 * layout.channels && c / 2 == source;
+                index[j] = here ? static_cast<std::uint8_t>((c % 2) * 8 + point) : std::uint8_t{0x80};
+            }
+            shuffles.interleave[part][source] = _mm_load_si128(reinterpret_cast<const __m128i*>(index));
+        }
+    }
+    return shuffles;
+}
+
+// 8 bytes from base + offset[i] for 8 points: points 0, 1 | 4, 5 in `low`, 2, 3 | 6, 7 in `high`.
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void load_bytes_x8(const std::uint8_t* base, const std::int32_t* offset, __m256i& low, __m256i& high) {
+    __m128i pair[4];
+    for (int j = 0; j < 4; ++j) {
+        const __m128d first = _mm_load_sd(reinterpret_cast<const double*>(base + offset[2 * j]));
+        pair[j] = _mm_castpd_si128(_mm_loadh_pd(first, reinterpret_cast<const double*>(base + offset[2 * j + 1])));
+    }
+    low = _mm256_set_m128i(pair[2], pair[0]);
+    high = _mm256_set_m128i(pair[3], pair[1]);
+}
+
+// The bytes that a pair of shuffles picks from 8 points' loads, as floats.
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE __m256 byte_values_x8(const __m256i& low, const __m256i& high, const __m256i& pick_low,
+                                                                  const __m256i& pick_high) {
+    return _mm256_cvtepi32_ps(_mm256_or_si256(_mm256_shuffle_epi8(low, pick_low), _mm256_shuffle_epi8(high, pick_high)));
+}
+
+// store_finite<uint8_t> lane-wise: round half to even (by the rounding the instruction names,
+// whatever MXCSR says), then clamp to [0, 255] by the two saturating packs; 8 bytes in the low half.
+// The sums are finite and far inside the int32 range, so rounding before the clamp gives what
+// clamping first would.
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE __m128i round_to_bytes_x8(__m256 sum) {
+    const __m256i rounded = _mm256_cvtps_epi32(_mm256_round_ps(sum, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __m128i words = _mm_packus_epi32(_mm256_castsi256_si128(rounded), _mm256_extracti128_si256(rounded, 1));
+    return _mm_packus_epi16(words, words);
+}
+
+// One bit per point as a byte mask (byte i all ones where bit i is set).
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE __m128i point_byte_mask(unsigned bits) {
+    const __m128i bit = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm_cmpeq_epi8(_mm_and_si128(_mm_set1_epi8(static_cast<char>(bits)), bit), bit);
+}
+
+// Writes `valid` of `bytes` (8 * channels) bytes held in two 16-byte parts.
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void store_group_bytes(std::uint8_t* to, __m128i part0, __m128i part1, int bytes, int valid) {
+    if (valid < bytes) {
+        alignas(16) std::uint8_t staged[32];
+        _mm_store_si128(reinterpret_cast<__m128i*>(staged), part0);
+        _mm_store_si128(reinterpret_cast<__m128i*>(staged + 16), part1);
+        std::memcpy(to, staged, static_cast<std::size_t>(valid));
+        return;
+    }
+    if (bytes == 8) {
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(to), part0);
+        return;
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(to), part0);
+    if (bytes == 24) _mm_storel_epi64(reinterpret_cast<__m128i*>(to + 16), part1);
+    if (bytes == 32) _mm_storeu_si128(reinterpret_cast<__m128i*>(to + 16), part1);
+}
+
+// (The channel count is a template parameter so that the per-channel sums stay in registers.)
+template <int Rank, int K, int Channels>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_byte_group_avx2(const Avx2Group<Rank, K>& group, int lanes,
+                                                                        const std::int32_t* outer_offset, const std::uint8_t* input,
+                                                                        std::uint8_t* output, const FastOutput<std::uint8_t>& out,
+                                                                        const ByteLayout& layout, const Avx2ByteShuffles& shuffles,
+                                                                        unsigned fill) {
+    constexpr int kOuterTaps = Avx2Group<Rank, K>::kOuterTaps;
+    __m256 sum[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int t = 0; t < kOuterTaps; ++t) {
+        if (layout.interleaved_in) {
+            __m256i low, high;
+            load_bytes_x8(input + outer_offset[t], group.offset, low, high);
+            for (int k = 0; k < K; ++k) {
+                for (int c = 0; c < Channels; ++c) {
+                    const __m256 v = byte_values_x8(low, high, shuffles.pick_low[k][c], shuffles.pick_high[k][c]);
+                    sum[c] = K == 1 ? v : _mm256_add_ps(sum[c], _mm256_mul_ps(group.weight[t][k], v));
+                }
+            }
+        } else {
+            for (int c = 0; c < Channels; ++c) {
+                __m256i low, high;
+                load_bytes_x8(input + c * out.input_channel_stride + outer_offset[t], group.offset, low, high);
+                for (int k = 0; k < K; ++k) {
+                    const __m256 v = byte_values_x8(low, high, shuffles.pick_low[k][0], shuffles.pick_high[k][0]);
+                    sum[c] = K == 1 ? v : _mm256_add_ps(sum[c], _mm256_mul_ps(group.weight[t][k], v));
+                }
+            }
+        }
+    }
+    __m128i bytes[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
+    const __m128i fill_bytes = _mm_set1_epi8(static_cast<char>(out.fill_stored));
+    for (int c = 0; c < Channels; ++c) {
+        bytes[c] = round_to_bytes_x8(sum[c]);  // exact for nearest's copies too
+        if (fill != 0) bytes[c] = _mm_blendv_epi8(bytes[c], fill_bytes, point_byte_mask(fill));
+    }
+    if (layout.interleaved_out) {
+        const __m128i source[2] = {_mm_unpacklo_epi64(bytes[0], bytes[1]), _mm_unpacklo_epi64(bytes[2], bytes[3])};
+        __m128i part[2];
+        for (int j = 0; j < 2; ++j) {
+            part[j] = _mm_or_si128(_mm_shuffle_epi8(source[0], shuffles.interleave[j][0]), _mm_shuffle_epi8(source[1], shuffles.interleave[j][1]));
+        }
+        store_group_bytes(output, part[0], part[1], 8 * Channels, lanes * Channels);
+    } else {
+        for (int c = 0; c < Channels; ++c) {
+            store_group_bytes(output + c * out.output_channel_stride, bytes[c], bytes[c], 8, lanes);
+        }
+    }
+}
+
+template <int Rank, int K>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_byte_group_avx2(const Avx2Group<Rank, K>& group, int lanes,
+                                                                        const std::int32_t* outer_offset, const std::uint8_t* input,
+                                                                        std::uint8_t* output, const FastOutput<std::uint8_t>& out,
+                                                                        const ByteLayout& layout, const Avx2ByteShuffles& shuffles,
+                                                                        unsigned fill) {
+    switch (layout.channels) {
+        case 1: return sample_byte_group_avx2<Rank, K, 1>(group, lanes, outer_offset, input, output, out, layout, shuffles, fill);
+        case 2: return sample_byte_group_avx2<Rank, K, 2>(group, lanes, outer_offset, input, output, out, layout, shuffles, fill);
+        case 3: return sample_byte_group_avx2<Rank, K, 3>(group, lanes, outer_offset, input, output, out, layout, shuffles, fill);
+        default: return sample_byte_group_avx2<Rank, K, 4>(group, lanes, outer_offset, input, output, out, layout, shuffles, fill);
+    }
+}
+
+// Groups whose every point is a fill point.
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void fill_group_avx2(int lanes, float* output, const FastOutput<float>& out, const ByteLayout&) {
+    const __m256 value = _mm256_set1_ps(out.fill_stored);
+    for (std::int64_t c = 0; c < out.channels; ++c) {
+        float* o = output + c * out.output_channel_stride;
+        if (lanes == 8) {
+            _mm256_storeu_ps(o, value);
+        } else {
+            _mm256_maskstore_ps(o, first_words(lanes), value);
+        }
+    }
+}
+
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void fill_group_avx2(int lanes, std::uint8_t* output, const FastOutput<std::uint8_t>& out,
+                                                                 const ByteLayout& layout) {
+    const __m128i value = _mm_set1_epi8(static_cast<char>(out.fill_stored));
+    if (layout.interleaved_out) {
+        store_group_bytes(output, value, value, 8 * layout.channels, lanes * layout.channels);
+    } else {
+        for (int c = 0; c < layout.channels; ++c) store_group_bytes(output + c * out.output_channel_stride, value, value, 8, lanes);
+    }
 }
 
 // The pass for one row of `count` points: writes every point of every channel as if it were
 // interior, fill points with the fill value, lists the other points in edge_points (their number
 // in *edges) and every point's first-tap offset in first_taps (clamped stand-ins where not
 // interior), from which the input of the rows ahead is prefetched. next_xyz: the next row's
-// stored coordinates, asked for as this row goes (nullptr: none to ask for).
-template <PositionKind Kind, class Interp, class Pad, int Rank, class C>
+// stored coordinates, asked for as this row goes (nullptr: none to ask for). uint8: last_safe is
+// the last first-tap offset whose 8-byte loads stay inside the input; a group reaching past it
+// reads from last_safe instead and the row is redone by the generic stages (Redo).
+template <PositionKind Kind, class Interp, class Pad, int Rank, class S, class C>
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(const CoordinateReader<C>& coordinates, std::int64_t count,
                                                                               const PlannerAxes<C, Rank>& axes,
-                                                                              const std::int32_t* outer_offset, const InputGeometry& geometry,
-                                                                              const float* input,
-                                                                              float* output, const FastOutput<float>& out,
-                                                                              std::int32_t* edge_points, std::int64_t* edges,
-                                                                              std::int32_t* first_taps, const C* next_xyz) {
+                                                                              const std::int32_t* outer_offset, std::int64_t last_safe,
+                                                                              const InputGeometry& geometry, const S* input, S* output,
+                                                                              const FastOutput<S>& out, const ByteLayout& layout,
+                                                                              const Avx2ByteShuffles* shuffles, std::int32_t* edge_points,
+                                                                              std::int64_t* edges, std::int32_t* first_taps, const C* next_xyz) {
     constexpr int K = Interp::taps;
     const IndexSpan known_interior =
         coordinates.linear == nullptr ? IndexSpan{} : known_interior_span<Kind, Rank, C>(coordinates, count, axes);
     std::int64_t edge_count = 0;
+    bool redo = false;
     Avx2Group<Rank, K> group;
     for (std::int64_t p = 0; p < count; p += 8) {
         const int lanes = static_cast<int>(std::min<std::int64_t>(8, count - p));
@@ -650,45 +828,48 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
         }
         const unsigned active = (1u << lanes) - 1u;
         const unsigned fill = std::is_same_v<Pad, ZerosPadding> ? group.fill_zeros : group.fill_nonfinite;
-        const __m256i offset = _mm256_load_si256(reinterpret_cast<const __m256i*>(group.offset));
+        __m256i offset = _mm256_load_si256(reinterpret_cast<const __m256i*>(group.offset));
         if (lanes == 8) {
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(first_taps + p), offset);
         } else {
             _mm256_maskstore_epi32(first_taps + p, first_words(lanes), offset);
         }
+        S* const o = output + p * out.output_point_stride;
         if (fill == active) {
             // Only fill points: no input to read.
-            const __m256 value = _mm256_set1_ps(out.fill_stored);
-            for (std::int64_t c = 0; c < out.channels; ++c) {
-                float* o = output + p + c * out.output_channel_stride;
-                if (lanes == 8) {
-                    _mm256_storeu_ps(o, value);
-                } else {
-                    _mm256_maskstore_ps(o, first_words(lanes), value);
-                }
-            }
+            fill_group_avx2(lanes, o, out, layout);
             continue;
         }
-        sample_group_avx2<Rank, K>(group, lanes, outer_offset, input, output + p, out, fill);
-        // Points across an edge whose taps map by one clamp or reflection (under zeros padding:
-        // whose taps are inside or read the fill value); the rest are finished elsewhere.
         unsigned edge = ~group.interior & ~fill & active;
-        if (edge != 0) edge &= ~sample_near_group_avx2<Kind, Interp, Pad, Rank, C>(coordinates, p, lanes, edge, geometry, input, output + p, out);
+        if constexpr (std::is_same_v<S, float>) {
+            sample_group_avx2<Rank, K>(group, lanes, outer_offset, input, o, out, fill);
+            // Points across an edge whose taps map by one clamp or reflection (under zeros padding:
+            // whose taps are inside or read the fill value); the rest are finished elsewhere.
+            if (edge != 0) edge &= ~sample_near_group_avx2<Kind, Interp, Pad, Rank, C>(coordinates, p, lanes, edge, geometry, input, o, out);
+        } else {
+            (void)geometry;
+            const __m256i limit = _mm256_set1_epi32(static_cast<std::int32_t>(std::min<std::int64_t>(last_safe, INT32_MAX)));
+            if (greater_lanes(offset, limit) != 0) {
+                redo = true;
+                _mm256_store_si256(reinterpret_cast<__m256i*>(group.offset), _mm256_min_epi32(offset, limit));
+            }
+            sample_byte_group_avx2<Rank, K>(group, lanes, outer_offset, input, o, out, layout, *shuffles, fill);
+        }
         for (; edge != 0; edge &= edge - 1) {
             edge_points[edge_count++] = static_cast<std::int32_t>(p + __builtin_ctz(edge));
         }
     }
     *edges = edge_count;
+    if (redo) return PassResult::Redo;
     return edge_count == 0 ? PassResult::Complete : PassResult::EdgesLeft;
 }
 
 // The AVX2 pass for a run of rows of one tile (see interior_pass_avx512 for the contract).
 template <PositionKind Kind, class Interp, class Pad, int Rank, class S, class C>
 GRIDWARP_TARGET_AVX2 PassStop interior_pass_avx2(const PassRows<C>& rows, std::int64_t count, const InputGeometry& geometry,
-                                                 const S* input, S* output, const FastOutput<S>& out, std::int64_t /*input_span*/,
-                                                 const ByteLayout& /*layout*/, std::int32_t* edge_points, std::int32_t* first_taps,
+                                                 const S* input, S* output, const FastOutput<S>& out, std::int64_t input_span,
+                                                 const ByteLayout& layout, std::int32_t* edge_points, std::int32_t* first_taps,
                                                  RowPrefetch& prefetch) {
-    static_assert(std::is_same_v<S, float>);
     constexpr int K = Interp::taps;
     constexpr int kOuterTaps = Avx2Group<Rank, K>::kOuterTaps;
     PlannerAxes<C, Rank> axes;
@@ -706,6 +887,17 @@ GRIDWARP_TARGET_AVX2 PassStop interior_pass_avx2(const PassRows<C>& rows, std::i
         const int ky = o % K, kz = o / K;
         outer_offset[o] = static_cast<std::int32_t>(ky * geometry.stride[Rank - 2] + (Rank == 3 ? kz * geometry.stride[0] : 0));
     }
+    std::int64_t last_safe = 0;
+    Avx2ByteShuffles shuffles;
+    if constexpr (!std::is_same_v<S, float>) {
+        const std::int64_t channel_reach = layout.interleaved_in ? 0 : (layout.channels - 1) * out.input_channel_stride;
+        last_safe = input_span - 8 - outer_offset[kOuterTaps - 1] - channel_reach;
+        // (An input too small for the loads: the caller samples the first row, and then the next,
+        // by the generic stages.)
+        if (last_safe < 0) return PassStop{1, PassResult::Redo, 0};
+        shuffles = make_byte_shuffles(layout, K, geometry.stride[Rank - 1]);
+    }
+    (void)input_span;
     PassStop stop;
     for (std::int64_t r = 0; r < rows.rows; ++r) {
         std::int64_t edges = 0;
@@ -714,17 +906,17 @@ GRIDWARP_TARGET_AVX2 PassStop interior_pass_avx2(const PassRows<C>& rows, std::i
             CoordinateReader<C> coordinates;
             coordinates.linear = &rows.linear[r];
             coordinates.first_index = rows.first_index;
-            result = interior_pass_row_avx2<Kind, Interp, Pad, Rank, C>(coordinates, count, axes, outer_offset, geometry, input,
-                                                                        output + rows.output_offset[r], out, edge_points, &edges,
-                                                                        first_taps, nullptr);
+            result = interior_pass_row_avx2<Kind, Interp, Pad, Rank, S, C>(coordinates, count, axes, outer_offset, last_safe, geometry, input,
+                                                                           output + rows.output_offset[r], out, layout, &shuffles,
+                                                                           edge_points, &edges, first_taps, nullptr);
         } else {
             const C* next = nullptr;
             if constexpr (std::is_same_v<C, float>) next = r + 1 < rows.rows ? rows.xyz[r + 1] : rows.next_xyz;
             CoordinateReader<C> coordinates;
             coordinates.xyz = rows.xyz[r];
-            result = interior_pass_row_avx2<Kind, Interp, Pad, Rank, C>(coordinates, count, axes, outer_offset, geometry, input,
-                                                                        output + rows.output_offset[r], out, edge_points, &edges,
-                                                                        first_taps, next);
+            result = interior_pass_row_avx2<Kind, Interp, Pad, Rank, S, C>(coordinates, count, axes, outer_offset, last_safe, geometry, input,
+                                                                           output + rows.output_offset[r], out, layout, &shuffles,
+                                                                           edge_points, &edges, first_taps, next);
         }
         const std::int64_t move = prefetch.started ? first_taps[0] - prefetch.previous_base : 0;
         prefetch.previous_base = first_taps[0];
@@ -741,11 +933,11 @@ GRIDWARP_TARGET_AVX2 PassStop interior_pass_avx2(const PassRows<C>& rows, std::i
     return stop;
 }
 
-template <class C, class Interp, class Pad, int Rank>
-AvxInteriorPass<float, C> select_interior_pass_avx2(CoordinateSpace space, bool align_corners) {
-    if (space == CoordinateSpace::Pixel) return &interior_pass_avx2<PositionKind::Pixel, Interp, Pad, Rank, float, C>;
-    if (align_corners) return &interior_pass_avx2<PositionKind::NormalizedCorners, Interp, Pad, Rank, float, C>;
-    return &interior_pass_avx2<PositionKind::NormalizedEdges, Interp, Pad, Rank, float, C>;
+template <class S, class C, class Interp, class Pad, int Rank>
+AvxInteriorPass<S, C> select_interior_pass_avx2(CoordinateSpace space, bool align_corners) {
+    if (space == CoordinateSpace::Pixel) return &interior_pass_avx2<PositionKind::Pixel, Interp, Pad, Rank, S, C>;
+    if (align_corners) return &interior_pass_avx2<PositionKind::NormalizedCorners, Interp, Pad, Rank, S, C>;
+    return &interior_pass_avx2<PositionKind::NormalizedEdges, Interp, Pad, Rank, S, C>;
 }
 
 #endif  // GRIDWARP_AVX2_DISPATCH

@@ -1009,12 +1009,12 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE unsigned sample_near_group(const C
 
 // ---- The pass.
 
-// Whether interior_pass_avx512 can run, and the layout it reads and writes: the innermost axis of
+// Whether an interior pass (AVX-512 or AVX2) can run, and the layout it reads and writes: the innermost axis of
 // unit stride (float32 pairs, and planar uint8) or interleaved uint8 channels; an output row of unit
 // stride or interleaved uint8; every axis long enough to have interior points at all (otherwise the
 // clamped stand-ins could reach outside the input).
 template <class S, class Interp>
-bool interior_pass_avx512_applies(const InputGeometry& geometry, const FastOutput<S>& out, ByteLayout* layout) {
+bool interior_pass_applies(const InputGeometry& geometry, const FastOutput<S>& out, ByteLayout* layout) {
     for (int a = 0; a < geometry.rank; ++a) {
         if (!(Interp::template interior_lo<float>() < Interp::template interior_hi<float>(geometry.extent[a]))) return false;
     }
