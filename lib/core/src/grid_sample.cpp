@@ -843,7 +843,7 @@ FastPlanFunction<C> select_fast_planner(const SampleOptions& options, int rank, 
     });
 }
 
-// Stage 1 for a block whose interior and fill points the AVX-512 pass has written: only its edge
+// Stage 1 for a block whose interior and fill points an interior pass has written: only its edge
 // points, listed by the pass in block.edge_point, are planned (near and far, as fast_plan_kind
 // plans them), and the gather is told to write nothing else.
 template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
@@ -876,7 +876,8 @@ template <class C>
 using ListedPlanFunction = void (*)(const C* xyz, std::int64_t edges, const InputGeometry& geometry, FastBlock<C>& block);
 
 #ifdef GRIDWARP_AVX2_DISPATCH
-// Only the AVX-512 pass lists edge points, so only an AVX2 build of this stage is needed.
+// Only the interior passes (AVX-512, AVX2) list edge points, and both need AVX2, so only an AVX2
+// build of this stage is needed.
 template <class C, class Interp, class Pad, int Rank>
 GRIDWARP_TARGET_AVX2 void plan_listed_avx2(const C* xyz, std::int64_t edges, const InputGeometry& geometry,
                                            FastBlock<C>& block) {
@@ -1144,9 +1145,9 @@ FastGatherFunction<S, C> select_fast_gatherer(Interpolation mode, int rank, bool
     });
 }
 
-// Pixel types of the AVX-512 interior pass.
+// Pixel types of the interior passes (AVX-512 and AVX2).
 template <class S>
-inline constexpr bool kAvx512Pixel = std::is_same_v<S, float> || std::is_same_v<S, std::uint8_t>;
+inline constexpr bool kInteriorPassPixel = std::is_same_v<S, float> || std::is_same_v<S, std::uint8_t>;
 
 // Output tiles of the fast path: kTileWidth points along the innermost axis times kTileRows
 // along the next one in 2-D; in 3-D, kTileRows3d rows times kTileSlices slices. Neighbouring rows
@@ -1386,7 +1387,7 @@ void run_fast(const Task& task) {
     const std::int64_t tiles_h = (height + tile_h - 1) / tile_h;
     const std::int64_t tiles_d = (depth + tile_d - 1) / tile_d;
     const std::int64_t work_items = batch * tiles_d * tiles_h * tiles_w;
-    // (The AVX-512 pass takes a tile's row as one block.)
+    // (The interior passes take a tile's row as one block.)
     static_assert(kTileWidth <= FastBlock<C>::kPoints);
 
     const int taps_per_axis = options.mode == Interpolation::Nearest ? 1 : options.mode == Interpolation::Linear ? 2 : 4;
@@ -1405,7 +1406,7 @@ void run_fast(const Task& task) {
     fast_output.fill_stored = fill.stored;
     fast_output.fill_value = fill.value;
 
-    // The AVX-512 interior pass, where it serves this pixel type and layout.
+    // The AVX-512 interior pass, where it serves this pixel type and layout; else the AVX2 one.
     bool use_interior_pass = false;
 
 #ifdef GRIDWARP_AVX2_DISPATCH
@@ -1415,7 +1416,7 @@ void run_fast(const Task& task) {
     // Elements of a batch item that may be read, from its start.
     std::int64_t input_span = 1 + (input.shape[1] - 1) * input.strides[1];
     for (int a = 0; a < rank; ++a) input_span += (geometry.extent[a] - 1) * geometry.stride[a];
-    if constexpr (kAvx512Pixel<S>) {
+    if constexpr (kInteriorPassPixel<S>) {
         if (isa.avx512) {
             interior_pass = visit_interpolation(options.mode, [&](auto interp) -> AvxInteriorPass<S, C> {
                 using I = typename decltype(interp)::type;
@@ -1432,7 +1433,7 @@ void run_fast(const Task& task) {
             use_interior_pass = interior_pass != nullptr;
         }
     }
-    if constexpr (kAvx512Pixel<S>) {
+    if constexpr (kInteriorPassPixel<S>) {
         // Without AVX-512: the AVX2 pass, for the same pixel types and layouts.
         if (!use_interior_pass && isa.avx2) {
             interior_pass = visit_interpolation(options.mode, [&](auto interp) -> AvxInteriorPass<S, C> {
@@ -1464,7 +1465,7 @@ void run_fast(const Task& task) {
         FastBlock<C> block(rank, taps_per_axis, geometry.stride);
         std::vector<C> xyz(static_cast<std::size_t>(tile_w * rank));
 #ifdef GRIDWARP_AVX2_DISPATCH
-        // A tile's rows as the AVX-512 pass takes them.
+        // A tile's rows as the interior passes take them.
         const std::int64_t tile_rows = tile_d * tile_h;
         std::vector<const C*> row_xyz(static_cast<std::size_t>(tile_rows));
         std::vector<LinearRow> row_linear(static_cast<std::size_t>(tile_rows));
