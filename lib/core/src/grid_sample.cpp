@@ -1431,11 +1431,8 @@ void run_fast(const Task& task) {
                 });
             });
             use_interior_pass = interior_pass != nullptr;
-        }
-    }
-    if constexpr (kInteriorPassPixel<S>) {
-        // Without AVX-512: the AVX2 pass, for the same pixel types and layouts.
-        if (!use_interior_pass && isa.avx2) {
+        } else if (isa.avx2) {
+            // Without AVX-512: the AVX2 pass, for the same pixel types and layouts.
             interior_pass = visit_interpolation(options.mode, [&](auto interp) -> AvxInteriorPass<S, C> {
                 using I = typename decltype(interp)::type;
                 if (!interior_pass_applies<S, I>(geometry, fast_output, &byte_layout)) return nullptr;

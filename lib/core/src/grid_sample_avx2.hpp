@@ -872,26 +872,13 @@ GRIDWARP_TARGET_AVX2 PassStop interior_pass_avx2(const PassRows<C>& rows, std::i
                                                  RowPrefetch& prefetch) {
     constexpr int K = Interp::taps;
     constexpr int kOuterTaps = Avx2Group<Rank, K>::kOuterTaps;
-    PlannerAxes<C, Rank> axes;
-    axes.lo = Interp::template interior_lo<C>();
-    axes.outside_below = Interp::template outside_below<C>();
-    for (int a = 0; a < Rank; ++a) {
-        axes.outside_from[a] = Interp::template outside_from<C>(geometry.extent[a]);
-        axes.extent[a] = static_cast<C>(geometry.extent[a]);
-        axes.hi[a] = Interp::template interior_hi<C>(geometry.extent[a]);
-        axes.below_hi[a] = std::nextafter(axes.hi[a], -std::numeric_limits<C>::infinity());
-        axes.stride[a] = static_cast<std::int32_t>(geometry.stride[a]);
-    }
+    const PlannerAxes<C, Rank> axes = planner_axes<Interp, C, Rank>(geometry);
     std::int32_t outer_offset[kOuterTaps];
-    for (int o = 0; o < kOuterTaps; ++o) {
-        const int ky = o % K, kz = o / K;
-        outer_offset[o] = static_cast<std::int32_t>(ky * geometry.stride[Rank - 2] + (Rank == 3 ? kz * geometry.stride[0] : 0));
-    }
+    outer_tap_offsets<K, Rank>(geometry, outer_offset);
     std::int64_t last_safe = 0;
     Avx2ByteShuffles shuffles;
     if constexpr (!std::is_same_v<S, float>) {
-        const std::int64_t channel_reach = layout.interleaved_in ? 0 : (layout.channels - 1) * out.input_channel_stride;
-        last_safe = input_span - 8 - outer_offset[kOuterTaps - 1] - channel_reach;
+        last_safe = last_safe_first_tap(input_span, outer_offset[kOuterTaps - 1], layout, out);
         // (An input too small for the loads: the caller samples the first row, and then the next,
         // by the generic stages.)
         if (last_safe < 0) return PassStop{1, PassResult::Redo, 0};
@@ -918,11 +905,7 @@ GRIDWARP_TARGET_AVX2 PassStop interior_pass_avx2(const PassRows<C>& rows, std::i
                                                                            output + rows.output_offset[r], out, layout, &shuffles,
                                                                            edge_points, &edges, first_taps, next);
         }
-        const std::int64_t move = prefetch.started ? first_taps[0] - prefetch.previous_base : 0;
-        prefetch.previous_base = first_taps[0];
-        prefetch.started = true;
-        prefetch_input(first_taps, count, input, kPrefetchRowsAhead * move + prefetch.last_tap, prefetch.point_stride,
-                       prefetches_per_line(Rank));
+        prefetch_rows_ahead(prefetch, first_taps, count, input, Rank);
         stop.rows = r + 1;
         if (result != PassResult::Complete) {
             stop.result = result;

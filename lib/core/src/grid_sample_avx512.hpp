@@ -1073,6 +1073,54 @@ struct PassStop {
     std::int64_t edges = 0;
 };
 
+// ---- Set-up and per-row steps shared by the AVX-512 and AVX2 passes (no instruction set of their own).
+
+// The planner's per-axis constants of an interpolation on this input.
+template <class Interp, class C, int Rank>
+PlannerAxes<C, Rank> planner_axes(const InputGeometry& geometry) {
+    PlannerAxes<C, Rank> axes;
+    axes.lo = Interp::template interior_lo<C>();
+    axes.outside_below = Interp::template outside_below<C>();
+    for (int a = 0; a < Rank; ++a) {
+        axes.outside_from[a] = Interp::template outside_from<C>(geometry.extent[a]);
+        axes.extent[a] = static_cast<C>(geometry.extent[a]);
+        axes.hi[a] = Interp::template interior_hi<C>(geometry.extent[a]);
+        axes.below_hi[a] = std::nextafter(axes.hi[a], -std::numeric_limits<C>::infinity());
+        axes.stride[a] = static_cast<std::int32_t>(geometry.stride[a]);
+    }
+    return axes;
+}
+
+// Offsets of the outer taps (z, y) from the first tap, in tap order (the x taps come from each load).
+template <int K, int Rank>
+void outer_tap_offsets(const InputGeometry& geometry, std::int32_t* outer_offset) {
+    constexpr int kOuterTaps = Rank == 2 ? K : K * K;
+    for (int o = 0; o < kOuterTaps; ++o) {
+        const int ky = o % K, kz = o / K;
+        outer_offset[o] = static_cast<std::int32_t>(ky * geometry.stride[Rank - 2] + (Rank == 3 ? kz * geometry.stride[0] : 0));
+    }
+}
+
+// uint8: the last first-tap offset whose 8-byte loads stay inside the input (negative: the input
+// is too small for the loads, and the caller samples by the generic stages).
+template <class S>
+std::int64_t last_safe_first_tap(std::int64_t input_span, std::int32_t last_outer_offset, const ByteLayout& layout,
+                                 const FastOutput<S>& out) {
+    const std::int64_t channel_reach = layout.interleaved_in ? 0 : (layout.channels - 1) * out.input_channel_stride;
+    return input_span - 8 - last_outer_offset - channel_reach;
+}
+
+// After a row is planned: asks for the input the row kPrefetchRowsAhead rows on will read, this
+// row's first taps moved that many times by the move from the previous row to this one.
+template <class S>
+void prefetch_rows_ahead(RowPrefetch& prefetch, const std::int32_t* first_taps, std::int64_t count, const S* input, int rank) {
+    const std::int64_t move = prefetch.started ? first_taps[0] - prefetch.previous_base : 0;
+    prefetch.previous_base = first_taps[0];
+    prefetch.started = true;
+    prefetch_input(first_taps, count, input, kPrefetchRowsAhead * move + prefetch.last_tap, prefetch.point_stride,
+                   prefetches_per_line(rank));
+}
+
 template <class S, class C>
 using AvxInteriorPass = PassStop (*)(const PassRows<C>& rows, std::int64_t count, const InputGeometry& geometry, const S* input,
                                      S* output, const FastOutput<S>& out, std::int64_t input_span, const ByteLayout& layout,
@@ -1236,27 +1284,13 @@ GRIDWARP_TARGET_AVX512 PassStop interior_pass_avx512(const PassRows<C>& rows, st
                                                      RowPrefetch& prefetch) {
     constexpr int K = Interp::taps;
     constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
-    PlannerAxes<C, Rank> axes;
-    axes.lo = Interp::template interior_lo<C>();
-    axes.outside_below = Interp::template outside_below<C>();
-    for (int a = 0; a < Rank; ++a) {
-        axes.outside_from[a] = Interp::template outside_from<C>(geometry.extent[a]);
-        axes.extent[a] = static_cast<C>(geometry.extent[a]);
-        axes.hi[a] = Interp::template interior_hi<C>(geometry.extent[a]);
-        axes.below_hi[a] = std::nextafter(axes.hi[a], -std::numeric_limits<C>::infinity());
-        axes.stride[a] = static_cast<std::int32_t>(geometry.stride[a]);
-    }
-    // Offsets of the outer taps from the first tap (the x taps come from each load), in tap order.
+    const PlannerAxes<C, Rank> axes = planner_axes<Interp, C, Rank>(geometry);
     std::int32_t outer_offset[kOuterTaps];
-    for (int o = 0; o < kOuterTaps; ++o) {
-        const int ky = o % K, kz = o / K;
-        outer_offset[o] = static_cast<std::int32_t>(ky * geometry.stride[Rank - 2] + (Rank == 3 ? kz * geometry.stride[0] : 0));
-    }
+    outer_tap_offsets<K, Rank>(geometry, outer_offset);
     // The last first-tap offset whose 8-byte loads stay inside the input (uint8 only).
     std::int64_t last_safe = 0;
     if constexpr (!std::is_same_v<S, float>) {
-        const std::int64_t channel_reach = layout.interleaved_in ? 0 : (layout.channels - 1) * out.input_channel_stride;
-        last_safe = input_span - 8 - outer_offset[kOuterTaps - 1] - channel_reach;
+        last_safe = last_safe_first_tap(input_span, outer_offset[kOuterTaps - 1], layout, out);
         // (An input too small for the loads: the caller samples the first row, and then the next,
         // by the generic stages.)
         if (last_safe < 0) return PassStop{1, PassResult::Redo, 0};
@@ -1291,11 +1325,7 @@ GRIDWARP_TARGET_AVX512 PassStop interior_pass_avx512(const PassRows<C>& rows, st
                                                                       output + rows.output_offset[r], out, layout, edge_points, &edges,
                                                                       first_taps, next, next_output);
         }
-        const std::int64_t move = prefetch.started ? first_taps[0] - prefetch.previous_base : 0;
-        prefetch.previous_base = first_taps[0];
-        prefetch.started = true;
-        prefetch_input(first_taps, count, input, kPrefetchRowsAhead * move + prefetch.last_tap, prefetch.point_stride,
-                       prefetches_per_line(Rank));
+        prefetch_rows_ahead(prefetch, first_taps, count, input, Rank);
         stop.rows = r + 1;
         if (result != PassResult::Complete) {
             stop.result = result;
