@@ -430,6 +430,79 @@ TEST_CASE("the interior passes (AVX-512, AVX2) equal the reference path on large
     }
 }
 
+TEST_CASE("the interior passes equal the reference path on outputs large enough for streaming stores", "[fast][interior][stream]") {
+    // Outputs of 8 MiB and more (float32) are written with streaming stores where a whole 64-byte
+    // line holds interior points only. These maps put fill regions, edges and interior runs on
+    // every row; the 2-D rows (2040 points, 8160 bytes) start alternately on and half-way into a
+    // cache line, the 3-D rows (260 points) at every 16-byte offset, so that lines shared by an
+    // interior group and any other group, and rows that may not stream at all, both occur.
+    std::mt19937 rng(77);
+    struct Case {
+        Shape input_shape;
+        Shape output_spatial;
+    };
+    for (const Case& c : {Case{Shape{1, 1, 600, 700}, Shape{1050, 2040}}, Case{Shape{1, 1, 40, 60, 70}, Shape{64, 128, 260}}}) {
+        const auto rank = static_cast<std::int64_t>(c.input_shape.size()) - 2;
+        const Shape input_spatial(c.input_shape.begin() + 2, c.input_shape.end());
+        REQUIRE(shape_numel(c.output_spatial) * 4 >= (std::int64_t{8} << 20));
+        const Tensor x = input_of(DType::Float32, c.input_shape, rng);
+        // A rotation of a few degrees and a zoom-out in pixel space (innermost-first rows), so
+        // that the input's edges cross the output.
+        std::vector<double> matrix;
+        for (std::int64_t k = 0; k < rank; ++k) {
+            for (std::int64_t j = 0; j <= rank; ++j) {
+                double entry = (j == k) ? 0.36 : 0.0;
+                if (k == 0 && j == 1) entry = -0.03;
+                if (k == 1 && j == 0) entry = 0.03;
+                if (k == 2 && j == 1) entry = 0.02;
+                if (j == rank) entry = -9.5;
+                matrix.push_back(entry);
+            }
+        }
+        const AffinePositions affine(matrix, 1, c.output_spatial, false, DType::Float32, CoordinateSpace::Pixel);
+        // The same map as an explicit normalized float32 grid, read in place.
+        Shape grid_shape{1};
+        grid_shape.insert(grid_shape.end(), c.output_spatial.begin(), c.output_spatial.end());
+        grid_shape.push_back(rank);
+        const std::int64_t points = shape_numel(c.output_spatial);
+        const std::int64_t width = c.output_spatial.back();
+        std::vector<double> pixel(static_cast<std::size_t>(width * rank));
+        std::vector<double> grid_values;
+        grid_values.reserve(static_cast<std::size_t>(points * rank));
+        std::vector<std::int64_t> outer(static_cast<std::size_t>(rank), 0);
+        for (std::int64_t row = 0; row < points / width; ++row) {
+            std::int64_t rest = row;
+            for (std::int64_t axis = rank - 2; axis >= 0; --axis) {
+                outer[static_cast<std::size_t>(axis)] = rest % c.output_spatial[static_cast<std::size_t>(axis)];
+                rest /= c.output_spatial[static_cast<std::size_t>(axis)];
+            }
+            affine.row(0, outer.data(), 0, width, pixel.data());
+            for (std::int64_t p = 0; p < width; ++p) {
+                for (std::int64_t k = 0; k < rank; ++k) {
+                    const std::int64_t d = input_spatial[static_cast<std::size_t>(rank - 1 - k)];
+                    grid_values.push_back(to_normalized(pixel[static_cast<std::size_t>(p * rank + k)], d, false, rng));
+                }
+            }
+        }
+        const Tensor grid = tensor_from(DType::Float32, grid_shape, grid_values);
+        for (auto mode : kModes) {
+            for (auto padding : {Padding::Zeros, Padding::Border}) {
+                SampleOptions fast = options_for(mode, padding, false);
+                fast.threads = 2;
+                const Tensor expected_grid = grid_sample(x.view(), grid.view(), reference_of(fast));
+                const Tensor expected_affine = grid_sample(x.view(), affine, reference_of(fast));
+                for (const char* isa_setting : kIsas) {
+                    IsaScope isa(isa_setting);
+                    INFO(shape_to_string(c.input_shape) << " " << interpolation_name(mode) << " " << padding_name(padding) << " isa "
+                                                        << isa_setting);
+                    CHECK(compare_exact(grid_sample(x.view(), grid.view(), fast).view(), expected_grid.view()) == "");
+                    CHECK(compare_exact(grid_sample(x.view(), affine, fast).view(), expected_affine.view()) == "");
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("the interior passes (AVX-512, AVX2) equal the reference path for uint8 images, planar and interleaved",
           "[fast][interior]") {
     // 1, 3 and 4 channels, read and written planar or interleaved (HWC, as OpenCV holds them), with

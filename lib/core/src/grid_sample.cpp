@@ -904,6 +904,7 @@ struct FastOutput {
     std::int64_t output_point_stride = 0;
     S fill_stored{};
     typename compute_type<S>::type fill_value{};
+    bool stream = false;  // write whole lines of interior points with streaming stores (AVX2 pass, float32)
 };
 
 // The place value of each axis's digit in a tap number (the outermost axis is the most significant).
@@ -1158,6 +1159,8 @@ inline constexpr bool kInteriorPassPixel = std::is_same_v<S, float> || std::is_s
 // still in cache, where with 64 they had often left it (W5 on two threads: 8-10% faster with
 // 4 x 16 than with 64 x 4; 8 x 16 and 2 x 32 were within a few percent of 4 x 16).
 constexpr std::int64_t kTileWidth = 256;
+// Outputs from this size on are written with streaming stores where the pass can (FastOutput::stream).
+constexpr std::int64_t kStreamOutputBytes = std::int64_t{8} << 20;
 constexpr std::int64_t kTileRows = 64;
 constexpr std::int64_t kTileRows3d = 4;
 constexpr std::int64_t kTileSlices = 16;
@@ -1405,6 +1408,11 @@ void run_fast(const Task& task) {
     fast_output.output_point_stride = output.strides[static_cast<std::size_t>(rank + 1)];
     fast_output.fill_stored = fill.stored;
     fast_output.fill_value = fill.value;
+    // An output larger than the caches is gone from them before anyone reads it: streaming stores
+    // save reading each line in before it is overwritten (a third of W1's memory traffic).
+    fast_output.stream = std::is_same_v<S, float> && fast_output.output_point_stride == 1 &&
+                         (fast_output.channels == 1 || fast_output.output_channel_stride % 16 == 0) &&
+                         output.numel() * static_cast<std::int64_t>(sizeof(S)) >= kStreamOutputBytes;
 
     // The AVX-512 interior pass, where it serves this pixel type and layout; else the AVX2 one.
     bool use_interior_pass = false;

@@ -396,7 +396,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void gather_rows_x8(const float* con
 template <int Rank, int K>
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_channel_avx2(const Avx2Group<Rank, K>& group, int lanes,
                                                                      const std::int32_t* outer_offset, const float* in, float* o,
-                                                                     float fill_stored, unsigned fill) {
+                                                                     float fill_stored, unsigned fill, bool stream = false) {
     constexpr int kOuterTaps = Avx2Group<Rank, K>::kOuterTaps;
     __m256 sum;
     if constexpr (K == 1) {
@@ -419,7 +419,11 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_channel_avx2(const Avx2G
     }
     if (fill != 0) sum = _mm256_blendv_ps(sum, _mm256_set1_ps(fill_stored), lane_mask(fill));
     if (lanes == 8) {
-        _mm256_storeu_ps(o, sum);
+        if (stream) {
+            _mm256_stream_ps(o, sum);
+        } else {
+            _mm256_storeu_ps(o, sum);
+        }
     } else {
         _mm256_maskstore_ps(o, first_words(lanes), sum);
     }
@@ -428,14 +432,14 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_channel_avx2(const Avx2G
 template <int Rank, int K>
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_group_avx2(const Avx2Group<Rank, K>& group, int lanes,
                                                                    const std::int32_t* outer_offset, const float* input, float* output,
-                                                                   const FastOutput<float>& out, unsigned fill) {
+                                                                   const FastOutput<float>& out, unsigned fill, bool stream = false) {
     if (out.channels == 1) {
-        sample_channel_avx2<Rank, K>(group, lanes, outer_offset, input, output, out.fill_stored, fill);
+        sample_channel_avx2<Rank, K>(group, lanes, outer_offset, input, output, out.fill_stored, fill, stream);
         return;
     }
     for (std::int64_t c = 0; c < out.channels; ++c) {
         sample_channel_avx2<Rank, K>(group, lanes, outer_offset, input + c * out.input_channel_stride,
-                                     output + c * out.output_channel_stride, out.fill_stored, fill);
+                                     output + c * out.output_channel_stride, out.fill_stored, fill, stream);
     }
 }
 
@@ -794,6 +798,21 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void fill_group_avx2(int lanes, std:
     }
 }
 
+// Samples the full group of interior points waiting in `waiting` (first point late_at; none if
+// negative), reading its offsets and weights from memory (see interior_pass_row_avx2).
+template <int Rank, int K>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_late_group_avx2(const Avx2Group<Rank, K>& waiting, std::int64_t& late_at,
+                                                                        const std::int32_t* outer_offset, const float* input,
+                                                                        float* output, const FastOutput<float>& out, bool stream) {
+    if (late_at < 0) return;
+    // (The empty asm hides where the group came from, so that its offsets are loaded rather than
+    // taken out of the register that stored them.)
+    const Avx2Group<Rank, K>* group = &waiting;
+    asm("" : "+r"(group));
+    sample_group_avx2<Rank, K>(*group, 8, outer_offset, input, output + late_at * out.output_point_stride, out, 0, stream);
+    late_at = -1;
+}
+
 // The pass for one row of `count` points: writes every point of every channel as if it were
 // interior, fill points with the fill value, lists the other points in edge_points (their number
 // in *edges) and every point's first-tap offset in first_taps (clamped stand-ins where not
@@ -814,8 +833,21 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
         coordinates.linear == nullptr ? IndexSpan{} : known_interior_span<Kind, Rank, C>(coordinates, count, axes);
     std::int64_t edge_count = 0;
     bool redo = false;
-    Avx2Group<Rank, K> group;
+    // Float32 pixels: a full group of interior points is sampled one group late, after the next
+    // group is planned, so that its offsets are read back from a store made a group earlier rather
+    // than from one just made (see docs/performance.md). The two groups take turns.
+    constexpr bool kLate = std::is_same_v<S, float>;
+    Avx2Group<Rank, K> groups[2];
+    int current = 0;
+    std::int64_t late_at = -1;  // the first point of the group waiting in groups[current ^ 1]
+    // Streaming stores (out.stream): a 64-byte line of output is written past the caches when both
+    // of its groups are full interior groups, so that no ordinary store (fill values, points near
+    // an edge, the edge stage) ever meets a line still in flight; a group sampled late knows
+    // whether the group after it is one. second_half_streams: the first half of the current line
+    // was streamed, so its second half is too.
+    bool second_half_streams = false;
     for (std::int64_t p = 0; p < count; p += 8) {
+        Avx2Group<Rank, K>& group = groups[current];
         const int lanes = static_cast<int>(std::min<std::int64_t>(8, count - p));
         if (next_xyz != nullptr && (p & 15) == 0) {
             // The next row's coordinates of the same 16 points: Rank cache lines' worth.
@@ -833,6 +865,23 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(first_taps + p), offset);
         } else {
             _mm256_maskstore_epi32(first_taps + p, first_words(lanes), offset);
+        }
+        if constexpr (kLate) {
+            const bool full_interior = lanes == 8 && group.interior == active && fill == 0;
+            if (late_at >= 0) {
+                bool stream = false;
+                if (out.stream) {
+                    const std::uintptr_t in_line = reinterpret_cast<std::uintptr_t>(output + late_at) & 63;
+                    stream = in_line == 0 ? full_interior : in_line == 32 && second_half_streams;
+                    second_half_streams = in_line == 0 && stream;
+                }
+                sample_late_group_avx2<Rank, K>(groups[current ^ 1], late_at, outer_offset, input, output, out, stream);
+            }
+            if (full_interior) {
+                late_at = p;
+                current ^= 1;
+                continue;
+            }
         }
         S* const o = output + p * out.output_point_stride;
         if (fill == active) {
@@ -858,6 +907,10 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
         for (; edge != 0; edge &= edge - 1) {
             edge_points[edge_count++] = static_cast<std::int32_t>(p + __builtin_ctz(edge));
         }
+    }
+    if constexpr (kLate) {
+        const bool stream = out.stream && second_half_streams && (reinterpret_cast<std::uintptr_t>(output + late_at) & 63) == 32;
+        sample_late_group_avx2<Rank, K>(groups[current ^ 1], late_at, outer_offset, input, output, out, stream);
     }
     *edges = edge_count;
     if (redo) return PassResult::Redo;
@@ -910,9 +963,11 @@ GRIDWARP_TARGET_AVX2 PassStop interior_pass_avx2(const PassRows<C>& rows, std::i
         if (result != PassResult::Complete) {
             stop.result = result;
             stop.edges = edges;
+            _mm_sfence();
             return stop;
         }
     }
+    _mm_sfence();
     return stop;
 }
 
