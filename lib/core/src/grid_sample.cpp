@@ -904,7 +904,7 @@ struct FastOutput {
     std::int64_t output_point_stride = 0;
     S fill_stored{};
     typename compute_type<S>::type fill_value{};
-    bool stream = false;  // write whole lines of interior points with streaming stores (AVX2 pass, float32)
+    bool stream = false;  // write whole lines of interior points with streaming stores (AVX2 pass, float32, 2-D)
 };
 
 // The place value of each axis's digit in a tap number (the outermost axis is the most significant).
