@@ -114,6 +114,37 @@ Tensor input_of(DType dtype, const Shape& shape, std::mt19937& rng) {
     }
 }
 
+// The pixel-space map `affine` (output spatial shape `out_spatial`) as an explicit grid
+// (1, O..., r) of normalized float32 positions on an input of spatial shape `input_spatial`.
+Tensor normalized_grid_of(const AffinePositions& affine, const Shape& input_spatial, const Shape& out_spatial, bool align_corners,
+                          std::mt19937& rng) {
+    const auto rank = static_cast<std::int64_t>(input_spatial.size());
+    Shape grid_shape{1};
+    grid_shape.insert(grid_shape.end(), out_spatial.begin(), out_spatial.end());
+    grid_shape.push_back(rank);
+    const std::int64_t points = shape_numel(out_spatial);
+    const std::int64_t width = out_spatial.back();
+    std::vector<double> pixel(static_cast<std::size_t>(width * rank));
+    std::vector<double> grid_values;
+    grid_values.reserve(static_cast<std::size_t>(points * rank));
+    std::vector<std::int64_t> outer(static_cast<std::size_t>(rank), 0);
+    for (std::int64_t row = 0; row < points / width; ++row) {
+        std::int64_t rest = row;
+        for (std::int64_t axis = rank - 2; axis >= 0; --axis) {
+            outer[static_cast<std::size_t>(axis)] = rest % out_spatial[static_cast<std::size_t>(axis)];
+            rest /= out_spatial[static_cast<std::size_t>(axis)];
+        }
+        affine.row(0, outer.data(), 0, width, pixel.data());
+        for (std::int64_t p = 0; p < width; ++p) {
+            for (std::int64_t k = 0; k < rank; ++k) {
+                const std::int64_t d = input_spatial[static_cast<std::size_t>(rank - 1 - k)];
+                grid_values.push_back(to_normalized(pixel[static_cast<std::size_t>(p * rank + k)], d, align_corners, rng));
+            }
+        }
+    }
+    return tensor_from(DType::Float32, grid_shape, grid_values);
+}
+
 // Output spatial shapes per input shape: a few points per input pixel, so that most land near edges.
 Shape output_for(const Shape& input_shape) {
     Shape out;
@@ -386,29 +417,7 @@ TEST_CASE("the interior passes (AVX-512, AVX2) equal the reference path on large
         const AffinePositions affine(matrix, 1, out_spatial, false, DType::Float32, CoordinateSpace::Pixel);
         for (bool align_corners : {false, true}) {
             // The same map as an explicit normalized float32 grid.
-            Shape grid_shape{1};
-            grid_shape.insert(grid_shape.end(), out_spatial.begin(), out_spatial.end());
-            grid_shape.push_back(rank);
-            const std::int64_t points = shape_numel(out_spatial);
-            const std::int64_t width = out_spatial.back();
-            std::vector<double> pixel(static_cast<std::size_t>(width * rank));
-            std::vector<double> grid_values;
-            std::vector<std::int64_t> outer(static_cast<std::size_t>(rank), 0);
-            for (std::int64_t row = 0; row < points / width; ++row) {
-                std::int64_t rest = row;
-                for (std::int64_t axis = rank - 2; axis >= 0; --axis) {
-                    outer[static_cast<std::size_t>(axis)] = rest % out_spatial[static_cast<std::size_t>(axis)];
-                    rest /= out_spatial[static_cast<std::size_t>(axis)];
-                }
-                affine.row(0, outer.data(), 0, width, pixel.data());
-                for (std::int64_t p = 0; p < width; ++p) {
-                    for (std::int64_t k = 0; k < rank; ++k) {
-                        const std::int64_t d = input_spatial[static_cast<std::size_t>(rank - 1 - k)];
-                        grid_values.push_back(to_normalized(pixel[static_cast<std::size_t>(p * rank + k)], d, align_corners, rng));
-                    }
-                }
-            }
-            const Tensor grid = tensor_from(DType::Float32, grid_shape, grid_values);
+            const Tensor grid = normalized_grid_of(affine, input_spatial, out_spatial, align_corners, rng);
             for (auto mode : kModes) {
                 for (auto padding : kPaddings) {
                     for (double fill : {0.0, -0.0}) {
@@ -461,30 +470,7 @@ TEST_CASE("the interior passes equal the reference path on outputs large enough 
         }
         const AffinePositions affine(matrix, 1, c.output_spatial, false, DType::Float32, CoordinateSpace::Pixel);
         // The same map as an explicit normalized float32 grid, read in place.
-        Shape grid_shape{1};
-        grid_shape.insert(grid_shape.end(), c.output_spatial.begin(), c.output_spatial.end());
-        grid_shape.push_back(rank);
-        const std::int64_t points = shape_numel(c.output_spatial);
-        const std::int64_t width = c.output_spatial.back();
-        std::vector<double> pixel(static_cast<std::size_t>(width * rank));
-        std::vector<double> grid_values;
-        grid_values.reserve(static_cast<std::size_t>(points * rank));
-        std::vector<std::int64_t> outer(static_cast<std::size_t>(rank), 0);
-        for (std::int64_t row = 0; row < points / width; ++row) {
-            std::int64_t rest = row;
-            for (std::int64_t axis = rank - 2; axis >= 0; --axis) {
-                outer[static_cast<std::size_t>(axis)] = rest % c.output_spatial[static_cast<std::size_t>(axis)];
-                rest /= c.output_spatial[static_cast<std::size_t>(axis)];
-            }
-            affine.row(0, outer.data(), 0, width, pixel.data());
-            for (std::int64_t p = 0; p < width; ++p) {
-                for (std::int64_t k = 0; k < rank; ++k) {
-                    const std::int64_t d = input_spatial[static_cast<std::size_t>(rank - 1 - k)];
-                    grid_values.push_back(to_normalized(pixel[static_cast<std::size_t>(p * rank + k)], d, false, rng));
-                }
-            }
-        }
-        const Tensor grid = tensor_from(DType::Float32, grid_shape, grid_values);
+        const Tensor grid = normalized_grid_of(affine, input_spatial, c.output_spatial, false, rng);
         for (auto mode : kModes) {
             for (auto padding : {Padding::Zeros, Padding::Border}) {
                 SampleOptions fast = options_for(mode, padding, false);
