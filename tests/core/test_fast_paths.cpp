@@ -440,11 +440,12 @@ TEST_CASE("the interior passes (AVX-512, AVX2) equal the reference path on large
 }
 
 TEST_CASE("the interior passes equal the reference path on outputs large enough for streaming stores", "[fast][interior][stream]") {
-    // Outputs of 8 MiB and more (float32) are written with streaming stores where a whole 64-byte
-    // line holds interior points only. These maps put fill regions, edges and interior runs on
-    // every row; the 2-D rows (2040 points, 8160 bytes) start alternately on and half-way into a
-    // cache line, the 3-D rows (260 points) at every 16-byte offset, so that lines shared by an
-    // interior group and any other group, and rows that may not stream at all, both occur.
+    // 2-D outputs of 8 MiB and more (float32) are written with streaming stores where a whole
+    // 64-byte line holds interior points only. These maps put fill regions, edges and interior
+    // runs on every row; the 2-D rows (2040 points, 8160 bytes) start alternately on and half-way
+    // into a cache line, so that lines shared by an interior group and any other group occur. The
+    // 3-D case (rows of 260 points, at every 16-byte offset) checks that outputs this large take
+    // the 3-D pass, which does not stream, unchanged.
     std::mt19937 rng(77);
     struct Case {
         Shape input_shape;
