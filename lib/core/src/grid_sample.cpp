@@ -904,7 +904,7 @@ struct FastOutput {
     std::int64_t output_point_stride = 0;
     S fill_stored{};
     typename compute_type<S>::type fill_value{};
-    bool stream = false;  // write whole lines of interior points with streaming stores (AVX2 pass, float32, 2-D)
+    bool stream = false;  // write whole lines of interior points with streaming stores (AVX2 pass, float32, 2-D only)
 };
 
 // The place value of each axis's digit in a tap number (the outermost axis is the most significant).
@@ -1410,7 +1410,7 @@ void run_fast(const Task& task) {
     fast_output.fill_value = fill.value;
     // An output larger than the caches is gone from them before anyone reads it: streaming stores
     // save reading each line in before it is overwritten (a third of W1's memory traffic).
-    fast_output.stream = std::is_same_v<S, float> && fast_output.output_point_stride == 1 &&
+    fast_output.stream = std::is_same_v<S, float> && rank == 2 && fast_output.output_point_stride == 1 &&
                          (fast_output.channels == 1 || fast_output.output_channel_stride % 16 == 0) &&
                          output.numel() * static_cast<std::int64_t>(sizeof(S)) >= kStreamOutputBytes;
 

@@ -60,11 +60,12 @@ template <> struct Avx2Lanes<float> {
     // max(a, lo) gives lo where a is NaN (the second operand), as the clamped stand-in needs.
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec max(Vec a, Vec b) { return _mm256_max_ps(a, b); }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec min(Vec a, Vec b) { return _mm256_min_ps(a, b); }
-    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned ge(Vec a, Vec b) {
-        return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_GE_OQ)));
-    }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned lt(Vec a, Vec b) {
         return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LT_OQ)));
+    }
+    // lo <= a < hi, one bit per lane (false for NaN).
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned within(Vec a, Vec lo, Vec hi) {
+        return static_cast<unsigned>(_mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(a, lo, _CMP_GE_OQ), _mm256_cmp_ps(a, hi, _CMP_LT_OQ))));
     }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned finite(Vec a) {
         const Vec magnitude = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a);
@@ -102,11 +103,11 @@ template <> struct Avx2Lanes<double> {
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec mul(Vec a, Vec b) { return _mm256_mul_pd(a, b); }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec max(Vec a, Vec b) { return _mm256_max_pd(a, b); }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec min(Vec a, Vec b) { return _mm256_min_pd(a, b); }
-    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned ge(Vec a, Vec b) {
-        return static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_GE_OQ)));
-    }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned lt(Vec a, Vec b) {
         return static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_LT_OQ)));
+    }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned within(Vec a, Vec lo, Vec hi) {
+        return static_cast<unsigned>(_mm256_movemask_pd(_mm256_and_pd(_mm256_cmp_pd(a, lo, _CMP_GE_OQ), _mm256_cmp_pd(a, hi, _CMP_LT_OQ))));
     }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned finite(Vec a) {
         const Vec magnitude = _mm256_andnot_pd(_mm256_set1_pd(-0.0), a);
@@ -285,10 +286,13 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void plan_lanes_avx2(const Coordinat
     for (int a = 0; a < Rank; ++a) u[a] = pixel_position_avx2<Kind, C>(coordinate[Rank - 1 - a], axes.extent[a]);
     unsigned inside = active, within_reach = active, finite = active;
     if constexpr (!Interior) {
-        for (int a = 0; a < Rank; ++a) {
-            inside &= L::ge(u[a], L::set1(axes.lo)) & L::lt(u[a], L::set1(axes.hi[a]));
-            finite &= L::finite(coordinate[Rank - 1 - a]);
-            within_reach &= L::ge(u[a], L::set1(axes.outside_below)) & L::lt(u[a], L::set1(axes.outside_from[a]));
+        for (int a = 0; a < Rank; ++a) inside &= L::within(u[a], L::set1(axes.lo), L::set1(axes.hi[a]));
+        // An interior lane is finite and within reach, so the fill tests wait for a lane that is not.
+        if (inside != active) {
+            for (int a = 0; a < Rank; ++a) {
+                finite &= L::finite(coordinate[Rank - 1 - a]);
+                within_reach &= L::within(u[a], L::set1(axes.outside_below), L::set1(axes.outside_from[a]));
+            }
         }
     }
     const bool all_interior = Interior || (lanes >= L::kCount && inside == active);
@@ -847,6 +851,15 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
     // whether the group after it is one. second_half_streams: the first half of the current line
     // was streamed, so its second half is too.
     bool second_half_streams = false;
+    // Whether the group waiting at late_at is streamed, given whether the group after it is a
+    // full interior group (the waiting group is one).
+    const auto late_group_streams = [&](bool next_full_interior) {
+        if (!out.stream || late_at < 0) return false;
+        const std::uintptr_t in_line = reinterpret_cast<std::uintptr_t>(output + late_at) & 63;
+        const bool stream = in_line == 0 ? next_full_interior : in_line == 32 && second_half_streams;
+        second_half_streams = in_line == 0 && stream;
+        return stream;
+    };
     for (std::int64_t p = 0; p < count; p += 8) {
         Avx2Group<Rank, K>& group = groups[current];
         const int lanes = static_cast<int>(std::min<std::int64_t>(8, count - p));
@@ -869,15 +882,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
         }
         if constexpr (kLate) {
             const bool full_interior = lanes == 8 && group.interior == active && fill == 0;
-            if (late_at >= 0) {
-                bool stream = false;
-                if (out.stream) {
-                    const std::uintptr_t in_line = reinterpret_cast<std::uintptr_t>(output + late_at) & 63;
-                    stream = in_line == 0 ? full_interior : in_line == 32 && second_half_streams;
-                    second_half_streams = in_line == 0 && stream;
-                }
-                sample_late_group_avx2<Rank, K>(groups[current ^ 1], late_at, outer_offset, input, output, out, stream);
-            }
+            sample_late_group_avx2<Rank, K>(groups[current ^ 1], late_at, outer_offset, input, output, out, late_group_streams(full_interior));
             if (full_interior) {
                 late_at = p;
                 current ^= 1;
@@ -910,8 +915,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
         }
     }
     if constexpr (kLate) {
-        const bool stream = out.stream && second_half_streams && (reinterpret_cast<std::uintptr_t>(output + late_at) & 63) == 32;
-        sample_late_group_avx2<Rank, K>(groups[current ^ 1], late_at, outer_offset, input, output, out, stream);
+        sample_late_group_avx2<Rank, K>(groups[current ^ 1], late_at, outer_offset, input, output, out, late_group_streams(false));
     }
     *edges = edge_count;
     if (redo) return PassResult::Redo;
@@ -964,11 +968,10 @@ GRIDWARP_TARGET_AVX2 PassStop interior_pass_avx2(const PassRows<C>& rows, std::i
         if (result != PassResult::Complete) {
             stop.result = result;
             stop.edges = edges;
-            _mm_sfence();
-            return stop;
+            break;
         }
     }
-    _mm_sfence();
+    _mm_sfence();  // streamed lines reach memory before anyone else writes or reads them
     return stop;
 }
 
