@@ -386,11 +386,20 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void gather_rows_x8(const float* con
     } else {
         static_assert(K == 4);
         for (int t = 0; t < T; ++t) {
-            __m128 q[8];
-            for (int i = 0; i < 8; ++i) q[i] = _mm_loadu_ps(row[t] + offset[i]);
-            _MM_TRANSPOSE4_PS(q[0], q[1], q[2], q[3]);
-            _MM_TRANSPOSE4_PS(q[4], q[5], q[6], q[7]);
-            for (int k = 0; k < 4; ++k) v[t][k] = _mm256_set_m128(q[4 + k], q[k]);
+            // quad[i]: the 4 taps of point i (low half) and of point i + 4 (high half); one 4 x 4
+            // transpose within each half then gives tap k of points 0-3 | 4-7.
+            __m256 quad[4];
+            for (int i = 0; i < 4; ++i) {
+                quad[i] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(row[t] + offset[i])), _mm_loadu_ps(row[t] + offset[i + 4]), 1);
+            }
+            const __m256 taps01_of_01 = _mm256_unpacklo_ps(quad[0], quad[1]);  // p0t0 p1t0 p0t1 p1t1
+            const __m256 taps23_of_01 = _mm256_unpackhi_ps(quad[0], quad[1]);
+            const __m256 taps01_of_23 = _mm256_unpacklo_ps(quad[2], quad[3]);
+            const __m256 taps23_of_23 = _mm256_unpackhi_ps(quad[2], quad[3]);
+            v[t][0] = _mm256_shuffle_ps(taps01_of_01, taps01_of_23, _MM_SHUFFLE(1, 0, 1, 0));
+            v[t][1] = _mm256_shuffle_ps(taps01_of_01, taps01_of_23, _MM_SHUFFLE(3, 2, 3, 2));
+            v[t][2] = _mm256_shuffle_ps(taps23_of_01, taps23_of_23, _MM_SHUFFLE(1, 0, 1, 0));
+            v[t][3] = _mm256_shuffle_ps(taps23_of_01, taps23_of_23, _MM_SHUFFLE(3, 2, 3, 2));
         }
     }
 }
