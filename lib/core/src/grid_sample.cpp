@@ -22,6 +22,8 @@
 // it gives the same bits; SampleOptions::force_generic_rank selects the reference path.
 #include "gridwarp/grid_sample.hpp"
 
+#include "fast_path.hpp"
+#include "sampling_policies.hpp"
 #include "work_split.hpp"
 
 #include <omp.h>
@@ -37,14 +39,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
-// GCC 12 warns inside its own AVX-512 intrinsics (_mm512_undefined_*, GCC bug 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
 
 namespace gridwarp {
 
@@ -82,158 +76,10 @@ std::string_view padding_name(Padding padding) {
     return "zeros";
 }
 
-#if defined(__GNUC__) || defined(__clang__)
-#define GRIDWARP_ALWAYS_INLINE __attribute__((always_inline)) inline
-#define GRIDWARP_NOINLINE __attribute__((noinline))
-#else
-#define GRIDWARP_ALWAYS_INLINE inline
-#define GRIDWARP_NOINLINE
-#endif
-
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// Interpolation policies: along one axis, the first tap and the weights of `taps` consecutive taps.
-
-// floor(u) as an integer for |u| < 2^31, by truncation and a correction, in code that vectorises.
-template <class C>
-std::int32_t floor_int(C u) {
-    const auto t = static_cast<std::int32_t>(u);
-    return t - static_cast<std::int32_t>(static_cast<C>(t) > u);
-}
-
-// interior_lo/interior_hi/interior_first serve the fast path only: a coordinate u with
-// interior_lo <= u < interior_hi(d) has every tap inside [0, d-1] (so padding cannot matter), and
-// there interior_first(u) equals first_tap(u) computed through an integer conversion; with
-// u < outside_below or u >= outside_from(d), every tap is outside [0, d-1].
-struct NearestTaps {
-    static constexpr int taps = 1;
-    template <class C> static C first_tap(C u) { return std::nearbyint(u); }  // ties to even
-    template <class C> static void weights(C, C, C* w) { w[0] = C(1); }
-    template <class C> static C interior_lo() { return C(0); }
-    template <class C> static C interior_hi(std::int64_t d) { return static_cast<C>(d) - C(0.5); }
-    // u < outside_below or u >= outside_from(d): every tap is outside [0, d-1].
-    template <class C> static C outside_below() { return C(-0.5); }
-    template <class C> static C outside_from(std::int64_t d) { return static_cast<C>(d); }
-    // For 0 <= u < 2^22, adding and subtracting 1.5 * 2^(mantissa bits) rounds to an integer in
-    // the current rounding mode, as nearbyint does, without a branch or a call, so it vectorises.
-    template <class C> static std::int32_t interior_first(C u) {
-        constexpr C kRound = C(1.5) * C(std::int64_t{1} << (std::numeric_limits<C>::digits - 1));
-        return static_cast<std::int32_t>((u + kRound) - kRound);
-    }
-    // first_tap(u) for any |u| < 2^22 (the same rounding, negative u included).
-    template <class C> static std::int32_t near_first(C u) { return interior_first(u); }
-};
-
-struct LinearTaps {
-    static constexpr int taps = 2;
-    template <class C> static C first_tap(C u) { return std::floor(u); }
-    template <class C> static C interior_lo() { return C(0); }
-    template <class C> static C interior_hi(std::int64_t d) { return static_cast<C>(d - 1); }
-    template <class C> static C outside_below() { return C(-1); }
-    template <class C> static C outside_from(std::int64_t d) { return static_cast<C>(d); }
-    // u >= 0: truncation is floor.
-    template <class C> static std::int32_t interior_first(C u) { return static_cast<std::int32_t>(u); }
-    template <class C> static std::int32_t near_first(C u) { return floor_int(u); }
-    template <class C> GRIDWARP_ALWAYS_INLINE static void weights(C u, C first, C* w) {
-        const C t = u - first;
-        w[0] = C(1) - t;
-        w[1] = t;
-    }
-};
-
-struct CubicTaps {
-    static constexpr int taps = 4;
-    template <class C> static C first_tap(C u) { return std::floor(u) - C(1); }
-    template <class C> static C interior_lo() { return C(1); }
-    template <class C> static C interior_hi(std::int64_t d) { return static_cast<C>(d - 2); }
-    template <class C> static C outside_below() { return C(-2); }
-    template <class C> static C outside_from(std::int64_t d) { return static_cast<C>(d + 1); }
-    // u >= 1: truncation is floor.
-    template <class C> static std::int32_t interior_first(C u) { return static_cast<std::int32_t>(u) - 1; }
-    template <class C> static std::int32_t near_first(C u) { return floor_int(u) - 1; }
-    // Keys cubic convolution, A = -0.75 (PyTorch, ONNX), t the offset from the second tap.
-    template <class C> GRIDWARP_ALWAYS_INLINE static void weights(C u, C first, C* w) {
-        const C A = C(-0.75);  // const, not constexpr: C may be a vector type (grid_sample_avx512.hpp)
-        const C t = u - (first + C(1));
-        const C t1 = t + C(1), s = C(1) - t, s1 = C(2) - t;
-        w[0] = ((A * t1 - C(5) * A) * t1 + C(8) * A) * t1 - C(4) * A;
-        w[1] = ((A + C(2)) * t - (A + C(3))) * t * t + C(1);
-        w[2] = ((A + C(2)) * s - (A + C(3))) * s * s + C(1);
-        w[3] = ((A * s1 - C(5) * A) * s1 + C(8) * A) * s1 - C(4) * A;
-    }
-};
-
-// ---------------------------------------------------------------------------------------------
-// Padding policies. Each bounds a coordinate before it is converted to an integer (finite
-// coordinates of any size must not overflow that conversion), then maps every tap index to an
-// input index, or to -1 for "outside: read the fill value".
-
-// Beyond this, every tap of every interpolation lies outside the axis or on its edge.
-template <class C> constexpr C kTapReach = C(6);
-
-struct ZerosPadding {
-    // False when every tap is outside the axis: the whole point takes the fill value.
-    template <class C> static bool bound(C& u, std::int64_t d) {
-        return u > -kTapReach<C> && u < static_cast<C>(d) + kTapReach<C>;
-    }
-    static std::int64_t map(std::int64_t i, std::int64_t d, bool) { return (i >= 0 && i < d) ? i : -1; }
-    // Fast path: true when axis_taps would return false (a non-finite coordinate gives a
-    // non-finite u), for coordinates that are not folded.
-    template <class C> static bool fills(C, C u, std::int64_t d) {
-        return !((u > -kTapReach<C>) & (u < static_cast<C>(d) + kTapReach<C>));
-    }
-};
-
-struct BorderPadding {
-    // Past -2 or d+1 every tap clamps to the edge; snapping to those integers keeps the weights exact.
-    template <class C> static bool bound(C& u, std::int64_t d) {
-        u = std::clamp(u, C(-2), static_cast<C>(d) + C(1));
-        return true;
-    }
-    static std::int64_t map(std::int64_t i, std::int64_t d, bool) { return std::clamp<std::int64_t>(i, 0, d - 1); }
-    template <class C> static bool fills(C g, C, std::int64_t) { return !(std::fabs(g) <= std::numeric_limits<C>::max()); }
-    // Fast path, points near an edge: u as bound() leaves it (the same value as std::clamp for
-    // numbers; max and min vectorise), whether the taps from `first` on all map by near_map, and
-    // near_map: map() without a loop, for those taps.
-    template <class C> static C near_bound(C u, std::int64_t d) {
-        return std::min(static_cast<C>(d) + C(1), std::max(C(-2), u));
-    }
-    static bool near_ok(std::int32_t, int, std::int32_t d, bool) { return d >= 1; }
-    static std::int32_t near_map(std::int32_t i, std::int32_t d, bool) { return std::min(std::max(i, 0), d - 1); }
-};
-
-struct ReflectionPadding {
-    template <class C> static bool bound(C&, std::int64_t) { return true; }  // folded in normalized space
-    // Reflect about -0.5 and d-0.5 (align_corners=0) or 0 and d-1 (align_corners=1), repeatedly.
-    static std::int64_t map(std::int64_t i, std::int64_t d, bool align_corners) {
-        if (d == 1) return 0;
-        const std::int64_t period = align_corners ? 2 * (d - 1) : 2 * d;
-        std::int64_t m = i % period;
-        if (m < 0) m += period;
-        if (m < d) return m;
-        return align_corners ? period - m : period - 1 - m;
-    }
-    template <class C> static bool fills(C g, C, std::int64_t) { return !(std::fabs(g) <= std::numeric_limits<C>::max()); }
-    // Fast path: taps within one reflection of the axis (map() without the modulo), d >= 2.
-    template <class C> static C near_bound(C u, std::int64_t) { return u; }
-    static bool near_ok(std::int32_t first, int taps, std::int32_t d, bool align_corners) {
-        const std::int32_t lo = align_corners ? 1 - d : -d;
-        const std::int32_t hi = align_corners ? 2 * (d - 1) : 2 * d - 1;
-        return (d >= 2) & (first >= lo) & (first + taps - 1 <= hi);
-    }
-    static std::int32_t near_map(std::int32_t i, std::int32_t d, bool align_corners) {
-        const std::int32_t below = align_corners ? -i : -1 - i;
-        const std::int32_t above = align_corners ? 2 * (d - 1) - i : 2 * d - 1 - i;
-        return i < 0 ? below : (i >= d ? above : i);
-    }
-};
-
-template <class C>
-C unnormalize(C g, std::int64_t d, bool align_corners) {
-    const C extent = static_cast<C>(d);
-    return align_corners ? (g + C(1)) / C(2) * (extent - C(1)) : ((g + C(1)) * extent - C(1)) / C(2);
-}
+// The policies, geometry and pass interface shared with the interior passes (sampling_policies.hpp, fast_path.hpp).
+using namespace detail;
 
 // Taps and weights along one axis. False when the point takes the fill value.
 template <class C, class Interp, class Pad>
@@ -279,14 +125,6 @@ constexpr std::int64_t int_pow(std::int64_t base, std::int64_t exponent) {
 
 // ---------------------------------------------------------------------------------------------
 // Stage 1: the plan of a chunk of points.
-
-struct InputGeometry {
-    int rank = 0;
-    const std::int64_t* extent = nullptr;  // D1..Dr, outermost first
-    const std::int64_t* stride = nullptr;  // element strides of D1..Dr
-    bool align_corners = false;
-    CoordinateSpace space = CoordinateSpace::Normalized;
-};
 
 template <class C>
 struct Plan {
@@ -341,26 +179,6 @@ void build_plan(const C* xyz, std::int64_t count, const InputGeometry& geometry,
     }
 }
 
-template <class Fn>
-decltype(auto) visit_interpolation(Interpolation mode, Fn&& fn) {
-    switch (mode) {
-        case Interpolation::Nearest: return fn(type_tag<NearestTaps>{});
-        case Interpolation::Cubic: return fn(type_tag<CubicTaps>{});
-        case Interpolation::Linear: break;
-    }
-    return fn(type_tag<LinearTaps>{});
-}
-
-template <class Fn>
-decltype(auto) visit_padding(Padding padding, Fn&& fn) {
-    switch (padding) {
-        case Padding::Border: return fn(type_tag<BorderPadding>{});
-        case Padding::Reflection: return fn(type_tag<ReflectionPadding>{});
-        case Padding::Zeros: break;
-    }
-    return fn(type_tag<ZerosPadding>{});
-}
-
 template <class C>
 PlanFunction<C> select_planner(const SampleOptions& options, int rank) {
     return visit_interpolation(options.mode, [&](auto interp) {
@@ -376,18 +194,6 @@ PlanFunction<C> select_planner(const SampleOptions& options, int rank) {
 
 // ---------------------------------------------------------------------------------------------
 // Stage 2: per pixel type, load into the compute type, accumulate, store with rounding.
-
-template <class S> struct compute_type { using type = float; };  // 8/16-bit integers, bool, float16, bfloat16, float32
-template <> struct compute_type<double> { using type = double; };
-template <> struct compute_type<std::int32_t> { using type = double; };
-template <> struct compute_type<std::int64_t> { using type = double; };
-template <> struct compute_type<std::uint32_t> { using type = double; };
-template <> struct compute_type<std::uint64_t> { using type = double; };
-template <> struct compute_type<std::complex<float>> { using type = std::complex<float>; };
-template <> struct compute_type<std::complex<double>> { using type = std::complex<double>; };
-
-template <class V> struct real_of { using type = V; };
-template <class R> struct real_of<std::complex<R>> { using type = R; };
 
 template <class V, class S>
 V load(const S& value) {
@@ -508,12 +314,8 @@ void gather_chunk(const Plan<C>& plan, std::int64_t count, const S* input, S* ou
 // compiled a second time for AVX2 and chosen at run time when the processor has it (function
 // multiversioning by hand rather than target_clones, so that a test can run either:
 // GRIDWARP_ISA=baseline in the environment forces the generic code). Nothing else changes: no
-// -march flag, and the library still runs on every x86-64 processor.
-
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
-#define GRIDWARP_AVX2_DISPATCH 1
-#define GRIDWARP_TARGET_AVX2 __attribute__((target("avx2")))
-#endif
+// -march flag, and the library still runs on every x86-64 processor. (The macros that say so,
+// GRIDWARP_AVX2_DISPATCH and GRIDWARP_TARGET_AVX2, are in fast_path.hpp.)
 
 // Pixel types with a fast path (the rest are rare enough for the reference path).
 template <class S>
@@ -623,18 +425,6 @@ struct FastBlock {
         edge_plan.axis_weight.resize(static_cast<std::size_t>(rank * taps_per_axis));
     }
 };
-
-enum class PositionKind { NormalizedEdges, NormalizedCorners, Pixel };
-
-// u as axis_taps computes it for coordinates that are not folded (folded ones are never interior).
-template <PositionKind Kind, class C>
-GRIDWARP_ALWAYS_INLINE C pixel_position(C g, std::int64_t d) {
-    if constexpr (Kind == PositionKind::Pixel) {
-        return g;
-    } else {
-        return unnormalize(g, d, Kind == PositionKind::NormalizedCorners);
-    }
-}
 
 // Stage 1 for the points of a block, every axis in one pass. Returns the number of interior points.
 template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
@@ -896,17 +686,6 @@ ListedPlanFunction<C> select_listed_planner(const SampleOptions& options, int ra
 }
 #endif
 
-template <class S>
-struct FastOutput {
-    std::int64_t channels = 0;
-    std::int64_t input_channel_stride = 0;
-    std::int64_t output_channel_stride = 0;
-    std::int64_t output_point_stride = 0;
-    S fill_stored{};
-    typename compute_type<S>::type fill_value{};
-    bool stream = false;  // write whole lines of interior points with streaming stores (AVX2 pass, float32, 2-D only)
-};
-
 // The place value of each axis's digit in a tap number (the outermost axis is the most significant).
 template <int K, int Rank>
 constexpr std::array<int, Rank> digit_places() {
@@ -1146,10 +925,6 @@ FastGatherFunction<S, C> select_fast_gatherer(Interpolation mode, int rank, bool
     });
 }
 
-// Pixel types of the interior passes (AVX-512 and AVX2).
-template <class S>
-inline constexpr bool kInteriorPassPixel = std::is_same_v<S, float> || std::is_same_v<S, std::uint8_t>;
-
 // Output tiles of the fast path: kTileWidth points along the innermost axis times kTileRows
 // along the next one in 2-D; in 3-D, kTileRows3d rows times kTileSlices slices. Neighbouring rows
 // of a warp read neighbouring input, so a tile's input stays in cache while the tile is sampled,
@@ -1164,69 +939,6 @@ constexpr std::int64_t kStreamOutputBytes = std::int64_t{8} << 20;
 constexpr std::int64_t kTileRows = 64;
 constexpr std::int64_t kTileRows3d = 4;
 constexpr std::int64_t kTileSlices = 16;
-
-// How far ahead the fast path asks for input, in rows of a tile, and how many requests it makes per
-// cache line's worth of points. Where a warp is not aligned with the input's axes, a few
-// neighbouring points' first taps already lie in another input row, so one request per line's
-// worth of points leaves lines unasked; and one row ahead is too late for the lines to arrive. On
-// the processor of docs/performance.md, 3 rows and 4 requests made W1, W3, W4 and W5 15-23% faster
-// on two threads than 1 row and 1 request; 2-4 rows and 2-4 requests were all within noise of
-// that, one request per point (skipping repeated lines, a branch per point) 50% slower. Since the
-// grid prefetch was spread over the row, 2 requests have been 1-4% faster than 4 for W1 and W3
-// (2-D), and 1-2% slower for W5 (3-D, whose points' taps span four input rows).
-constexpr std::int64_t kPrefetchRowsAhead = 3;
-constexpr std::int64_t kPrefetchesPerLine2d = 2;
-constexpr std::int64_t kPrefetchesPerLine3d = 4;
-constexpr std::int64_t prefetches_per_line(int rank) { return rank == 3 ? kPrefetchesPerLine3d : kPrefetchesPerLine2d; }
-
-// Asks the processor to load the cache line at `address` (never faults). An asm statement rather
-// than __builtin_prefetch: GCC counts that builtin as free of side effects, so its interprocedural
-// analysis found prefetch_input pure and deleted the calls, whose result nobody uses; the input
-// prefetch of the float32, float64 and 16-bit paths was missing from the binary (objdump) until
-// it was written this way.
-inline void prefetch_line(std::uintptr_t address) {
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-    asm volatile("prefetcht0 (%0)" : : "r"(address));
-#elif defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(reinterpret_cast<const void*>(address));
-#else
-    (void)address;
-#endif
-}
-
-// Asks the processor for the cache line at `address` ready to be written (PREFETCHW): the output of
-// the row ahead, so that the row's stores do not wait for their lines to be read in. Used by the
-// AVX-512 pass only; every processor with AVX-512 has the instruction.
-inline void prefetch_line_for_write(std::uintptr_t address) {
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-    asm volatile("prefetchw (%0)" : : "r"(address));
-#elif defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(reinterpret_cast<const void*>(address), 1);
-#else
-    (void)address;
-#endif
-}
-
-// Asks the processor to start loading the input where `count` points whose first taps lie at
-// first_tap[] would read, moved by `ahead` elements: `requests_per_line` requests per cache line of
-// first taps (neighbouring points lie about `point_stride` elements apart: the channel count of
-// interleaved pixels). Prefetching never faults, and the address is formed as an integer, so no
-// pointer leaves the input.
-template <class S>
-void prefetch_input(const std::int32_t* first_tap, std::int64_t count, const S* input, std::int64_t ahead,
-                    std::int64_t point_stride, std::int64_t requests_per_line) {
-    const std::int64_t points_per_line =
-        64 / (static_cast<std::int64_t>(sizeof(S)) * std::max<std::int64_t>(point_stride, 1));
-    const std::int64_t kStep = std::max<std::int64_t>(points_per_line / requests_per_line, 1);
-    const auto origin = reinterpret_cast<std::uintptr_t>(input);
-    for (std::int64_t p = 0; p < count; p += kStep) {
-        const std::int64_t element = first_tap[p] + ahead;
-        prefetch_line(origin + static_cast<std::uintptr_t>(element) * sizeof(S));
-    }
-}
-
-#include "grid_sample_avx512.hpp"
-#include "grid_sample_avx2.hpp"
 
 // The instruction sets the fast path may use: the best the processor has, unless the environment
 // says GRIDWARP_ISA=baseline (generic x86-64 only) or GRIDWARP_ISA=avx2 (no AVX-512), which tests
@@ -1426,32 +1138,12 @@ void run_fast(const Task& task) {
     for (int a = 0; a < rank; ++a) input_span += (geometry.extent[a] - 1) * geometry.stride[a];
     if constexpr (kInteriorPassPixel<S>) {
         if (isa.avx512) {
-            interior_pass = visit_interpolation(options.mode, [&](auto interp) -> AvxInteriorPass<S, C> {
-                using I = typename decltype(interp)::type;
-                if (!interior_pass_applies<S, I>(geometry, fast_output, &byte_layout)) return nullptr;
-                if constexpr (std::is_same_v<S, std::uint8_t>) {
-                    prepare_byte_layout<I::taps>(byte_layout, geometry.stride[rank - 1]);
-                }
-                return visit_padding(options.padding, [&](auto pad) -> AvxInteriorPass<S, C> {
-                    using P = typename decltype(pad)::type;
-                    return rank == 2 ? select_interior_pass_kind<S, C, I, P, 2>(geometry.space, geometry.align_corners)
-                                     : select_interior_pass_kind<S, C, I, P, 3>(geometry.space, geometry.align_corners);
-                });
-            });
-            use_interior_pass = interior_pass != nullptr;
+            interior_pass = select_avx512_pass<S, C>(options.mode, options.padding, geometry, fast_output, byte_layout);
         } else if (isa.avx2) {
             // Without AVX-512: the AVX2 pass, for the same pixel types and layouts.
-            interior_pass = visit_interpolation(options.mode, [&](auto interp) -> AvxInteriorPass<S, C> {
-                using I = typename decltype(interp)::type;
-                if (!interior_pass_applies<S, I>(geometry, fast_output, &byte_layout)) return nullptr;
-                return visit_padding(options.padding, [&](auto pad) -> AvxInteriorPass<S, C> {
-                    using P = typename decltype(pad)::type;
-                    return rank == 2 ? select_interior_pass_avx2<S, C, I, P, 2>(geometry.space, geometry.align_corners)
-                                     : select_interior_pass_avx2<S, C, I, P, 3>(geometry.space, geometry.align_corners);
-                });
-            });
-            use_interior_pass = interior_pass != nullptr;
+            interior_pass = select_avx2_pass<S, C>(options.mode, options.padding, geometry, fast_output, byte_layout);
         }
+        use_interior_pass = interior_pass != nullptr;
     }
 #endif
 

@@ -1,6 +1,6 @@
 // The AVX-512 interior pass of the fast path: float32 and uint8 pixels, float32 and float64
-// coordinates, ranks 2 and 3. Included by grid_sample.cpp only, inside its anonymous namespace,
-// after the interpolation and padding policies, FastBlock, FastOutput and PositionKind.
+// coordinates, ranks 2 and 3, chosen by grid_sample.cpp through select_avx512_pass (fast_path.hpp)
+// on processors with AVX-512 F, BW, VL and VBMI.
 //
 // Why by hand: GCC vectorises the generic interior pass (dense_gather_body) but emulates its
 // gathers with one scalar load and one insert per tap, and on virtual machines the position, weight
@@ -21,8 +21,12 @@
 // generic edge stage (PassResult). No fused multiply-add can form: lib/core builds with
 // -ffp-contract=off, and intrinsics never contract.
 
+#include "fast_path.hpp"
+
 #if defined(GRIDWARP_AVX2_DISPATCH)
-// (<immintrin.h> is included by grid_sample.cpp, outside any namespace.)
+
+namespace gridwarp::detail {
+namespace {
 
 // AVX-512 F, BW, VL and VBMI (Ice Lake, Zen 4 and later): the byte permutations need VBMI.
 #define GRIDWARP_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
@@ -252,16 +256,6 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512i join_halves(const __m256i&
     return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
 }
 
-// Where the pass reads a block's coordinates: stored point after point (xyz[p * Rank + k], as
-// PositionSource::row writes them), or computed from the row's LinearRow with the operations
-// that AffinePositions::row uses, lane-wise (so the same values).
-template <class C>
-struct CoordinateReader {
-    const C* xyz = nullptr;             // stored coordinates, or nullptr
-    const LinearRow* linear = nullptr;  // else: the row's terms
-    std::int64_t first_index = 0;       // linear: the innermost output index of point 0
-};
-
 // LinearRow's coordinate k of 8 points in double, from their base coordinates.
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512d linear_coordinate_x8(const LinearRow& row, const __m512d& base, int k) {
     return _mm512_add_pd(_mm512_mul_pd(_mm512_set1_pd(row.slope[k]), base), _mm512_set1_pd(row.offset[k]));
@@ -339,15 +333,6 @@ struct PlannedGroup {
     __m512 weight[kOuterTaps][K];
 };
 
-// Per-axis constants of the planner.
-template <class C, int Rank>
-struct PlannerAxes {
-    C extent[Rank];
-    C lo, hi[Rank], below_hi[Rank];
-    C outside_below, outside_from[Rank];  // Interp::outside_below / outside_from
-    std::int32_t stride[Rank];
-};
-
 // Which lanes are interior on every axis: lo <= u < hi (false for NaN), u by axis, outermost first.
 template <class C, int Rank>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE unsigned interior_lanes(const typename Lanes<C>::Vec (&u)[Rank],
@@ -359,19 +344,6 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE unsigned interior_lanes(const type
     return inside;
 }
 
-// Each tap's weight from the per-axis weights (outermost axis first), in tap order, as tap_weight
-// computes it: 1 * w_outer * ... * w_x (1 * w is w exactly: the outer taps' weight is w_y in 2-D,
-// w_z * w_y in 3-D).
-template <int Rank, int K, class P, class Vec>
-GRIDWARP_ALWAYS_INLINE void tap_weights_of(const P (&weight)[Rank][K], Vec (*tap_weight)[K]) {
-    constexpr int kOuterTaps = Rank == 2 ? K : K * K;
-    for (int o = 0; o < kOuterTaps; ++o) {
-        const P outer = Rank == 2 ? weight[0][o] : weight[0][o / K] * weight[1][o % K];
-        for (int k = 0; k < K; ++k) tap_weight[o][k] = (outer * weight[Rank - 1][k]).v;
-    }
-}
-
-// The double planner's two halves of 8 points (first-tap offsets and tap weights) joined into a
 // group of 16, the weights narrowed to float.
 template <int Rank, int K>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void join_planned_halves(const __m256i (&offset)[2],
@@ -516,96 +488,6 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE bool plan_interior_group(const Coo
     return true;
 }
 
-// ---- Affine rows: which points are interior, known before planning.
-// Along an affine row, coordinate k of point i is slope_k * base_i + offset_k with base_i ascending,
-// and every operation from there to u (one multiply, one add, a rounding to float, the
-// unnormalization) is monotone in its operand: so along the row each u is monotone, each of the
-// tests lo <= u and u < hi holds on a prefix or a suffix of the row, and the interior points form
-// one run. Its two ends are searched for with the very operations the planner uses, in scalar code.
-// Coordinates that are not finite at both ends (overflow) take the general planner.
-
-struct IndexSpan {
-    std::int64_t begin = 0, end = 0;
-    bool searched = false;  // found by the search: the points outside [begin, end) are not interior
-};
-
-// Coordinate k of point i of a linear row, as read_coordinates computes it lane-wise.
-template <class C>
-C linear_row_coordinate(const LinearRow& row, std::int64_t index, int k) {
-    return static_cast<C>(row.slope[k] * row.base[index] + row.offset[k]);
-}
-
-// u on axis a (outermost first) of point i of a linear row, as read_coordinates and
-// pixel_position_lanes compute it lane-wise (pixel_position is the same scalar arithmetic).
-template <PositionKind Kind, int Rank, class C>
-C linear_row_position(const LinearRow& row, std::int64_t index, int a, std::int64_t extent) {
-    return pixel_position<Kind>(linear_row_coordinate<C>(row, index, Rank - 1 - a), extent);
-}
-
-// The points [begin, end) of a block of `count` points that are interior on every axis, found by
-// the search (`searched`: every other point is not interior); empty and not searched where the
-// block is not a linear row or its coordinates overflow.
-template <PositionKind Kind, int Rank, class C>
-IndexSpan known_interior_span(const CoordinateReader<C>& reader, std::int64_t count, const PlannerAxes<C, Rank>& axes) {
-    IndexSpan span;
-    if (reader.linear == nullptr || count == 0) return span;
-    const LinearRow& row = *reader.linear;
-    const std::int64_t first = reader.first_index, last = reader.first_index + count - 1;
-    for (int k = 0; k < Rank; ++k) {
-        for (const std::int64_t i : {first, last}) {
-            if (!(std::fabs(linear_row_coordinate<C>(row, i, k)) <= std::numeric_limits<C>::max())) return span;
-        }
-    }
-    span.end = count;
-    span.searched = true;
-    // Narrows the span to the points where the monotone test `holds` holds: a prefix, a suffix, all
-    // or none. The test compares u with `bound`; since u is close to linear along the row, the first
-    // two probes go where the line through the two ends crosses the bound, and bisection follows.
-    const auto narrow_to = [&](auto holds, C u_first, C u_last, C bound) {
-        const bool at_first = holds(0), at_last = holds(count - 1);
-        if (at_first == at_last) {
-            if (!at_first) span.end = span.begin;
-            return;
-        }
-        std::int64_t yes = at_first ? 0 : count - 1, no = at_first ? count - 1 : 0;  // holds(yes), !holds(no)
-        bool moved_yes = true;
-        const auto probe = [&](std::int64_t p) {
-            moved_yes = holds(p);
-            (moved_yes ? yes : no) = p;
-        };
-        const double crossing = static_cast<double>(count - 1) * (static_cast<double>(bound) - static_cast<double>(u_first)) /
-                                (static_cast<double>(u_last) - static_cast<double>(u_first));
-        if (std::abs(yes - no) > 1 && std::isfinite(crossing)) {
-            probe(std::clamp(static_cast<std::int64_t>(std::llround(std::clamp(crossing, -1.0, static_cast<double>(count)))),
-                             std::min(yes, no) + 1, std::max(yes, no) - 1));
-            if (std::abs(yes - no) > 1) {
-                const std::int64_t toward_no = no > yes ? 1 : -1;
-                probe(moved_yes ? yes + toward_no : no - toward_no);
-            }
-        }
-        while (std::abs(yes - no) > 1) probe((yes + no) / 2);
-        if (at_first) {
-            span.end = std::min(span.end, yes + 1);
-        } else {
-            span.begin = std::max(span.begin, yes);
-        }
-    };
-    for (int a = 0; a < Rank && span.begin < span.end; ++a) {
-        // (Extents are below 2^22, so the planner's extent in C converts back exactly.)
-        const auto extent = static_cast<std::int64_t>(axes.extent[a]);
-        const C u_first = linear_row_position<Kind, Rank, C>(row, first, a, extent);
-        const C u_last = linear_row_position<Kind, Rank, C>(row, last, a, extent);
-        const auto u_at = [&](std::int64_t p) {
-            return p == 0 ? u_first : p == count - 1 ? u_last : linear_row_position<Kind, Rank, C>(row, first + p, a, extent);
-        };
-        const C lo = axes.lo, hi = axes.hi[a];
-        narrow_to([&](std::int64_t p) { return u_at(p) >= lo; }, u_first, u_last, lo);
-        narrow_to([&](std::int64_t p) { return u_at(p) < hi; }, u_first, u_last, hi);
-    }
-    if (span.begin >= span.end) span.begin = span.end = 0;
-    return span;
-}
-
 // ---- Sampling 16 planned points: float32 pixels.
 
 // One channel's 16 points: the taps from `in` at the first-tap offsets `offset` (the group's own,
@@ -723,15 +605,6 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void store_bytes(std::uint8_t* to,
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512 byte_values(const __m512i* half, const __m512i& pick) {
     return _mm512_cvtepi32_ps(_mm512_maskz_permutex2var_epi8(0x1111111111111111ull, half[0], pick, half[1]));
 }
-
-// How a uint8 pass reads and writes: channels interleaved or planar, in and out.
-struct ByteLayout {
-    int channels = 1;
-    bool interleaved_in = false;   // channel stride 1, innermost stride = channels
-    bool interleaved_out = false;  // channel stride 1, point stride = channels
-    __m512i pick[4][4];            // [k][c]: bytes of tap k of channel c (interleaved) or of tap k (planar)
-    __m512i interleave;            // channel-major bytes -> point-major bytes (interleaved_out)
-};
 
 // (The channel count is a template parameter so that the per-channel sums stay in registers.)
 template <int Rank, int K, int Channels>
@@ -1009,123 +882,6 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE unsigned sample_near_group(const C
 
 // ---- The pass.
 
-// Whether an interior pass (AVX-512 or AVX2) can run, and the layout it reads and writes: the innermost axis of
-// unit stride (float32 pairs, and planar uint8) or interleaved uint8 channels; an output row of unit
-// stride or interleaved uint8; every axis long enough to have interior points at all (otherwise the
-// clamped stand-ins could reach outside the input).
-template <class S, class Interp>
-bool interior_pass_applies(const InputGeometry& geometry, const FastOutput<S>& out, ByteLayout* layout) {
-    for (int a = 0; a < geometry.rank; ++a) {
-        if (!(Interp::template interior_lo<float>() < Interp::template interior_hi<float>(geometry.extent[a]))) return false;
-    }
-    const std::int64_t inner = geometry.stride[geometry.rank - 1];
-    if constexpr (std::is_same_v<S, float>) {
-        (void)layout;
-        return inner == 1 && out.output_point_stride == 1;
-    } else {
-        static_assert(std::is_same_v<S, std::uint8_t>);
-        const std::int64_t channels = out.channels;
-        if (channels > 4) return false;
-        layout->channels = static_cast<int>(channels);
-        layout->interleaved_in = channels > 1 && out.input_channel_stride == 1 && inner == channels;
-        if (!layout->interleaved_in && inner != 1) return false;
-        if (layout->interleaved_in && Interp::taps * channels > 8) return false;
-        layout->interleaved_out = channels > 1 && out.output_channel_stride == 1 && out.output_point_stride == channels;
-        if (!layout->interleaved_out && out.output_point_stride != 1) return false;
-        return true;
-    }
-}
-
-// What the interior pass leaves to the generic stages: nothing; the listed edge points (every
-// interior and fill point is written); or everything (some interior points could not be read with the pass's
-// 8-byte loads, at the very end of the input, and were not written correctly).
-enum class PassResult { Complete, EdgesLeft, Redo };
-
-// A run of rows of one tile for the pass, each of `count` points: row r's coordinates are read
-// from xyz[r] (stored point after point) or computed from linear[r] (an affine row; first_index
-// is the innermost output index of its point 0), and its output starts at output_offset[r]
-// elements from the pass's `output`.
-template <class C>
-struct PassRows {
-    std::int64_t rows = 0;
-    const C* const* xyz = nullptr;
-    const LinearRow* linear = nullptr;
-    std::int64_t first_index = 0;
-    const std::int64_t* output_offset = nullptr;
-    const C* next_xyz = nullptr;  // stored rows: the coordinates of the row after the last, or nullptr
-};
-
-// The input prefetch's state, carried from row to row of a tile: after a row is planned, the row
-// kPrefetchRowsAhead rows on will read about where this one read, moved that many times by the
-// move from the previous row to this one.
-struct RowPrefetch {
-    bool started = false;
-    std::int64_t previous_base = 0;
-    std::int64_t last_tap = 0;      // the offset of a point's last tap from its first
-    std::int64_t point_stride = 1;  // elements between neighbouring points' pixels
-};
-
-// Where the pass stopped: after `rows` rows, the last of which ended as `result` (for EdgesLeft,
-// with `edges` points listed for the generic edge stage).
-struct PassStop {
-    std::int64_t rows = 0;
-    PassResult result = PassResult::Complete;
-    std::int64_t edges = 0;
-};
-
-// ---- Set-up and per-row steps shared by the AVX-512 and AVX2 passes (no instruction set of their own).
-
-// The planner's per-axis constants of an interpolation on this input.
-template <class Interp, class C, int Rank>
-PlannerAxes<C, Rank> planner_axes(const InputGeometry& geometry) {
-    PlannerAxes<C, Rank> axes;
-    axes.lo = Interp::template interior_lo<C>();
-    axes.outside_below = Interp::template outside_below<C>();
-    for (int a = 0; a < Rank; ++a) {
-        axes.outside_from[a] = Interp::template outside_from<C>(geometry.extent[a]);
-        axes.extent[a] = static_cast<C>(geometry.extent[a]);
-        axes.hi[a] = Interp::template interior_hi<C>(geometry.extent[a]);
-        axes.below_hi[a] = std::nextafter(axes.hi[a], -std::numeric_limits<C>::infinity());
-        axes.stride[a] = static_cast<std::int32_t>(geometry.stride[a]);
-    }
-    return axes;
-}
-
-// Offsets of the outer taps (z, y) from the first tap, in tap order (the x taps come from each load).
-template <int K, int Rank>
-void outer_tap_offsets(const InputGeometry& geometry, std::int32_t* outer_offset) {
-    constexpr int kOuterTaps = Rank == 2 ? K : K * K;
-    for (int o = 0; o < kOuterTaps; ++o) {
-        const int ky = o % K, kz = o / K;
-        outer_offset[o] = static_cast<std::int32_t>(ky * geometry.stride[Rank - 2] + (Rank == 3 ? kz * geometry.stride[0] : 0));
-    }
-}
-
-// uint8: the last first-tap offset whose 8-byte loads stay inside the input (negative: the input
-// is too small for the loads, and the caller samples by the generic stages).
-template <class S>
-std::int64_t last_safe_first_tap(std::int64_t input_span, std::int32_t last_outer_offset, const ByteLayout& layout,
-                                 const FastOutput<S>& out) {
-    const std::int64_t channel_reach = layout.interleaved_in ? 0 : (layout.channels - 1) * out.input_channel_stride;
-    return input_span - 8 - last_outer_offset - channel_reach;
-}
-
-// After a row is planned: asks for the input the row kPrefetchRowsAhead rows on will read, this
-// row's first taps moved that many times by the move from the previous row to this one.
-template <class S>
-void prefetch_rows_ahead(RowPrefetch& prefetch, const std::int32_t* first_taps, std::int64_t count, const S* input, int rank) {
-    const std::int64_t move = prefetch.started ? first_taps[0] - prefetch.previous_base : 0;
-    prefetch.previous_base = first_taps[0];
-    prefetch.started = true;
-    prefetch_input(first_taps, count, input, kPrefetchRowsAhead * move + prefetch.last_tap, prefetch.point_stride,
-                   prefetches_per_line(rank));
-}
-
-template <class S, class C>
-using AvxInteriorPass = PassStop (*)(const PassRows<C>& rows, std::int64_t count, const InputGeometry& geometry, const S* input,
-                                     S* output, const FastOutput<S>& out, std::int64_t input_span, const ByteLayout& layout,
-                                     std::int32_t* edge_points, std::int32_t* first_taps, RowPrefetch& prefetch);
-
 // A full group of interior points whose sampling waits for the next group's planning (see
 // interior_pass_row): its weights, and its first-tap offsets in memory.
 template <int Rank, int K>
@@ -1358,5 +1114,34 @@ GRIDWARP_TARGET_AVX512 void prepare_byte_layout(ByteLayout& layout, std::int64_t
     }
     layout.interleave = _mm512_load_si512(index);
 }
+
+}  // namespace
+
+template <class S, class C>
+AvxInteriorPass<S, C> select_avx512_pass(Interpolation mode, Padding padding, const InputGeometry& geometry,
+                                         const FastOutput<S>& out, ByteLayout& layout) {
+    const int rank = geometry.rank;
+    return visit_interpolation(mode, [&](auto interp) -> AvxInteriorPass<S, C> {
+        using I = typename decltype(interp)::type;
+        if (!interior_pass_applies<S, I>(geometry, out, &layout)) return nullptr;
+        if constexpr (std::is_same_v<S, std::uint8_t>) prepare_byte_layout<I::taps>(layout, geometry.stride[rank - 1]);
+        return visit_padding(padding, [&](auto pad) -> AvxInteriorPass<S, C> {
+            using P = typename decltype(pad)::type;
+            return rank == 2 ? select_interior_pass_kind<S, C, I, P, 2>(geometry.space, geometry.align_corners)
+                             : select_interior_pass_kind<S, C, I, P, 3>(geometry.space, geometry.align_corners);
+        });
+    });
+}
+
+#define GRIDWARP_SELECT_AVX512_PASS(S, C)                                                                                 \
+    template AvxInteriorPass<S, C> select_avx512_pass<S, C>(Interpolation, Padding, const InputGeometry&, const FastOutput<S>&, \
+                                                            ByteLayout&);
+GRIDWARP_SELECT_AVX512_PASS(float, float)
+GRIDWARP_SELECT_AVX512_PASS(float, double)
+GRIDWARP_SELECT_AVX512_PASS(std::uint8_t, float)
+GRIDWARP_SELECT_AVX512_PASS(std::uint8_t, double)
+#undef GRIDWARP_SELECT_AVX512_PASS
+
+}  // namespace gridwarp::detail
 
 #endif  // GRIDWARP_AVX2_DISPATCH

@@ -1,8 +1,7 @@
 // The AVX2 interior pass of the fast path: float32 and uint8 pixels, float32 and float64
-// coordinates, ranks 2 and 3, for processors with AVX2 but without the AVX-512 pass (Haswell to Alder Lake, Zen 1-3).
-// Included by grid_sample.cpp only, inside its anonymous namespace, after grid_sample_avx512.hpp,
-// whose ISA-neutral pieces it shares: CoordinateReader, PlannerAxes, known_interior_span,
-// PassRows, PassStop, RowPrefetch and the pass's function type.
+// coordinates, ranks 2 and 3, for processors with AVX2 but without the AVX-512 pass (Haswell to
+// Alder Lake, Zen 1-3), chosen by grid_sample.cpp through select_avx2_pass (fast_path.hpp, which
+// also holds the pieces it shares with the AVX-512 pass).
 //
 // Why by hand: the generic stages (plan a block of 256 points into arrays, then gather) ran W1 at
 // about 7 ns per point on one thread of a Zen 3 machine; most of that is the arrays the two stages
@@ -11,16 +10,20 @@
 // taps along x with one load per row.
 //
 // It computes exactly what classify_points and dense_gather_body compute, in the same order (see
-// grid_sample_avx512.hpp: u as pixel_position computes it, the clamped stand-in, the first tap by
+// interior_pass_avx512.cpp: u as pixel_position computes it, the clamped stand-in, the first tap by
 // Interp::interior_first, the weights by Interp::weights itself, each tap weight
 // (1 * w_outer) * ... * w_inner, the sum over taps in tap order from +0), writes every point of a
 // group as if it were interior, then gives fill points the fill value and samples the points
 // across an edge whose taps map by one clamp or reflection; the few left are listed for the
-// generic edge stage. No fused
-// multiply-add can form: target("avx2") does not enable FMA, and lib/core builds with
-// -ffp-contract=off.
+// generic edge stage. No fused multiply-add can form: target("avx2") does not enable FMA, and
+// lib/core builds with -ffp-contract=off.
+
+#include "fast_path.hpp"
 
 #if defined(GRIDWARP_AVX2_DISPATCH)
+
+namespace gridwarp::detail {
+namespace {
 
 // 8 floats and 4 doubles with the lane-wise IEEE operations that the interpolation policies'
 // weights() use (GCC vector arithmetic: single ymm instructions once inlined).
@@ -268,7 +271,7 @@ struct Avx2Group {
     __m256 weight[kOuterTaps][K];
 };
 
-// Plans L = Avx2Lanes<C>::kCount points, as plan_lanes in grid_sample_avx512.hpp plans 16:
+// Plans L = Avx2Lanes<C>::kCount points, as plan_lanes in interior_pass_avx512.cpp plans 16:
 // offsets, interior and fill bits, and tap weights in C. Interior: the caller knows every point
 // is interior (known_interior_span), so u itself is safe and no test or fill rule is needed.
 template <PositionKind Kind, class Interp, int Rank, class C, bool Interior>
@@ -457,7 +460,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_group_avx2(const Avx2Gro
 }
 
 // ---- Points near an edge under any padding (float32 pixels): the same operations as
-// plan_near_points and the generic near loop (see sample_near_group in grid_sample_avx512.hpp),
+// plan_near_points and the generic near loop (see sample_near_group in interior_pass_avx512.cpp),
 // each tap read with a masked gather, since taps are no longer neighbours in memory.
 
 // One bit per 32-bit lane where a > b.
@@ -990,5 +993,33 @@ AvxInteriorPass<S, C> select_interior_pass_avx2(CoordinateSpace space, bool alig
     if (align_corners) return &interior_pass_avx2<PositionKind::NormalizedCorners, Interp, Pad, Rank, S, C>;
     return &interior_pass_avx2<PositionKind::NormalizedEdges, Interp, Pad, Rank, S, C>;
 }
+
+}  // namespace
+
+template <class S, class C>
+AvxInteriorPass<S, C> select_avx2_pass(Interpolation mode, Padding padding, const InputGeometry& geometry,
+                                       const FastOutput<S>& out, ByteLayout& layout) {
+    const int rank = geometry.rank;
+    return visit_interpolation(mode, [&](auto interp) -> AvxInteriorPass<S, C> {
+        using I = typename decltype(interp)::type;
+        if (!interior_pass_applies<S, I>(geometry, out, &layout)) return nullptr;
+        return visit_padding(padding, [&](auto pad) -> AvxInteriorPass<S, C> {
+            using P = typename decltype(pad)::type;
+            return rank == 2 ? select_interior_pass_avx2<S, C, I, P, 2>(geometry.space, geometry.align_corners)
+                             : select_interior_pass_avx2<S, C, I, P, 3>(geometry.space, geometry.align_corners);
+        });
+    });
+}
+
+#define GRIDWARP_SELECT_AVX2_PASS(S, C)                                                                                 \
+    template AvxInteriorPass<S, C> select_avx2_pass<S, C>(Interpolation, Padding, const InputGeometry&, const FastOutput<S>&, \
+                                                          ByteLayout&);
+GRIDWARP_SELECT_AVX2_PASS(float, float)
+GRIDWARP_SELECT_AVX2_PASS(float, double)
+GRIDWARP_SELECT_AVX2_PASS(std::uint8_t, float)
+GRIDWARP_SELECT_AVX2_PASS(std::uint8_t, double)
+#undef GRIDWARP_SELECT_AVX2_PASS
+
+}  // namespace gridwarp::detail
 
 #endif  // GRIDWARP_AVX2_DISPATCH
