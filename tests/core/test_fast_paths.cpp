@@ -442,16 +442,19 @@ TEST_CASE("the interior passes (AVX-512, AVX2) equal the reference path on large
 TEST_CASE("the interior passes equal the reference path on outputs large enough for streaming stores", "[fast][interior][stream]") {
     // 2-D outputs of 8 MiB and more (float32) are written with streaming stores where a whole
     // 64-byte line holds interior points only. These maps put fill regions, edges and interior
-    // runs on every row; the 2-D rows (2040 points, 8160 bytes) start alternately on and half-way
-    // into a cache line, so that lines shared by an interior group and any other group occur. The
-    // 3-D case (rows of 260 points, at every 16-byte offset) checks that outputs this large take
-    // the 3-D pass, which does not stream, unchanged.
+    // runs on every row; the first 2-D case's rows (2040 points, 8160 bytes) start alternately on
+    // and half-way into a cache line, so that lines shared by an interior group and any other
+    // group occur; the second's (2043 points) start at every 4-byte offset, so that most rows are
+    // not 32-byte aligned (and stream nothing) and every row ends in a partial group. The 3-D case
+    // (rows of 260 points, at every 16-byte offset) checks that outputs this large take the 3-D
+    // pass, which does not stream, unchanged.
     std::mt19937 rng(77);
     struct Case {
         Shape input_shape;
         Shape output_spatial;
     };
-    for (const Case& c : {Case{Shape{1, 1, 600, 700}, Shape{1050, 2040}}, Case{Shape{1, 1, 40, 60, 70}, Shape{64, 128, 260}}}) {
+    for (const Case& c : {Case{Shape{1, 1, 600, 700}, Shape{1050, 2040}}, Case{Shape{1, 1, 600, 700}, Shape{1030, 2043}},
+                          Case{Shape{1, 1, 40, 60, 70}, Shape{64, 128, 260}}}) {
         const auto rank = static_cast<std::int64_t>(c.input_shape.size()) - 2;
         const Shape input_spatial(c.input_shape.begin() + 2, c.input_shape.end());
         REQUIRE(shape_numel(c.output_spatial) * 4 >= (std::int64_t{8} << 20));

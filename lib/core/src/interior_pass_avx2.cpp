@@ -271,11 +271,17 @@ struct Avx2Group {
     __m256 weight[kOuterTaps][K];
 };
 
+// What a planner knows of its points. Known: the caller knows every point is interior
+// (known_interior_span), so u itself is safe and no test or fill rule is needed. Tested: the
+// points are planned only if every one is interior (a full group), else nothing is planned.
+// General: any points, with the tests, the fill rules and the clamped stand-in.
+enum class Planning { Known, Tested, General };
+
 // Plans L = Avx2Lanes<C>::kCount points, as plan_lanes in interior_pass_avx512.cpp plans 16:
-// offsets, interior and fill bits, and tap weights in C. Interior: the caller knows every point
-// is interior (known_interior_span), so u itself is safe and no test or fill rule is needed.
-template <PositionKind Kind, class Interp, int Rank, class C, bool Interior>
-GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void plan_lanes_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
+// offsets, interior and fill bits, and tap weights in C. False (Tested only): not every point is
+// interior, and nothing was planned.
+template <PositionKind Kind, class Interp, int Rank, class C, Planning Plan>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE bool plan_lanes_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
                                                                  const PlannerAxes<C, Rank>& axes, typename Avx2Lanes<C>::Int& offset,
                                                                  unsigned& interior, unsigned& fill_zeros, unsigned& fill_nonfinite,
                                                                  typename Avx2Lanes<C>::Vec (*tap_weight)[Interp::taps]) {
@@ -288,17 +294,19 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void plan_lanes_avx2(const Coordinat
     typename L::Vec u[Rank];
     for (int a = 0; a < Rank; ++a) u[a] = pixel_position_avx2<Kind, C>(coordinate[Rank - 1 - a], axes.extent[a]);
     unsigned inside = active, within_reach = active, finite = active;
-    if constexpr (!Interior) {
+    if constexpr (Plan != Planning::Known) {
         for (int a = 0; a < Rank; ++a) inside &= L::within(u[a], L::set1(axes.lo), L::set1(axes.hi[a]));
-        // An interior lane is finite and within reach, so the fill tests wait for a lane that is not.
-        if (inside != active) {
+        if constexpr (Plan == Planning::Tested) {
+            if (inside != active) return false;
+        } else if (inside != active) {
+            // An interior lane is finite and within reach, so the fill tests wait for a lane that is not.
             for (int a = 0; a < Rank; ++a) {
                 finite &= L::finite(coordinate[Rank - 1 - a]);
                 within_reach &= L::within(u[a], L::set1(axes.outside_below), L::set1(axes.outside_from[a]));
             }
         }
     }
-    const bool all_interior = Interior || (lanes >= L::kCount && inside == active);
+    const bool all_interior = Plan == Planning::Known || (lanes >= L::kCount && inside == active);
     offset = L::set1_int(0);
     P weight[Rank][K] = {};
     for (int a = 0; a < Rank; ++a) {
@@ -314,18 +322,21 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void plan_lanes_avx2(const Coordinat
     fill_zeros = ~within_reach & active;
     fill_nonfinite = ~finite & active;
     if constexpr (K > 1) tap_weights_of<Rank, K>(weight, tap_weight);
+    return true;
 }
 
-// Plans 8 points into `group` (a float or two double halves).
-template <PositionKind Kind, class Interp, int Rank, class C, bool Interior>
-GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void plan_group_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
+// Plans 8 points into `group` (a float or two double halves); false as plan_lanes_avx2.
+template <PositionKind Kind, class Interp, int Rank, class C, Planning Plan>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE bool plan_group_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
                                                                  const PlannerAxes<C, Rank>& axes, Avx2Group<Rank, Interp::taps>& group) {
     constexpr int K = Interp::taps;
     constexpr int kOuterTaps = Avx2Group<Rank, K>::kOuterTaps;
     if constexpr (std::is_same_v<C, float>) {
         __m256i offset;
-        plan_lanes_avx2<Kind, Interp, Rank, float, Interior>(reader, p, lanes, axes, offset, group.interior, group.fill_zeros,
-                                                             group.fill_nonfinite, group.weight);
+        if (!plan_lanes_avx2<Kind, Interp, Rank, float, Plan>(reader, p, lanes, axes, offset, group.interior, group.fill_zeros,
+                                                             group.fill_nonfinite, group.weight)) {
+            return false;
+        }
         _mm256_store_si256(reinterpret_cast<__m256i*>(group.offset), offset);
     } else {
         // Two halves of 4 points; tap weights narrowed to float once computed in double.
@@ -333,8 +344,10 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void plan_group_avx2(const Coordinat
         unsigned interior[2], fill_zeros[2], fill_nonfinite[2];
         __m256d weight[2][kOuterTaps][K];
         for (int h = 0; h < 2; ++h) {
-            plan_lanes_avx2<Kind, Interp, Rank, double, Interior>(reader, p + 4 * h, std::clamp(lanes - 4 * h, 0, 4), axes, offset[h],
-                                                                  interior[h], fill_zeros[h], fill_nonfinite[h], weight[h]);
+            if (!plan_lanes_avx2<Kind, Interp, Rank, double, Plan>(reader, p + 4 * h, std::clamp(lanes - 4 * h, 0, 4), axes, offset[h],
+                                                                   interior[h], fill_zeros[h], fill_nonfinite[h], weight[h])) {
+                return false;
+            }
         }
         _mm256_store_si256(reinterpret_cast<__m256i*>(group.offset), _mm256_set_m128i(offset[1], offset[0]));
         group.interior = interior[0] | (interior[1] << 4);
@@ -348,6 +361,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void plan_group_avx2(const Coordinat
             }
         }
     }
+    return true;
 }
 
 // The K taps from each of 8 points' offsets along the innermost axis (stride 1) in each of T rows,
@@ -815,7 +829,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void fill_group_avx2(int lanes, std:
 }
 
 // Samples the full group of interior points waiting in `waiting` (first point late_at; none if
-// negative), reading its offsets and weights from memory (see interior_pass_row_avx2).
+// negative), reading its offsets and weights from memory (see interior_run_avx2).
 template <int Rank, int K>
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_late_group_avx2(const Avx2Group<Rank, K>& waiting, std::int64_t& late_at,
                                                                         const std::int32_t* outer_offset, const float* input,
@@ -827,6 +841,48 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_late_group_avx2(const Av
     asm("" : "+r"(group));
     sample_group_avx2<Rank, K>(*group, 8, outer_offset, input, output + late_at * out.output_point_stride, out, 0, stream);
     late_at = -1;
+}
+
+// Float32 pixels in 2-D: from point p on, the row's full groups of interior points, until a group
+// with a point that is not interior (which the caller then plans in general) or the last full
+// group. Returns the first point not sampled. A loop of its own with nothing else in it, so that
+// its values stay in registers: the general loop's bookkeeping around the same planning and
+// sampling made it twice as many instructions per group (see docs/performance.md). Each group is
+// sampled one group late, after the next group is planned, so that its offsets are read back from
+// a store made a group earlier rather than taken out of the register one by one; the two groups
+// take turns. stream (out.stream, and the run starts at a 64-byte line): its lines are written
+// with streaming stores, all but a last group that starts a line (whose other half is not the
+// run's), so that no ordinary store (fill values, points near an edge, the edge stage) ever meets
+// a line still in flight.
+template <PositionKind Kind, class Interp, int Rank, class C>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE std::int64_t interior_run_avx2(const CoordinateReader<C>& coordinates, std::int64_t p,
+                                                                           std::int64_t count, const IndexSpan& known_interior,
+                                                                           const PlannerAxes<C, Rank>& axes, const std::int32_t* outer_offset,
+                                                                           const float* input, float* output, const FastOutput<float>& out,
+                                                                           std::int32_t* first_taps, const C* next_xyz, bool stream) {
+    constexpr int K = Interp::taps;
+    Avx2Group<Rank, K> groups[2];
+    int current = 0;
+    std::int64_t late_at = -1;  // the first point of the group waiting in groups[current ^ 1]
+    for (; p + 8 <= count; p += 8) {
+        if (next_xyz != nullptr && (p & 15) == 0) {
+            // The next row's coordinates of the same 16 points: Rank cache lines' worth.
+            for (int l = 0; l < Rank; ++l) prefetch_line(reinterpret_cast<std::uintptr_t>(next_xyz + p * Rank + 16 * l));
+        }
+        Avx2Group<Rank, K>& group = groups[current];
+        if (p >= known_interior.begin && p + 8 <= known_interior.end) {
+            plan_group_avx2<Kind, Interp, Rank, C, Planning::Known>(coordinates, p, 8, axes, group);
+        } else if (!plan_group_avx2<Kind, Interp, Rank, C, Planning::Tested>(coordinates, p, 8, axes, group)) {
+            break;
+        }
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(first_taps + p), _mm256_load_si256(reinterpret_cast<const __m256i*>(group.offset)));
+        sample_late_group_avx2<Rank, K>(groups[current ^ 1], late_at, outer_offset, input, output, out, stream);
+        late_at = p;
+        current ^= 1;
+    }
+    const bool last_ends_line = late_at >= 0 && (reinterpret_cast<std::uintptr_t>(output + late_at) & 63) != 0;
+    sample_late_group_avx2<Rank, K>(groups[current ^ 1], late_at, outer_offset, input, output, out, stream && last_ends_line);
+    return p;
 }
 
 // The pass for one row of `count` points: writes every point of every channel as if it were
@@ -849,40 +905,28 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
         coordinates.linear == nullptr ? IndexSpan{} : known_interior_span<Kind, Rank, C>(coordinates, count, axes);
     std::int64_t edge_count = 0;
     bool redo = false;
-    // Float32 pixels in 2-D: a full group of interior points is sampled one group late, after the
-    // next group is planned, so that its offsets are read back from a store made a group earlier
-    // rather than taken out of the register one by one (see docs/performance.md). The two groups
-    // take turns. (In 3-D the same made W5 about a fifth slower.)
-    constexpr bool kLate = std::is_same_v<S, float> && Rank == 2;
-    Avx2Group<Rank, K> groups[2];
-    int current = 0;
-    std::int64_t late_at = -1;  // the first point of the group waiting in groups[current ^ 1]
-    // Streaming stores (out.stream): a 64-byte line of output is written past the caches when both
-    // of its groups are full interior groups, so that no ordinary store (fill values, points near
-    // an edge, the edge stage) ever meets a line still in flight; a group sampled late knows
-    // whether the group after it is one. second_half_streams: the first half of the current line
-    // was streamed, so its second half is too.
-    bool second_half_streams = false;
-    // Whether the group waiting at late_at is streamed, given whether the group after it is a
-    // full interior group (the waiting group is one).
-    const auto late_group_streams = [&](bool next_full_interior) {
-        if (!out.stream || late_at < 0) return false;
-        const std::uintptr_t in_line = reinterpret_cast<std::uintptr_t>(output + late_at) & 63;
-        const bool stream = in_line == 0 ? next_full_interior : in_line == 32 && second_half_streams;
-        second_half_streams = in_line == 0 && stream;
-        return stream;
-    };
+    // Float32 pixels in 2-D: runs of full interior groups go to interior_run_avx2 (in 3-D the
+    // late sampling made W5 about a fifth slower). With streaming stores a run starts at a line:
+    // a row whose output is not 32-byte aligned streams nothing.
+    constexpr bool kRuns = std::is_same_v<S, float> && Rank == 2;
+    const bool stream = out.stream && (reinterpret_cast<std::uintptr_t>(output) & 31) == 0;
+    Avx2Group<Rank, K> group;
     for (std::int64_t p = 0; p < count; p += 8) {
-        Avx2Group<Rank, K>& group = groups[current];
+        if constexpr (kRuns) {
+            if (!stream || (reinterpret_cast<std::uintptr_t>(output + p) & 63) == 0) {
+                p = interior_run_avx2<Kind, Interp, Rank, C>(coordinates, p, count, known_interior, axes, outer_offset, input, output,
+                                                             out, first_taps, next_xyz, stream);
+                if (p >= count) break;
+            }
+        }
         const int lanes = static_cast<int>(std::min<std::int64_t>(8, count - p));
         if (next_xyz != nullptr && (p & 15) == 0) {
-            // The next row's coordinates of the same 16 points: Rank cache lines' worth.
             for (int l = 0; l < Rank; ++l) prefetch_line(reinterpret_cast<std::uintptr_t>(next_xyz + p * Rank + 16 * l));
         }
         if (lanes == 8 && p >= known_interior.begin && p + 8 <= known_interior.end) {
-            plan_group_avx2<Kind, Interp, Rank, C, true>(coordinates, p, lanes, axes, group);
+            plan_group_avx2<Kind, Interp, Rank, C, Planning::Known>(coordinates, p, lanes, axes, group);
         } else {
-            plan_group_avx2<Kind, Interp, Rank, C, false>(coordinates, p, lanes, axes, group);
+            plan_group_avx2<Kind, Interp, Rank, C, Planning::General>(coordinates, p, lanes, axes, group);
         }
         const unsigned active = (1u << lanes) - 1u;
         const unsigned fill = std::is_same_v<Pad, ZerosPadding> ? group.fill_zeros : group.fill_nonfinite;
@@ -891,15 +935,6 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(first_taps + p), offset);
         } else {
             _mm256_maskstore_epi32(first_taps + p, first_words(lanes), offset);
-        }
-        if constexpr (kLate) {
-            const bool full_interior = lanes == 8 && group.interior == active && fill == 0;
-            sample_late_group_avx2<Rank, K>(groups[current ^ 1], late_at, outer_offset, input, output, out, late_group_streams(full_interior));
-            if (full_interior) {
-                late_at = p;
-                current ^= 1;
-                continue;
-            }
         }
         S* const o = output + p * out.output_point_stride;
         if (fill == active) {
@@ -925,9 +960,6 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
         for (; edge != 0; edge &= edge - 1) {
             edge_points[edge_count++] = static_cast<std::int32_t>(p + __builtin_ctz(edge));
         }
-    }
-    if constexpr (kLate) {
-        sample_late_group_avx2<Rank, K>(groups[current ^ 1], late_at, outer_offset, input, output, out, late_group_streams(false));
     }
     *edges = edge_count;
     if (redo) return PassResult::Redo;
