@@ -843,17 +843,18 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_late_group_avx2(const Av
     late_at = -1;
 }
 
-// Float32 pixels in 2-D: from point p on, the row's full groups of interior points, until a group
-// with a point that is not interior (which the caller then plans in general) or the last full
-// group. Returns the first point not sampled. A loop of its own with nothing else in it, so that
-// its values stay in registers: the general loop's bookkeeping around the same planning and
-// sampling made it twice as many instructions per group (see docs/performance.md). Each group is
-// sampled one group late, after the next group is planned, so that its offsets are read back from
-// a store made a group earlier rather than taken out of the register one by one; the two groups
-// take turns. stream (out.stream, and the run starts at a 64-byte line): its lines are written
-// with streaming stores, all but a last group that starts a line (whose other half is not the
-// run's), so that no ordinary store (fill values, points near an edge, the edge stage) ever meets
-// a line still in flight.
+// Float32 pixels: from point p on, the row's full groups of interior points, until a group with a
+// point that is not interior (which the caller then plans in general) or the last full group.
+// Returns the first point not sampled. A loop of its own with nothing else in it, so that its
+// values stay in registers: the general loop's bookkeeping around the same planning and sampling
+// made it about twice as many instructions per group (see docs/performance.md). In 2-D each group
+// is sampled one group late, after the next group is planned, so that its offsets are read back
+// from a store made a group earlier rather than taken out of the register one by one; the two
+// groups take turns (in 3-D that made W5 about a fifth slower, so there a group is sampled as soon
+// as it is planned). stream (out.stream, 2-D, and the run starts at a 64-byte line): its lines
+// are written with streaming stores, all but a last group that starts a line (whose other half
+// is not the run's), so that no ordinary store (fill values, points near an edge, the edge stage)
+// ever meets a line still in flight.
 template <PositionKind Kind, class Interp, int Rank, class C>
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE std::int64_t interior_run_avx2(const CoordinateReader<C>& coordinates, std::int64_t p,
                                                                            std::int64_t count, const IndexSpan& known_interior,
@@ -876,9 +877,13 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE std::int64_t interior_run_avx2(const
             break;
         }
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(first_taps + p), _mm256_load_si256(reinterpret_cast<const __m256i*>(group.offset)));
-        sample_late_group_avx2<Rank, K>(groups[current ^ 1], late_at, outer_offset, input, output, out, stream);
-        late_at = p;
-        current ^= 1;
+        if constexpr (Rank == 2) {
+            sample_late_group_avx2<Rank, K>(groups[current ^ 1], late_at, outer_offset, input, output, out, stream);
+            late_at = p;
+            current ^= 1;
+        } else {
+            sample_group_avx2<Rank, K>(group, 8, outer_offset, input, output + p, out, 0);
+        }
     }
     const bool last_ends_line = late_at >= 0 && (reinterpret_cast<std::uintptr_t>(output + late_at) & 63) != 0;
     sample_late_group_avx2<Rank, K>(groups[current ^ 1], late_at, outer_offset, input, output, out, stream && last_ends_line);
@@ -905,10 +910,10 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
         coordinates.linear == nullptr ? IndexSpan{} : known_interior_span<Kind, Rank, C>(coordinates, count, axes);
     std::int64_t edge_count = 0;
     bool redo = false;
-    // Float32 pixels in 2-D: runs of full interior groups go to interior_run_avx2 (in 3-D the
-    // late sampling made W5 about a fifth slower). With streaming stores a run starts at a line:
-    // a row whose output is not 32-byte aligned streams nothing.
-    constexpr bool kRuns = std::is_same_v<S, float> && Rank == 2;
+    // Float32 pixels: runs of full interior groups go to interior_run_avx2 (for uint8 a loop of
+    // their own was 4 % slower: W4 35.5 -> 37.0 ms on two threads). With streaming stores a run
+    // starts at a line: a row whose output is not 32-byte aligned streams nothing.
+    constexpr bool kRuns = std::is_same_v<S, float>;
     const bool stream = out.stream && (reinterpret_cast<std::uintptr_t>(output) & 31) == 0;
     Avx2Group<Rank, K> group;
     for (std::int64_t p = 0; p < count; p += 8) {
