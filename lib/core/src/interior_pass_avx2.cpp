@@ -157,6 +157,19 @@ template <class C, int Rank>
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void deinterleave_avx2(const C* xyz, int lanes, typename Avx2Lanes<C>::Vec* coordinate) {
     constexpr int N = Avx2Lanes<C>::kCount;
     constexpr int W = static_cast<int>(sizeof(C) / 4);  // words per value
+    if constexpr (std::is_same_v<C, float> && Rank == 2) {
+        if (lanes == 8) {
+            // Two in-lane shuffles give x0 x1 x4 x5 | x2 x3 x6 x7 (and y likewise), one 64-bit
+            // permute the order: no index or blend vectors to keep in registers.
+            const __m256 low = _mm256_loadu_ps(xyz), high = _mm256_loadu_ps(xyz + 8);
+            for (int k = 0; k < 2; ++k) {
+                const __m256 paired = k == 0 ? _mm256_shuffle_ps(low, high, _MM_SHUFFLE(2, 0, 2, 0))
+                                             : _mm256_shuffle_ps(low, high, _MM_SHUFFLE(3, 1, 3, 1));
+                coordinate[k] = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(paired), _MM_SHUFFLE(3, 1, 2, 0)));
+            }
+            return;
+        }
+    }
     __m256 part[Rank];
     const int values = lanes * Rank;
     for (int j = 0; j < Rank; ++j) {
