@@ -923,15 +923,17 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
         coordinates.linear == nullptr ? IndexSpan{} : known_interior_span<Kind, Rank, C>(coordinates, count, axes);
     std::int64_t edge_count = 0;
     bool redo = false;
-    // Float32 pixels: runs of full interior groups go to interior_run_avx2 (for uint8 a loop of
-    // their own was 4 % slower: W4 35.5 -> 37.0 ms on two threads). With streaming stores a run
-    // starts at a line: a row whose output is not 32-byte aligned streams nothing.
+    // Float32 pixels: runs of full interior groups go to interior_run_avx2, in 3-D only along
+    // affine rows (W6's stored 3-D grid was 3 % slower with runs; for uint8 a loop of their own
+    // was 4 % slower, W4 35.5 -> 37.0 ms on two threads). With streaming stores a run starts at a
+    // line: a row whose output is not 32-byte aligned streams nothing.
     constexpr bool kRuns = std::is_same_v<S, float>;
+    const bool runs = kRuns && (Rank == 2 || coordinates.linear != nullptr);
     const bool stream = out.stream && (reinterpret_cast<std::uintptr_t>(output) & 31) == 0;
     Avx2Group<Rank, K> group;
     for (std::int64_t p = 0; p < count; p += 8) {
         if constexpr (kRuns) {
-            if (!stream || (reinterpret_cast<std::uintptr_t>(output + p) & 63) == 0) {
+            if (runs && (!stream || (reinterpret_cast<std::uintptr_t>(output + p) & 63) == 0)) {
                 p = interior_run_avx2<Kind, Interp, Rank, C>(coordinates, p, count, known_interior, axes, outer_offset, input, output,
                                                              out, first_taps, next_xyz, stream);
                 if (p >= count) break;
