@@ -362,6 +362,37 @@ using AvxInteriorPass = PassStop (*)(const PassRows<C>& rows, std::int64_t count
                                      S* output, const FastOutput<S>& out, std::int64_t input_span, const ByteLayout& layout,
                                      std::int32_t* edge_points, std::int32_t* first_taps, RowPrefetch& prefetch);
 
+// As a pass goes along a row of stored coordinates: at every 16th point, asks for the next row's
+// coordinates of the same 16 points (Rank cache lines' worth; nullptr: no next row to ask for).
+template <int Rank, class C>
+GRIDWARP_ALWAYS_INLINE void prefetch_next_row_coordinates(const C* next_xyz, std::int64_t p) {
+    if (next_xyz == nullptr || (p & 15) != 0) return;
+    for (int l = 0; l < Rank; ++l) prefetch_line(reinterpret_cast<std::uintptr_t>(next_xyz + p * Rank + 16 * l));
+}
+
+// The choice both instruction sets make: nullptr where the pass does not serve this input and
+// output; otherwise prepare(type_tag<Interp>) sets up what the pass needs beyond `layout`, and
+// pass_for(type_tag<Interp>, type_tag<Pad>, std::integral_constant<int, Rank>,
+// std::integral_constant<PositionKind, Kind>) names the instantiation for this call.
+template <class S, class C, class Prepare, class PassFor>
+AvxInteriorPass<S, C> choose_interior_pass(Interpolation mode, Padding padding, const InputGeometry& geometry,
+                                           const FastOutput<S>& out, ByteLayout& layout, Prepare prepare, PassFor pass_for) {
+    return visit_interpolation(mode, [&](auto interp) -> AvxInteriorPass<S, C> {
+        using I = typename decltype(interp)::type;
+        if (!interior_pass_applies<S, I>(geometry, out, &layout)) return nullptr;
+        prepare(interp);
+        return visit_padding(padding, [&](auto pad) -> AvxInteriorPass<S, C> {
+            const auto of_rank = [&](auto rank) -> AvxInteriorPass<S, C> {
+                using Kind = PositionKind;
+                if (geometry.space == CoordinateSpace::Pixel) return pass_for(interp, pad, rank, std::integral_constant<Kind, Kind::Pixel>{});
+                if (geometry.align_corners) return pass_for(interp, pad, rank, std::integral_constant<Kind, Kind::NormalizedCorners>{});
+                return pass_for(interp, pad, rank, std::integral_constant<Kind, Kind::NormalizedEdges>{});
+            };
+            return geometry.rank == 2 ? of_rank(std::integral_constant<int, 2>{}) : of_rank(std::integral_constant<int, 3>{});
+        });
+    });
+}
+
 // The interior pass for this interpolation, padding, rank and kind of coordinates, or nullptr
 // where it does not serve this input and output (`layout`: set for uint8 pixels). Defined for S in
 // {float, uint8} and C in {float, double} by interior_pass_avx512.cpp (processors with AVX-512 F,

@@ -879,10 +879,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE std::int64_t interior_run_avx2(const
     int current = 0;
     std::int64_t late_at = -1;  // the first point of the group waiting in groups[current ^ 1]
     for (; p + 8 <= count; p += 8) {
-        if (next_xyz != nullptr && (p & 15) == 0) {
-            // The next row's coordinates of the same 16 points: Rank cache lines' worth.
-            for (int l = 0; l < Rank; ++l) prefetch_line(reinterpret_cast<std::uintptr_t>(next_xyz + p * Rank + 16 * l));
-        }
+        prefetch_next_row_coordinates<Rank>(next_xyz, p);
         Avx2Group<Rank, K>& group = groups[current];
         if (p >= known_interior.begin && p + 8 <= known_interior.end) {
             plan_group_avx2<Kind, Interp, Rank, C, Planning::Known>(coordinates, p, 8, axes, group);
@@ -898,8 +895,10 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE std::int64_t interior_run_avx2(const
             sample_group_avx2<Rank, K>(group, 8, outer_offset, input, output + p, out, 0);
         }
     }
-    const bool last_ends_line = late_at >= 0 && (reinterpret_cast<std::uintptr_t>(output + late_at) & 63) != 0;
-    sample_late_group_avx2<Rank, K>(groups[current ^ 1], late_at, outer_offset, input, output, out, stream && last_ends_line);
+    if constexpr (Rank == 2) {
+        const bool last_ends_line = late_at >= 0 && (reinterpret_cast<std::uintptr_t>(output + late_at) & 63) != 0;
+        sample_late_group_avx2<Rank, K>(groups[current ^ 1], late_at, outer_offset, input, output, out, stream && last_ends_line);
+    }
     return p;
 }
 
@@ -940,9 +939,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
             }
         }
         const int lanes = static_cast<int>(std::min<std::int64_t>(8, count - p));
-        if (next_xyz != nullptr && (p & 15) == 0) {
-            for (int l = 0; l < Rank; ++l) prefetch_line(reinterpret_cast<std::uintptr_t>(next_xyz + p * Rank + 16 * l));
-        }
+        prefetch_next_row_coordinates<Rank>(next_xyz, p);
         if (lanes == 8 && p >= known_interior.begin && p + 8 <= known_interior.end) {
             plan_group_avx2<Kind, Interp, Rank, C, Planning::Known>(coordinates, p, lanes, axes, group);
         } else {
@@ -1039,28 +1036,17 @@ GRIDWARP_TARGET_AVX2 PassStop interior_pass_avx2(const PassRows<C>& rows, std::i
     return stop;
 }
 
-template <class S, class C, class Interp, class Pad, int Rank>
-AvxInteriorPass<S, C> select_interior_pass_avx2(CoordinateSpace space, bool align_corners) {
-    if (space == CoordinateSpace::Pixel) return &interior_pass_avx2<PositionKind::Pixel, Interp, Pad, Rank, S, C>;
-    if (align_corners) return &interior_pass_avx2<PositionKind::NormalizedCorners, Interp, Pad, Rank, S, C>;
-    return &interior_pass_avx2<PositionKind::NormalizedEdges, Interp, Pad, Rank, S, C>;
-}
-
 }  // namespace
 
 template <class S, class C>
 AvxInteriorPass<S, C> select_avx2_pass(Interpolation mode, Padding padding, const InputGeometry& geometry,
                                        const FastOutput<S>& out, ByteLayout& layout) {
-    const int rank = geometry.rank;
-    return visit_interpolation(mode, [&](auto interp) -> AvxInteriorPass<S, C> {
-        using I = typename decltype(interp)::type;
-        if (!interior_pass_applies<S, I>(geometry, out, &layout)) return nullptr;
-        return visit_padding(padding, [&](auto pad) -> AvxInteriorPass<S, C> {
-            using P = typename decltype(pad)::type;
-            return rank == 2 ? select_interior_pass_avx2<S, C, I, P, 2>(geometry.space, geometry.align_corners)
-                             : select_interior_pass_avx2<S, C, I, P, 3>(geometry.space, geometry.align_corners);
+    return choose_interior_pass<S, C>(
+        mode, padding, geometry, out, layout, [](auto) {},
+        [](auto interp, auto pad, auto rank, auto kind) -> AvxInteriorPass<S, C> {
+            return &interior_pass_avx2<decltype(kind)::value, typename decltype(interp)::type, typename decltype(pad)::type,
+                                       decltype(rank)::value, S, C>;
         });
-    });
 }
 
 #define GRIDWARP_SELECT_AVX2_PASS(S, C)                                                                                 \

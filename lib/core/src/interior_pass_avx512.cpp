@@ -949,10 +949,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row(const
     PlannedGroup<Rank, K> group;
     for (std::int64_t p = 0; p < count; p += 16) {
         const int lanes = static_cast<int>(std::min<std::int64_t>(16, count - p));
-        if (next_xyz != nullptr) {
-            // The next row's coordinates of the same 16 points: Rank cache lines' worth.
-            for (int l = 0; l < Rank; ++l) prefetch_line(reinterpret_cast<std::uintptr_t>(next_xyz + p * Rank + 16 * l));
-        }
+        prefetch_next_row_coordinates<Rank>(next_xyz, p);
         if (next_output != nullptr) prefetch_line_for_write(reinterpret_cast<std::uintptr_t>(next_output + p * out.output_point_stride));
         if constexpr (std::is_same_v<S, float> && K <= 2) {
             // A full group of interior points: planned without the tests and fill rules.
@@ -1092,13 +1089,6 @@ GRIDWARP_TARGET_AVX512 PassStop interior_pass_avx512(const PassRows<C>& rows, st
     return stop;
 }
 
-template <class S, class C, class Interp, class Pad, int Rank>
-AvxInteriorPass<S, C> select_interior_pass_kind(CoordinateSpace space, bool align_corners) {
-    if (space == CoordinateSpace::Pixel) return &interior_pass_avx512<PositionKind::Pixel, Interp, Pad, Rank, S, C>;
-    if (align_corners) return &interior_pass_avx512<PositionKind::NormalizedCorners, Interp, Pad, Rank, S, C>;
-    return &interior_pass_avx512<PositionKind::NormalizedEdges, Interp, Pad, Rank, S, C>;
-}
-
 // The byte permutations of a uint8 layout.
 template <int K>
 GRIDWARP_TARGET_AVX512 void prepare_byte_layout(ByteLayout& layout, std::int64_t input_inner_stride) {
@@ -1120,17 +1110,18 @@ GRIDWARP_TARGET_AVX512 void prepare_byte_layout(ByteLayout& layout, std::int64_t
 template <class S, class C>
 AvxInteriorPass<S, C> select_avx512_pass(Interpolation mode, Padding padding, const InputGeometry& geometry,
                                          const FastOutput<S>& out, ByteLayout& layout) {
-    const int rank = geometry.rank;
-    return visit_interpolation(mode, [&](auto interp) -> AvxInteriorPass<S, C> {
-        using I = typename decltype(interp)::type;
-        if (!interior_pass_applies<S, I>(geometry, out, &layout)) return nullptr;
-        if constexpr (std::is_same_v<S, std::uint8_t>) prepare_byte_layout<I::taps>(layout, geometry.stride[rank - 1]);
-        return visit_padding(padding, [&](auto pad) -> AvxInteriorPass<S, C> {
-            using P = typename decltype(pad)::type;
-            return rank == 2 ? select_interior_pass_kind<S, C, I, P, 2>(geometry.space, geometry.align_corners)
-                             : select_interior_pass_kind<S, C, I, P, 3>(geometry.space, geometry.align_corners);
+    return choose_interior_pass<S, C>(
+        mode, padding, geometry, out, layout,
+        [&](auto interp) {
+            // uint8: the byte permutations of this layout.
+            if constexpr (std::is_same_v<S, std::uint8_t>) {
+                prepare_byte_layout<decltype(interp)::type::taps>(layout, geometry.stride[geometry.rank - 1]);
+            }
+        },
+        [](auto interp, auto pad, auto rank, auto kind) -> AvxInteriorPass<S, C> {
+            return &interior_pass_avx512<decltype(kind)::value, typename decltype(interp)::type, typename decltype(pad)::type,
+                                         decltype(rank)::value, S, C>;
         });
-    });
 }
 
 #define GRIDWARP_SELECT_AVX512_PASS(S, C)                                                                                 \
