@@ -544,10 +544,13 @@ TEST_CASE("the interior passes (AVX-512, AVX2) equal the reference path for uint
 TEST_CASE("affine rows: the interior run the interior passes plan without tests ends where the reference's does",
           "[fast][interior][affine]") {
     // Along an affine row the pass finds the run of interior points by bisection and plans it
-    // without per-point tests. These rows put positions exactly on the boundaries of that run
-    // (integers: linear's last interior position d - 1 is not interior; half-integers: nearest's
-    // ties and its bound d - 0.5) at many places along rows longer than a block, in both
-    // directions, in pixel and normalized space, with float32 and float64 coordinates.
+    // without per-point tests; under zeros padding it also finds the run of points within reach
+    // of the input and writes the groups outside it as fill without planning them. These rows put
+    // positions exactly on the boundaries of those runs (integers: linear's last interior position
+    // d - 1 is not interior, -1 and d bound the reach; half-integers: nearest's ties and its bound
+    // d - 0.5) at many places along rows longer than a block, in both directions, in pixel and
+    // normalized space, with float32 and float64 coordinates. In the second case the reach begins
+    // exactly at a group's first point (u = -1 at x = 8), and its first rows are out of reach.
     std::mt19937 rng(4242);
     struct Case {
         Shape input_shape, out_spatial;
@@ -556,6 +559,7 @@ TEST_CASE("affine rows: the interior run the interior passes plan without tests 
     };
     const Case cases[] = {
         {{1, 2, 24, 301}, {30, 600}, CoordinateSpace::Pixel, {1, 0, -7, 0, 1, -3}},
+        {{1, 2, 24, 301}, {30, 600}, CoordinateSpace::Pixel, {1, 0, -9, 0, 1, -3}},
         {{1, 2, 24, 301}, {30, 600}, CoordinateSpace::Pixel, {-0.5, 0, 160.25, 0.125, 0.75, -2.5}},
         {{1, 2, 24, 301}, {30, 600}, CoordinateSpace::Pixel, {0.5, 0.0625, -3.5, 0, 1, 0.5}},
         {{1, 1, 24, 301}, {30, 600}, CoordinateSpace::Pixel, {1.0 + 1e-7, 0, -0.5, 0.01, -1, 25}},

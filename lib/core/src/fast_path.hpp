@@ -152,11 +152,13 @@ GRIDWARP_ALWAYS_INLINE void tap_weights_of(const P (&weight)[Rank][K], Vec (*tap
 // unnormalization) is monotone in its operand: so along the row each u is monotone, each of the
 // tests lo <= u and u < hi holds on a prefix or a suffix of the row, and the interior points form
 // one run. Its two ends are searched for with the very operations the planner uses, in scalar code.
-// Coordinates that are not finite at both ends (overflow) take the general planner.
+// Coordinates that are not finite at both ends (overflow) take the general planner. The same holds
+// for the points within reach of the input (some tap inside on every axis): under zeros padding
+// every point outside that run is a fill point.
 
 struct IndexSpan {
     std::int64_t begin = 0, end = 0;
-    bool searched = false;  // found by the search: the points outside [begin, end) are not interior
+    bool searched = false;  // found by the search: the points outside [begin, end) fail the test
 };
 
 // Coordinate k of point i of a linear row, as read_coordinates computes it lane-wise.
@@ -172,11 +174,12 @@ C linear_row_position(const LinearRow& row, std::int64_t index, int a, std::int6
     return pixel_position<Kind>(linear_row_coordinate<C>(row, index, Rank - 1 - a), extent);
 }
 
-// The points [begin, end) of a block of `count` points that are interior on every axis, found by
-// the search (`searched`: every other point is not interior); empty and not searched where the
-// block is not a linear row or its coordinates overflow.
+// The points [begin, end) of a block of `count` points whose u lies in [lo, hi[a]) on every axis a,
+// found by the search (`searched`: no other point's does); empty and not searched where the block
+// is not a linear row or its coordinates overflow.
 template <PositionKind Kind, int Rank, class C>
-IndexSpan known_interior_span(const CoordinateReader<C>& reader, std::int64_t count, const PlannerAxes<C, Rank>& axes) {
+IndexSpan linear_row_span(const CoordinateReader<C>& reader, std::int64_t count, const PlannerAxes<C, Rank>& axes, C lo,
+                          const C (&hi)[Rank]) {
     IndexSpan span;
     if (reader.linear == nullptr || count == 0) return span;
     const LinearRow& row = *reader.linear;
@@ -228,12 +231,33 @@ IndexSpan known_interior_span(const CoordinateReader<C>& reader, std::int64_t co
         const auto u_at = [&](std::int64_t p) {
             return p == 0 ? u_first : p == count - 1 ? u_last : linear_row_position<Kind, Rank, C>(row, first + p, a, extent);
         };
-        const C lo = axes.lo, hi = axes.hi[a];
         narrow_to([&](std::int64_t p) { return u_at(p) >= lo; }, u_first, u_last, lo);
-        narrow_to([&](std::int64_t p) { return u_at(p) < hi; }, u_first, u_last, hi);
+        narrow_to([&](std::int64_t p) { return u_at(p) < hi[a]; }, u_first, u_last, hi[a]);
     }
     if (span.begin >= span.end) span.begin = span.end = 0;
     return span;
+}
+
+// The interior points of a linear row (every tap inside), planned without tests.
+template <PositionKind Kind, int Rank, class C>
+IndexSpan known_interior_span(const CoordinateReader<C>& reader, std::int64_t count, const PlannerAxes<C, Rank>& axes) {
+    return linear_row_span<Kind, Rank, C>(reader, count, axes, axes.lo, axes.hi);
+}
+
+// The points of a linear row within reach of the input (on every axis some tap inside, as the
+// planner's within_reach test): under zeros padding the others are fill points.
+template <PositionKind Kind, int Rank, class C>
+IndexSpan within_reach_span(const CoordinateReader<C>& reader, std::int64_t count, const PlannerAxes<C, Rank>& axes) {
+    return linear_row_span<Kind, Rank, C>(reader, count, axes, axes.outside_below, axes.outside_from);
+}
+
+// After a row whose groups outside `planned` were written as fill without planning: their first
+// taps (read by prefetch_rows_ahead) become those of the nearest planned point, so that the
+// prefetch asks for lines the row did read. A row with nothing planned keeps the previous values.
+inline void fill_in_first_taps(std::int32_t* first_taps, std::int64_t count, const IndexSpan& planned) {
+    if (planned.begin >= planned.end) return;
+    std::fill(first_taps, first_taps + planned.begin, first_taps[planned.begin]);
+    std::fill(first_taps + planned.end, first_taps + count, first_taps[planned.end - 1]);
 }
 
 // How a uint8 pass reads and writes: channels interleaved or planar, in and out.

@@ -994,6 +994,16 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
     constexpr int K = Interp::taps;
     const IndexSpan known_interior =
         coordinates.linear == nullptr ? IndexSpan{} : known_interior_span<Kind, Rank, C>(coordinates, count, axes);
+    // Zeros padding along an affine row: the groups wholly outside the points within reach are
+    // fill points (a rotation's corners; 16 % of W5), written without planning. planned: the
+    // groups that were not.
+    IndexSpan planned{0, count, false};
+    if constexpr (std::is_same_v<Pad, ZerosPadding>) {
+        if (coordinates.linear != nullptr) {
+            const IndexSpan reach = within_reach_span<Kind, Rank, C>(coordinates, count, axes);
+            if (reach.searched) planned = {reach.begin / 8 * 8, std::min(count, (reach.end + 7) / 8 * 8), true};
+        }
+    }
     std::int64_t edge_count = 0;
     bool redo = false;
     // Float32 pixels: runs of full interior groups go to interior_run_avx2, in 3-D only along
@@ -1005,6 +1015,10 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
     const bool stream = out.stream && (reinterpret_cast<std::uintptr_t>(output) & 31) == 0;
     Avx2Group<Rank, K> group;
     for (std::int64_t p = 0; p < count; p += 8) {
+        if (p < planned.begin || p >= planned.end) {
+            fill_group_avx2(static_cast<int>(std::min<std::int64_t>(8, count - p)), output + p * out.output_point_stride, out, layout);
+            continue;
+        }
         if constexpr (kRuns) {
             if (runs && (!stream || (reinterpret_cast<std::uintptr_t>(output + p) & 63) == 0)) {
                 p = interior_run_avx2<Kind, Interp, Rank, C>(coordinates, p, count, known_interior, axes, outer_offset, input, output,
@@ -1052,6 +1066,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
             edge_points[edge_count++] = static_cast<std::int32_t>(p + __builtin_ctz(edge));
         }
     }
+    if (planned.searched) fill_in_first_taps(first_taps, count, planned);
     *edges = edge_count;
     if (redo) return PassResult::Redo;
     return edge_count == 0 ? PassResult::Complete : PassResult::EdgesLeft;
