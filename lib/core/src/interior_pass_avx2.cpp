@@ -856,74 +856,6 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_late_group_avx2(const Av
     late_at = -1;
 }
 
-// One group of interior_run_plane_avx2: plans the full group at q into `group` if every
-// point is interior (false, nothing planned, if not or if fewer than 8 points are left) and
-// records its first taps for the prefetch of the rows ahead.
-template <PositionKind Kind, class Interp, class C>
-GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE bool plan_run_group_avx2(const CoordinateReader<C>& coordinates, std::int64_t q,
-                                                                     std::int64_t count, const IndexSpan& known_interior,
-                                                                     const PlannerAxes<C, 2>& axes, std::int32_t* first_taps,
-                                                                     std::uintptr_t coordinates_ahead, std::uintptr_t ahead_step,
-                                                                     Avx2Group<2, Interp::taps>& group) {
-    if (q + 8 > count) return false;
-    // The next row's coordinates of these 8 points: 64 bytes per float coordinate pair.
-    for (std::size_t l = 0; l < sizeof(C) / sizeof(float); ++l) prefetch_line(coordinates_ahead + q * ahead_step + 64 * l);
-    if (q >= known_interior.begin && q + 8 <= known_interior.end) {
-        plan_group_avx2<Kind, Interp, 2, C, Planning::Known>(coordinates, q, 8, axes, group);
-    } else if (!plan_group_avx2<Kind, Interp, 2, C, Planning::Tested>(coordinates, q, 8, axes, group)) {
-        return false;
-    }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(first_taps + q), _mm256_load_si256(reinterpret_cast<const __m256i*>(group.offset)));
-    return true;
-}
-
-// Samples a group planned by plan_run_group_avx2 one group earlier, its offsets and weights read
-// back from memory (the empty asm hides where they came from).
-template <int K>
-GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_run_group_avx2(const Avx2Group<2, K>& planned, const std::int32_t* outer_offset,
-                                                                       const float* input, float* o, bool stream) {
-    const Avx2Group<2, K>* group = &planned;
-    asm("" : "+r"(group));
-    sample_channel_avx2<2, K>(*group, 8, outer_offset, input, o, 0.0f, 0, stream);
-}
-
-// interior_run_avx2 for one channel in 2-D with one or two taps per axis (W1, W3): the same groups,
-// late sampling and streaming, unrolled by two groups with a buffer each, so that the loop keeps
-// no turn, waiting flag or output stride of its own: about a fifth fewer instructions per group.
-// (Cubic stays in interior_run_avx2: unrolled, W2 was 8 % slower.)
-template <PositionKind Kind, class Interp, class C>
-GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE std::int64_t interior_run_plane_avx2(const CoordinateReader<C>& coordinates, std::int64_t p,
-                                                                                 std::int64_t count, const IndexSpan& known_interior,
-                                                                                 const PlannerAxes<C, 2>& axes,
-                                                                                 const std::int32_t* outer_offset, const float* input,
-                                                                                 float* output, std::int32_t* first_taps,
-                                                                                 const C* next_xyz, bool stream) {
-    constexpr int K = Interp::taps;
-    Avx2Group<2, K> first, second;
-    // Without a next row, the prefetch asks for one line of this frame over and over (cheaper than
-    // a test per group).
-    const std::uintptr_t ahead = next_xyz != nullptr ? reinterpret_cast<std::uintptr_t>(next_xyz) : reinterpret_cast<std::uintptr_t>(&first);
-    const std::uintptr_t ahead_step = next_xyz != nullptr ? 2 * sizeof(C) : 0;
-    // A group that ends the run is streamed only if it ends its line: the line's other half is
-    // then the run's too.
-    const auto last_stream = [&](std::int64_t q) { return stream && (reinterpret_cast<std::uintptr_t>(output + q) & 63) != 0; };
-    if (!plan_run_group_avx2<Kind, Interp, C>(coordinates, p, count, known_interior, axes, first_taps, ahead, ahead_step, first)) return p;
-    for (;;) {
-        if (!plan_run_group_avx2<Kind, Interp, C>(coordinates, p + 8, count, known_interior, axes, first_taps, ahead, ahead_step, second)) {
-            sample_run_group_avx2<K>(first, outer_offset, input, output + p, last_stream(p));
-            return p + 8;
-        }
-        sample_run_group_avx2<K>(first, outer_offset, input, output + p, stream);
-        p += 8;
-        if (!plan_run_group_avx2<Kind, Interp, C>(coordinates, p + 8, count, known_interior, axes, first_taps, ahead, ahead_step, first)) {
-            sample_run_group_avx2<K>(second, outer_offset, input, output + p, last_stream(p));
-            return p + 8;
-        }
-        sample_run_group_avx2<K>(second, outer_offset, input, output + p, stream);
-        p += 8;
-    }
-}
-
 // Float32 pixels: from point p on, the row's full groups of interior points, until a group with a
 // point that is not interior (which the caller then plans in general) or the last full group.
 // Returns the first point not sampled. A loop of its own with nothing else in it, so that its
@@ -943,12 +875,6 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE std::int64_t interior_run_avx2(const
                                                                            const float* input, float* output, const FastOutput<float>& out,
                                                                            std::int32_t* first_taps, const C* next_xyz, bool stream) {
     constexpr int K = Interp::taps;
-    if constexpr (Rank == 2 && K <= 2) {
-        if (out.channels == 1) {
-            return interior_run_plane_avx2<Kind, Interp, C>(coordinates, p, count, known_interior, axes, outer_offset, input, output,
-                                                            first_taps, next_xyz, stream);
-        }
-    }
     Avx2Group<Rank, K> groups[2];
     int current = 0;
     std::int64_t late_at = -1;  // the first point of the group waiting in groups[current ^ 1]
