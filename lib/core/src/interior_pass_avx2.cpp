@@ -841,6 +841,15 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void fill_group_avx2(int lanes, std:
     }
 }
 
+// The groups of points [from, to) of a row of `count` (from a multiple of 8): fill points only.
+template <class S>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void fill_groups_avx2(S* output, std::int64_t from, std::int64_t to, std::int64_t count,
+                                                                  const FastOutput<S>& out, const ByteLayout& layout) {
+    for (std::int64_t p = from; p < to; p += 8) {
+        fill_group_avx2(static_cast<int>(std::min<std::int64_t>(8, count - p)), output + p * out.output_point_stride, out, layout);
+    }
+}
+
 // Samples the full group of interior points waiting in `waiting` (first point late_at; none if
 // negative), reading its offsets and weights from memory (see interior_run_avx2).
 template <int Rank, int K>
@@ -940,16 +949,14 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
     const bool runs = kRuns && (Rank == 2 || coordinates.linear != nullptr);
     const bool stream = out.stream && (reinterpret_cast<std::uintptr_t>(output) & 31) == 0;
     Avx2Group<Rank, K> group;
-    for (std::int64_t p = 0; p < count; p += 8) {
-        if (p < planned.begin || p >= planned.end) {
-            fill_group_avx2(static_cast<int>(std::min<std::int64_t>(8, count - p)), output + p * out.output_point_stride, out, layout);
-            continue;
-        }
+    fill_groups_avx2(output, 0, planned.begin, count, out, layout);
+    fill_groups_avx2(output, planned.end, count, count, out, layout);
+    for (std::int64_t p = planned.begin; p < planned.end; p += 8) {
         if constexpr (kRuns) {
             if (runs && (!stream || (reinterpret_cast<std::uintptr_t>(output + p) & 63) == 0)) {
                 p = interior_run_avx2<Kind, Interp, Rank, C>(coordinates, p, count, known_interior, axes, outer_offset, input, output,
                                                              out, first_taps, next_xyz, stream);
-                if (p >= count) break;
+                if (p >= planned.end) break;
             }
         }
         const int lanes = static_cast<int>(std::min<std::int64_t>(8, count - p));
