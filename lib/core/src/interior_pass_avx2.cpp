@@ -873,10 +873,10 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_late_group_avx2(const Av
 // is sampled one group late, after the next group is planned, so that its offsets are read back
 // from a store made a group earlier rather than taken out of the register one by one; the two
 // groups take turns (in 3-D that made W5 slower, 49.7 -> 56.4 ms on two threads, so there a group
-// is sampled as soon as it is planned). stream (out.stream, 2-D, and the run starts at a 64-byte line): its lines
-// are written with streaming stores, all but a last group that starts a line (whose other half
-// is not the run's), so that no ordinary store (fill values, points near an edge, the edge stage)
-// ever meets a line still in flight.
+// is sampled as soon as it is planned). stream (out.stream, 2-D, and the run starts at a 64-byte
+// line): its lines are written with streaming stores, all but a last group that starts a line
+// (whose other half is not the run's), so that no ordinary store (fill values, points near an
+// edge, the edge stage) ever meets a line still in flight.
 template <PositionKind Kind, class Interp, int Rank, class C>
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE std::int64_t interior_run_avx2(const CoordinateReader<C>& coordinates, std::int64_t p,
                                                                            std::int64_t count, const IndexSpan& known_interior,
