@@ -130,6 +130,7 @@ struct PlannerAxes {
     C lo, hi[Rank], below_hi[Rank];
     C outside_below, outside_from[Rank];  // Interp::outside_below / outside_from
     std::int32_t stride[Rank];
+    double stride_value[Rank];  // the same in double (the AVX2 double planner sums offsets in double)
 };
 
 // Each tap's weight from the per-axis weights (outermost axis first), in tap order, as tap_weight
@@ -143,8 +144,6 @@ GRIDWARP_ALWAYS_INLINE void tap_weights_of(const P (&weight)[Rank][K], Vec (*tap
         for (int k = 0; k < K; ++k) tap_weight[o][k] = (outer * weight[Rank - 1][k]).v;
     }
 }
-
-// The double planner's two halves of 8 points (first-tap offsets and tap weights) joined into a
 
 // ---- Affine rows: which points are interior, known before planning.
 // Along an affine row, coordinate k of point i is slope_k * base_i + offset_k with base_i ascending,
@@ -347,6 +346,7 @@ PlannerAxes<C, Rank> planner_axes(const InputGeometry& geometry) {
         axes.hi[a] = Interp::template interior_hi<C>(geometry.extent[a]);
         axes.below_hi[a] = std::nextafter(axes.hi[a], -std::numeric_limits<C>::infinity());
         axes.stride[a] = static_cast<std::int32_t>(geometry.stride[a]);
+        axes.stride_value[a] = static_cast<double>(axes.stride[a]);
     }
     return axes;
 }

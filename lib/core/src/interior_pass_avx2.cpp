@@ -75,6 +75,7 @@ template <> struct Avx2Lanes<float> {
         return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(magnitude, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ)));
     }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int truncate(Vec a) { return _mm256_cvttps_epi32(a); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec truncate_value(Vec a) { return _mm256_round_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec from_int(Int a) { return _mm256_cvtepi32_ps(a); }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int set1_int(std::int32_t x) { return _mm256_set1_epi32(x); }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int add_int(Int a, Int b) { return _mm256_add_epi32(a, b); }
@@ -117,6 +118,7 @@ template <> struct Avx2Lanes<double> {
         return static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(magnitude, _mm256_set1_pd(std::numeric_limits<double>::max()), _CMP_LE_OQ)));
     }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int truncate(Vec a) { return _mm256_cvttpd_epi32(a); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec truncate_value(Vec a) { return _mm256_round_pd(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec from_int(Int a) { return _mm256_cvtepi32_pd(a); }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int set1_int(std::int32_t x) { return _mm_set1_epi32(x); }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int add_int(Int a, Int b) { return _mm_add_epi32(a, b); }
@@ -255,20 +257,28 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE typename Avx2Lanes<C>::Vec pixel_pos
     }
 }
 
-// Interp::interior_first lane-wise, for safe (finite, inside [lo, hi)) positions.
+// Interp::interior_first lane-wise, for safe (finite, inside [lo, hi)) positions, as a value of C
+// (an integer, exact). Rounded in C rather than converted to int32 and back: one instruction
+// instead of two, and for double each conversion changes the vector's width (two micro-ops).
 template <class Interp, class C>
-GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE typename Avx2Lanes<C>::Int interior_first_avx2(typename Avx2Lanes<C>::Vec safe) {
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE typename Avx2Lanes<C>::Vec interior_first_value_avx2(typename Avx2Lanes<C>::Vec safe) {
     using L = Avx2Lanes<C>;
     if constexpr (Interp::taps == 1) {
-        // (u + 1.5 * 2^p) - 1.5 * 2^p rounds to an integer (ties to even), then converts exactly.
+        // (u + 1.5 * 2^p) - 1.5 * 2^p rounds to an integer (ties to even).
         const auto round = L::set1(C(1.5) * C(std::int64_t{1} << (std::numeric_limits<C>::digits - 1)));
-        return L::truncate(L::sub(L::add(safe, round), round));
+        return L::sub(L::add(safe, round), round);
     } else if constexpr (Interp::taps == 2) {
-        return L::truncate(safe);
+        return L::truncate_value(safe);
     } else {
         static_assert(Interp::taps == 4);
-        return L::sub_int(L::truncate(safe), L::set1_int(1));
+        return L::sub(L::truncate_value(safe), L::set1(C(1)));
     }
+}
+
+// The same as an int32.
+template <class Interp, class C>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE typename Avx2Lanes<C>::Int interior_first_avx2(typename Avx2Lanes<C>::Vec safe) {
+    return Avx2Lanes<C>::truncate(interior_first_value_avx2<Interp, C>(safe));
 }
 
 // What the planner gives the sampler for 8 points: each point's first-tap offset, which points
@@ -321,16 +331,28 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE bool plan_lanes_avx2(const Coordinat
     }
     const bool all_interior = Plan == Planning::Known || (lanes >= L::kCount && inside == active);
     offset = L::set1_int(0);
+    // double: the offset is summed in double and converted once (exact: every term is an integer
+    // below 2^31), not converted per axis (two micro-ops each).
+    typename L::Vec offset_value = L::set1(C(0));
     P weight[Rank][K] = {};
     for (int a = 0; a < Rank; ++a) {
         auto safe = u[a];
         // (Lanes past `lanes` take the stand-in too: their taps are read.)
         if (!all_interior) safe = L::min(L::max(u[a], L::set1(axes.lo)), L::set1(axes.below_hi[a]));  // NaN -> lo
-        const auto first = interior_first_avx2<Interp, C>(safe);
-        // (No multiply for a unit stride: the innermost axis of every float32 input here.)
-        offset = L::add_int(offset, axes.stride[a] == 1 ? first : L::mul_int(first, L::set1_int(axes.stride[a])));
-        if constexpr (K > 1) Interp::weights(P(safe), P(L::from_int(first)), weight[a]);
+        const auto first = interior_first_value_avx2<Interp, C>(safe);
+        // No multiply for the innermost axis's unit stride (every float32 input here); the outer
+        // axes' strides are multiplied without a test (a branch per axis and group cost W5 about 3 %).
+        const bool unit_stride = a == Rank - 1 && axes.stride[a] == 1;
+        if constexpr (std::is_same_v<C, double>) {
+            const auto term = unit_stride ? first : L::mul(first, L::set1(axes.stride_value[a]));
+            offset_value = a == 0 ? term : L::add(offset_value, term);
+        } else {
+            const auto first_int = L::truncate(first);
+            offset = L::add_int(offset, unit_stride ? first_int : L::mul_int(first_int, L::set1_int(axes.stride[a])));
+        }
+        if constexpr (K > 1) Interp::weights(P(safe), P(first), weight[a]);
     }
+    if constexpr (std::is_same_v<C, double>) offset = L::truncate(offset_value);
     interior = inside;
     fill_zeros = ~within_reach & active;
     fill_nonfinite = ~finite & active;
