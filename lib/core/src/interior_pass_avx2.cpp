@@ -258,8 +258,9 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE typename Avx2Lanes<C>::Vec pixel_pos
 }
 
 // Interp::interior_first lane-wise, for safe (finite, inside [lo, hi)) positions, as a value of C
-// (an integer, exact). Rounded in C rather than converted to int32 and back: one instruction
-// instead of two, and for double each conversion changes the vector's width (two micro-ops).
+// (an integer, exact), from which the weights are computed. The double planner sums its offsets
+// from these values and converts once per group instead of twice per axis: a conversion between 4
+// doubles and 4 int32 changes the vector's width (two micro-ops), a rounding is one.
 template <class Interp, class C>
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE typename Avx2Lanes<C>::Vec interior_first_value_avx2(typename Avx2Lanes<C>::Vec safe) {
     using L = Avx2Lanes<C>;
