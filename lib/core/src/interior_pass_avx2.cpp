@@ -14,8 +14,9 @@
 // Interp::interior_first, the weights by Interp::weights itself, each tap weight
 // (1 * w_outer) * ... * w_inner, the sum over taps in tap order from +0), writes every point of a
 // group as if it were interior, then gives fill points the fill value and samples the points
-// across an edge whose taps map by one clamp or reflection; the few left are listed for the
-// generic edge stage. No fused multiply-add can form: target("avx2") does not enable FMA, and
+// across an edge whose taps map by one clamp or reflection (under zeros padding with linear taps
+// and a fill of +-0: from the taps the group has already read, see plan_stand_in_lanes_avx2); the
+// few left are listed for the generic edge stage. No fused multiply-add can form: target("avx2") does not enable FMA, and
 // lib/core builds with -ffp-contract=off.
 
 #include "fast_path.hpp"
@@ -76,6 +77,10 @@ template <> struct Avx2Lanes<float> {
     }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int truncate(Vec a) { return _mm256_cvttps_epi32(a); }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec truncate_value(Vec a) { return _mm256_round_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec floor(Vec a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec equal(Vec a, Vec b) { return _mm256_cmp_ps(a, b, _CMP_EQ_OQ); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec select(Vec mask, Vec if_set, Vec if_clear) { return _mm256_blendv_ps(if_clear, if_set, mask); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned bits(Vec mask) { return static_cast<unsigned>(_mm256_movemask_ps(mask)); }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec from_int(Int a) { return _mm256_cvtepi32_ps(a); }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int set1_int(std::int32_t x) { return _mm256_set1_epi32(x); }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int add_int(Int a, Int b) { return _mm256_add_epi32(a, b); }
@@ -119,6 +124,10 @@ template <> struct Avx2Lanes<double> {
     }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int truncate(Vec a) { return _mm256_cvttpd_epi32(a); }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec truncate_value(Vec a) { return _mm256_round_pd(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec floor(Vec a) { return _mm256_round_pd(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec equal(Vec a, Vec b) { return _mm256_cmp_pd(a, b, _CMP_EQ_OQ); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec select(Vec mask, Vec if_set, Vec if_clear) { return _mm256_blendv_pd(if_clear, if_set, mask); }
+    GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static unsigned bits(Vec mask) { return static_cast<unsigned>(_mm256_movemask_pd(mask)); }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Vec from_int(Int a) { return _mm256_cvtepi32_pd(a); }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int set1_int(std::int32_t x) { return _mm_set1_epi32(x); }
     GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE static Int add_int(Int a, Int b) { return _mm_add_epi32(a, b); }
@@ -458,11 +467,13 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void gather_rows_x8(const float* con
 }
 
 // One channel's 8 points: the taps from `in` at the group's first-tap offsets, the weighted sum
-// (fill points replaced by the fill value) written to `o`.
-template <int Rank, int K>
+// (fill points replaced by the fill value) written to `o`. Masked (linear only): tap k of outer
+// tap t adds +0 instead of its product in the lanes whose bit in tap_valid[t][k] is clear.
+template <int Rank, int K, bool Masked = false>
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_channel_avx2(const Avx2Group<Rank, K>& group, int lanes,
                                                                      const std::int32_t* outer_offset, const float* in, float* o,
-                                                                     float fill_stored, unsigned fill, bool stream = false) {
+                                                                     float fill_stored, unsigned fill, bool stream = false,
+                                                                     const unsigned (*tap_valid)[K] = nullptr) {
     constexpr int kOuterTaps = Avx2Group<Rank, K>::kOuterTaps;
     __m256 sum;
     if constexpr (K == 1) {
@@ -479,7 +490,11 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_channel_avx2(const Avx2G
             __m256 v[kTogether][K];
             gather_rows_x8<K, kTogether>(row, group.offset, v);
             for (int t = 0; t < kTogether; ++t) {
-                for (int k = 0; k < K; ++k) sum = _mm256_add_ps(sum, _mm256_mul_ps(group.weight[t0 + t][k], v[t][k]));
+                for (int k = 0; k < K; ++k) {
+                    __m256 term = _mm256_mul_ps(group.weight[t0 + t][k], v[t][k]);
+                    if constexpr (Masked) term = _mm256_and_ps(term, lane_mask(tap_valid[t0 + t][k]));
+                    sum = _mm256_add_ps(sum, term);
+                }
             }
         }
     }
@@ -495,17 +510,90 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_channel_avx2(const Avx2G
     }
 }
 
-template <int Rank, int K>
+template <int Rank, int K, bool Masked = false>
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_group_avx2(const Avx2Group<Rank, K>& group, int lanes,
                                                                    const std::int32_t* outer_offset, const float* input, float* output,
-                                                                   const FastOutput<float>& out, unsigned fill, bool stream = false) {
+                                                                   const FastOutput<float>& out, unsigned fill, bool stream = false,
+                                                                   const unsigned (*tap_valid)[K] = nullptr) {
     if (out.channels == 1) {
-        sample_channel_avx2<Rank, K>(group, lanes, outer_offset, input, output, out.fill_stored, fill, stream);
+        sample_channel_avx2<Rank, K, Masked>(group, lanes, outer_offset, input, output, out.fill_stored, fill, stream, tap_valid);
         return;
     }
     for (std::int64_t c = 0; c < out.channels; ++c) {
-        sample_channel_avx2<Rank, K>(group, lanes, outer_offset, input + c * out.input_channel_stride,
-                                     output + c * out.output_channel_stride, out.fill_stored, fill, stream);
+        sample_channel_avx2<Rank, K, Masked>(group, lanes, outer_offset, input + c * out.input_channel_stride,
+                                             output + c * out.output_channel_stride, out.fill_stored, fill, stream, tap_valid);
+    }
+}
+
+// ---- Points near an edge under zeros padding, linear taps and a fill value of +-0 (float32
+// pixels): read through the clamped stand-in taps the group has already read. On every axis a
+// point within reach of the input has its first tap f = floor(u) in [-1, d-1], and its stand-in
+// first tap s = clamp(f, 0, d-2) (as the planner takes it) is f + 1 where f = -1, f - 1 where
+// f = d-1, else f: so the stand-in pair holds each of the point's taps that is inside, in order.
+// Weighting each stand-in tap by the weight of the tap it holds (Interp::weights from u and f, the
+// product in tap order) and letting the stand-in taps that hold none add +0 gives the reference's
+// sum: the reference's terms for taps outside are weight (>= 0) x fill (+-0) = +-0, and adding +-0
+// to a sum that starts at +0 (and so is never -0) leaves it unchanged. Every point of the group
+// that is not a fill point is then finished here, with no gather.
+
+// Lanes L = Avx2Lanes<C>::kCount: the weights of the stand-in taps per axis and, per axis and
+// stand-in tap, one bit per lane where that tap holds one of the point's taps.
+template <PositionKind Kind, int Rank, class C>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void plan_stand_in_lanes_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
+                                                                          const PlannerAxes<C, Rank>& axes,
+                                                                          typename Avx2Lanes<C>::Vec (*tap_weight)[2],
+                                                                          unsigned (*holds)[2]) {
+    using L = Avx2Lanes<C>;
+    using P = typename L::Policy;
+    typename L::Vec coordinate[Rank];
+    read_coordinates_avx2<C, Rank>(reader, p, lanes, coordinate);
+    P weight[Rank][2];
+    for (int a = 0; a < Rank; ++a) {
+        const auto u = pixel_position_avx2<Kind, C>(coordinate[Rank - 1 - a], axes.extent[a]);
+        const auto stand_in =
+            interior_first_value_avx2<LinearTaps, C>(L::min(L::max(u, L::set1(axes.lo)), L::set1(axes.below_hi[a])));
+        const auto first = L::floor(u);
+        P w[2];
+        LinearTaps::weights(P(u), P(first), w);
+        const auto shift = L::sub(stand_in, first);
+        const auto tap1_at_0 = L::equal(shift, L::set1(C(1)));   // f = -1: stand-in tap 0 holds tap 1, tap 1 holds none
+        const auto tap0_at_1 = L::equal(shift, L::set1(C(-1)));  // f = d-1: stand-in tap 1 holds tap 0, tap 0 holds none
+        weight[a][0] = P(L::select(tap1_at_0, w[1].v, w[0].v));
+        weight[a][1] = P(L::select(tap0_at_1, w[0].v, w[1].v));
+        holds[a][0] = ~L::bits(tap0_at_1);
+        holds[a][1] = ~L::bits(tap1_at_0);
+    }
+    tap_weights_of<Rank, 2>(weight, tap_weight);
+}
+
+// Replaces the tap weights of a planned group (offsets kept: the stand-in taps) by those of
+// plan_stand_in_lanes_avx2, in float, and gives per tap the lanes whose product counts.
+template <PositionKind Kind, int Rank, class C>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void plan_stand_in_group_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
+                                                                          const PlannerAxes<C, Rank>& axes, Avx2Group<Rank, 2>& group,
+                                                                          unsigned (*tap_holds)[2]) {
+    constexpr int kOuterTaps = Avx2Group<Rank, 2>::kOuterTaps;
+    unsigned holds[Rank][2];
+    if constexpr (std::is_same_v<C, float>) {
+        plan_stand_in_lanes_avx2<Kind, Rank, float>(reader, p, lanes, axes, group.weight, holds);
+    } else {
+        unsigned half_holds[2][Rank][2];
+        __m256d weight[2][kOuterTaps][2];
+        for (int h = 0; h < 2; ++h) {
+            plan_stand_in_lanes_avx2<Kind, Rank, double>(reader, p + 4 * h, std::clamp(lanes - 4 * h, 0, 4), axes, weight[h], half_holds[h]);
+        }
+        for (int a = 0; a < Rank; ++a) {
+            for (int k = 0; k < 2; ++k) holds[a][k] = (half_holds[0][a][k] & 0xFu) | ((half_holds[1][a][k] & 0xFu) << 4);
+        }
+        for (int o = 0; o < kOuterTaps; ++o) {
+            for (int k = 0; k < 2; ++k) {
+                group.weight[o][k] = _mm256_set_m128(_mm256_cvtpd_ps(weight[1][o][k]), _mm256_cvtpd_ps(weight[0][o][k]));
+            }
+        }
+    }
+    for (int o = 0; o < kOuterTaps; ++o) {
+        const unsigned outer = Rank == 2 ? holds[0][o] : holds[0][o / 2] & holds[1][o % 2];
+        for (int k = 0; k < 2; ++k) tap_holds[o][k] = outer & holds[Rank - 1][k] & 0xFFu;
     }
 }
 
@@ -969,6 +1057,8 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
     // was 4 % slower, W4 35.5 -> 37.0 ms on two threads). With streaming stores a run starts at a
     // line: a row whose output is not 32-byte aligned streams nothing.
     constexpr bool kRuns = std::is_same_v<S, float>;
+    // Zeros padding and linear taps: edge points from the stand-in taps (see plan_stand_in_lanes_avx2).
+    constexpr bool kStandInEdges = std::is_same_v<Pad, ZerosPadding> && K == 2;
     const bool runs = kRuns && (Rank == 2 || coordinates.linear != nullptr);
     const bool stream = out.stream && (reinterpret_cast<std::uintptr_t>(output) & 31) == 0;
     Avx2Group<Rank, K> group;
@@ -1005,10 +1095,21 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
         }
         unsigned edge = ~group.interior & ~fill & active;
         if constexpr (std::is_same_v<S, float>) {
-            sample_group_avx2<Rank, K>(group, lanes, outer_offset, input, o, out, fill);
-            // Points across an edge whose taps map by one clamp or reflection (under zeros padding:
-            // whose taps are inside or read the fill value); the rest are finished elsewhere.
-            if (edge != 0) edge &= ~sample_near_group_avx2<Kind, Interp, Pad, Rank, C>(coordinates, p, lanes, edge, geometry, input, o, out);
+            if (kStandInEdges && edge != 0 && out.fill_value == 0.0f) {
+                if constexpr (kStandInEdges) {
+                    unsigned tap_holds[Avx2Group<Rank, K>::kOuterTaps][K];
+                    plan_stand_in_group_avx2<Kind, Rank, C>(coordinates, p, lanes, axes, group, tap_holds);
+                    sample_group_avx2<Rank, K, true>(group, lanes, outer_offset, input, o, out, fill, false, tap_holds);
+                    edge = 0;
+                }
+            } else {
+                sample_group_avx2<Rank, K>(group, lanes, outer_offset, input, o, out, fill);
+                // Points across an edge whose taps map by one clamp or reflection (under zeros
+                // padding: whose taps are inside or read the fill value); the rest are finished elsewhere.
+                if (edge != 0) {
+                    edge &= ~sample_near_group_avx2<Kind, Interp, Pad, Rank, C>(coordinates, p, lanes, edge, geometry, input, o, out);
+                }
+            }
         } else {
             (void)geometry;
             const __m256i limit = _mm256_set1_epi32(static_cast<std::int32_t>(std::min<std::int64_t>(last_safe, INT32_MAX)));
