@@ -310,6 +310,36 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void add_offset_term(const PlannerAx
     }
 }
 
+// Points near an edge under zeros padding and linear taps (float32 pixels), read through the
+// clamped stand-in taps the group reads anyway. On every axis a point within reach of the input
+// has its first tap f = floor(u) in [-1, d-1], and its stand-in first tap s = clamp(f, 0, d-2) (as
+// the planner takes it) is f + 1 where f = -1, f - 1 where f = d-1, else f: so the stand-in pair
+// holds each of the point's taps that is inside, in order. Weighting each stand-in tap by the
+// weight of the tap it holds (Interp::weights from u and f, the products in tap order) and letting
+// the stand-in taps that hold none add +0 gives the reference's sum where the fill value is +-0:
+// the reference's terms for taps outside are weight (>= 0) x fill = +-0, and adding +-0 to a sum
+// that starts at +0 (and so is never -0) leaves it unchanged. For interior points (f = s) these
+// are the usual weights, and every tap holds one of the point's taps.
+//
+// The stand-in pair's weights along one axis for L points (u: positions, stand_in: s as a value of
+// C), and per stand-in tap one bit per lane where it holds one of the point's taps.
+template <class C>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void stand_in_weights_avx2(typename Avx2Lanes<C>::Vec u, typename Avx2Lanes<C>::Vec stand_in,
+                                                                       typename Avx2Lanes<C>::Policy* weight, unsigned* holds) {
+    using L = Avx2Lanes<C>;
+    using P = typename L::Policy;
+    const auto first = L::floor(u);
+    P w[2];
+    LinearTaps::weights(P(u), P(first), w);
+    const auto shift = L::sub(stand_in, first);
+    const auto tap1_at_0 = L::equal(shift, L::set1(C(1)));   // f = -1: stand-in tap 0 holds tap 1, tap 1 holds none
+    const auto tap0_at_1 = L::equal(shift, L::set1(C(-1)));  // f = d-1: stand-in tap 1 holds tap 0, tap 0 holds none
+    weight[0] = P(L::select(tap1_at_0, w[1].v, w[0].v));
+    weight[1] = P(L::select(tap0_at_1, w[0].v, w[1].v));
+    holds[0] = ~L::bits(tap0_at_1);
+    holds[1] = ~L::bits(tap1_at_0);
+}
+
 // What the planner gives the sampler for 8 points: each point's first-tap offset, which points
 // are interior or fill points, and the tap weights in float, in tap order (outer taps z, y, then
 // the K taps along x).
@@ -332,11 +362,15 @@ enum class Planning { Known, Tested, General };
 // Plans L = Avx2Lanes<C>::kCount points, as plan_lanes in interior_pass_avx512.cpp plans 16:
 // offsets, interior and fill bits, and tap weights in C. False (Tested only): not every point is
 // interior, and nothing was planned.
-template <PositionKind Kind, class Interp, int Rank, class C, Planning Plan>
+// StandIn (General, linear only): the weights are those of the stand-in taps and axis_holds[a][k]
+// says which lanes' stand-in tap k along axis a holds one of their taps (see stand_in_weights_avx2).
+template <PositionKind Kind, class Interp, int Rank, class C, Planning Plan, bool StandIn = false>
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE bool plan_lanes_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
                                                                  const PlannerAxes<C, Rank>& axes, typename Avx2Lanes<C>::Int& offset,
                                                                  unsigned& interior, unsigned& fill_zeros, unsigned& fill_nonfinite,
-                                                                 typename Avx2Lanes<C>::Vec (*tap_weight)[Interp::taps]) {
+                                                                 typename Avx2Lanes<C>::Vec (*tap_weight)[Interp::taps],
+                                                                 unsigned (*axis_holds)[2] = nullptr) {
+    static_assert(!StandIn || (std::is_same_v<Interp, LinearTaps> && Plan == Planning::General));
     using L = Avx2Lanes<C>;
     using P = typename L::Policy;
     constexpr int K = Interp::taps;
@@ -368,7 +402,11 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE bool plan_lanes_avx2(const Coordinat
         if (!all_interior) safe = L::min(L::max(u[a], L::set1(axes.lo)), L::set1(axes.below_hi[a]));  // NaN -> lo
         const auto first = interior_first_value_avx2<Interp, C>(safe);
         add_offset_term<Rank, C>(axes, a, first, offset_value, offset);
-        if constexpr (K > 1) Interp::weights(P(safe), P(first), weight[a]);
+        if constexpr (StandIn) {
+            stand_in_weights_avx2<C>(u[a], first, weight[a], axis_holds[a]);
+        } else if constexpr (K > 1) {
+            Interp::weights(P(safe), P(first), weight[a]);
+        }
     }
     if constexpr (std::is_same_v<C, double>) offset = L::truncate(offset_value);
     interior = inside;
@@ -378,16 +416,19 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE bool plan_lanes_avx2(const Coordinat
     return true;
 }
 
-// Plans 8 points into `group` (a float or two double halves); false as plan_lanes_avx2.
-template <PositionKind Kind, class Interp, int Rank, class C, Planning Plan>
+// Plans 8 points into `group` (a float or two double halves); false as plan_lanes_avx2. StandIn:
+// also tap_holds[o][k], the lanes whose stand-in tap k of outer tap o holds one of their taps.
+template <PositionKind Kind, class Interp, int Rank, class C, Planning Plan, bool StandIn = false>
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE bool plan_group_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
-                                                                 const PlannerAxes<C, Rank>& axes, Avx2Group<Rank, Interp::taps>& group) {
+                                                                 const PlannerAxes<C, Rank>& axes, Avx2Group<Rank, Interp::taps>& group,
+                                                                 unsigned (*tap_holds)[2] = nullptr) {
     constexpr int K = Interp::taps;
     constexpr int kOuterTaps = Avx2Group<Rank, K>::kOuterTaps;
+    unsigned holds[Rank][2] = {};
     if constexpr (std::is_same_v<C, float>) {
         __m256i offset;
-        if (!plan_lanes_avx2<Kind, Interp, Rank, float, Plan>(reader, p, lanes, axes, offset, group.interior, group.fill_zeros,
-                                                             group.fill_nonfinite, group.weight)) {
+        if (!plan_lanes_avx2<Kind, Interp, Rank, float, Plan, StandIn>(reader, p, lanes, axes, offset, group.interior, group.fill_zeros,
+                                                                      group.fill_nonfinite, group.weight, holds)) {
             return false;
         }
         _mm256_store_si256(reinterpret_cast<__m256i*>(group.offset), offset);
@@ -396,11 +437,16 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE bool plan_group_avx2(const Coordinat
         __m128i offset[2];
         unsigned interior[2], fill_zeros[2], fill_nonfinite[2];
         __m256d weight[2][kOuterTaps][K];
+        unsigned half_holds[2][Rank][2] = {};
         for (int h = 0; h < 2; ++h) {
-            if (!plan_lanes_avx2<Kind, Interp, Rank, double, Plan>(reader, p + 4 * h, std::clamp(lanes - 4 * h, 0, 4), axes, offset[h],
-                                                                   interior[h], fill_zeros[h], fill_nonfinite[h], weight[h])) {
+            if (!plan_lanes_avx2<Kind, Interp, Rank, double, Plan, StandIn>(reader, p + 4 * h, std::clamp(lanes - 4 * h, 0, 4), axes,
+                                                                            offset[h], interior[h], fill_zeros[h], fill_nonfinite[h],
+                                                                            weight[h], half_holds[h])) {
                 return false;
             }
+        }
+        for (int a = 0; a < Rank; ++a) {
+            for (int k = 0; k < 2; ++k) holds[a][k] = (half_holds[0][a][k] & 0xFu) | ((half_holds[1][a][k] & 0xFu) << 4);
         }
         _mm256_store_si256(reinterpret_cast<__m256i*>(group.offset), _mm256_set_m128i(offset[1], offset[0]));
         group.interior = interior[0] | (interior[1] << 4);
@@ -412,6 +458,12 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE bool plan_group_avx2(const Coordinat
                     group.weight[o][k] = _mm256_set_m128(_mm256_cvtpd_ps(weight[1][o][k]), _mm256_cvtpd_ps(weight[0][o][k]));
                 }
             }
+        }
+    }
+    if constexpr (StandIn) {
+        for (int o = 0; o < kOuterTaps; ++o) {
+            const unsigned outer = Rank == 2 ? holds[0][o] : holds[0][o / 2] & holds[1][o % 2];
+            for (int k = 0; k < 2; ++k) tap_holds[o][k] = outer & holds[Rank - 1][k] & 0xFFu;
         }
     }
     return true;
@@ -586,78 +638,6 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_group_avx2(const Avx2Gro
     for (std::int64_t c = 0; c < out.channels; ++c) {
         sample_channel_avx2<Rank, K, Masked>(group, lanes, outer_offset, input + c * out.input_channel_stride,
                                              output + c * out.output_channel_stride, out.fill_stored, fill, stream, tap_valid);
-    }
-}
-
-// ---- Points near an edge under zeros padding, linear taps and a fill value of +-0 (float32
-// pixels): read through the clamped stand-in taps the group has already read. On every axis a
-// point within reach of the input has its first tap f = floor(u) in [-1, d-1], and its stand-in
-// first tap s = clamp(f, 0, d-2) (as the planner takes it) is f + 1 where f = -1, f - 1 where
-// f = d-1, else f: so the stand-in pair holds each of the point's taps that is inside, in order.
-// Weighting each stand-in tap by the weight of the tap it holds (Interp::weights from u and f, the
-// product in tap order) and letting the stand-in taps that hold none add +0 gives the reference's
-// sum: the reference's terms for taps outside are weight (>= 0) x fill (+-0) = +-0, and adding +-0
-// to a sum that starts at +0 (and so is never -0) leaves it unchanged. Every point of the group
-// that is not a fill point is then finished here, with no gather.
-
-// Lanes L = Avx2Lanes<C>::kCount: the weights of the stand-in taps per axis and, per axis and
-// stand-in tap, one bit per lane where that tap holds one of the point's taps.
-template <PositionKind Kind, int Rank, class C>
-GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void plan_stand_in_lanes_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
-                                                                          const PlannerAxes<C, Rank>& axes,
-                                                                          typename Avx2Lanes<C>::Vec (*tap_weight)[2],
-                                                                          unsigned (*holds)[2]) {
-    using L = Avx2Lanes<C>;
-    using P = typename L::Policy;
-    typename L::Vec coordinate[Rank];
-    read_coordinates_avx2<C, Rank>(reader, p, lanes, coordinate);
-    P weight[Rank][2];
-    for (int a = 0; a < Rank; ++a) {
-        const auto u = pixel_position_avx2<Kind, C>(coordinate[Rank - 1 - a], axes.extent[a]);
-        const auto stand_in =
-            interior_first_value_avx2<LinearTaps, C>(L::min(L::max(u, L::set1(axes.lo)), L::set1(axes.below_hi[a])));
-        const auto first = L::floor(u);
-        P w[2];
-        LinearTaps::weights(P(u), P(first), w);
-        const auto shift = L::sub(stand_in, first);
-        const auto tap1_at_0 = L::equal(shift, L::set1(C(1)));   // f = -1: stand-in tap 0 holds tap 1, tap 1 holds none
-        const auto tap0_at_1 = L::equal(shift, L::set1(C(-1)));  // f = d-1: stand-in tap 1 holds tap 0, tap 0 holds none
-        weight[a][0] = P(L::select(tap1_at_0, w[1].v, w[0].v));
-        weight[a][1] = P(L::select(tap0_at_1, w[0].v, w[1].v));
-        holds[a][0] = ~L::bits(tap0_at_1);
-        holds[a][1] = ~L::bits(tap1_at_0);
-    }
-    tap_weights_of<Rank, 2>(weight, tap_weight);
-}
-
-// Replaces the tap weights of a planned group (offsets kept: the stand-in taps) by those of
-// plan_stand_in_lanes_avx2, in float, and gives per tap the lanes whose product counts.
-template <PositionKind Kind, int Rank, class C>
-GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void plan_stand_in_group_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
-                                                                          const PlannerAxes<C, Rank>& axes, Avx2Group<Rank, 2>& group,
-                                                                          unsigned (*tap_holds)[2]) {
-    constexpr int kOuterTaps = Avx2Group<Rank, 2>::kOuterTaps;
-    unsigned holds[Rank][2];
-    if constexpr (std::is_same_v<C, float>) {
-        plan_stand_in_lanes_avx2<Kind, Rank, float>(reader, p, lanes, axes, group.weight, holds);
-    } else {
-        unsigned half_holds[2][Rank][2];
-        __m256d weight[2][kOuterTaps][2];
-        for (int h = 0; h < 2; ++h) {
-            plan_stand_in_lanes_avx2<Kind, Rank, double>(reader, p + 4 * h, std::clamp(lanes - 4 * h, 0, 4), axes, weight[h], half_holds[h]);
-        }
-        for (int a = 0; a < Rank; ++a) {
-            for (int k = 0; k < 2; ++k) holds[a][k] = (half_holds[0][a][k] & 0xFu) | ((half_holds[1][a][k] & 0xFu) << 4);
-        }
-        for (int o = 0; o < kOuterTaps; ++o) {
-            for (int k = 0; k < 2; ++k) {
-                group.weight[o][k] = _mm256_set_m128(_mm256_cvtpd_ps(weight[1][o][k]), _mm256_cvtpd_ps(weight[0][o][k]));
-            }
-        }
-    }
-    for (int o = 0; o < kOuterTaps; ++o) {
-        const unsigned outer = Rank == 2 ? holds[0][o] : holds[0][o / 2] & holds[1][o % 2];
-        for (int k = 0; k < 2; ++k) tap_holds[o][k] = outer & holds[Rank - 1][k] & 0xFFu;
     }
 }
 
@@ -1129,6 +1109,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
     const bool runs = kRuns && (Rank == 2 || coordinates.linear != nullptr);
     const bool stream = out.stream && (reinterpret_cast<std::uintptr_t>(output) & 31) == 0;
     Avx2Group<Rank, K> group;
+    unsigned tap_holds[Avx2Group<Rank, K>::kOuterTaps][2] = {};  // (kStandInEdges: set by every general plan)
     fill_groups_avx2(output, 0, planned.begin, count, out, layout);
     fill_groups_avx2(output, planned.end, count, count, out, layout);
     for (std::int64_t p = planned.begin; p < planned.end; p += 8) {
@@ -1145,7 +1126,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
             plan_group_avx2<Kind, Interp, Rank, C, Planning::Known>(coordinates, p, lanes, axes, group);
         } else if (!(kOutOfReachTest && coordinates.linear == nullptr &&
                      plan_out_of_reach_group_avx2<Kind, Interp, Rank, C>(coordinates, p, lanes, axes, group))) {
-            plan_group_avx2<Kind, Interp, Rank, C, Planning::General>(coordinates, p, lanes, axes, group);
+            plan_group_avx2<Kind, Interp, Rank, C, Planning::General, kStandInEdges>(coordinates, p, lanes, axes, group, tap_holds);
         }
         const unsigned active = (1u << lanes) - 1u;
         const unsigned fill = std::is_same_v<Pad, ZerosPadding> ? group.fill_zeros : group.fill_nonfinite;
@@ -1165,8 +1146,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
         if constexpr (std::is_same_v<S, float>) {
             if (kStandInEdges && edge != 0 && out.fill_value == 0.0f) {
                 if constexpr (kStandInEdges) {
-                    unsigned tap_holds[Avx2Group<Rank, K>::kOuterTaps][K];
-                    plan_stand_in_group_avx2<Kind, Rank, C>(coordinates, p, lanes, axes, group, tap_holds);
+                    // (An edge point is within reach and finite: this finishes it.)
                     sample_group_avx2<Rank, K, true>(group, lanes, outer_offset, input, o, out, fill, false, tap_holds);
                     edge = 0;
                 }
