@@ -15,9 +15,9 @@
 // (1 * w_outer) * ... * w_inner, the sum over taps in tap order from +0), writes every point of a
 // group as if it were interior, then gives fill points the fill value and samples the points
 // across an edge whose taps map by one clamp or reflection (under zeros padding with linear taps
-// and a fill of +-0: from the taps the group has already read, see plan_stand_in_lanes_avx2); the
-// few left are listed for the generic edge stage. No fused multiply-add can form: target("avx2") does not enable FMA, and
-// lib/core builds with -ffp-contract=off.
+// and a fill of +-0: from the taps the group has already read, see stand_in_weights_avx2); the
+// few left are listed for the generic edge stage. No fused multiply-add can form:
+// target("avx2") does not enable FMA, and lib/core builds with -ffp-contract=off.
 
 #include "fast_path.hpp"
 
@@ -584,12 +584,12 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void gather_rows_x8(const float* con
 
 // One channel's 8 points: the taps from `in` at the group's first-tap offsets, the weighted sum
 // (fill points replaced by the fill value) written to `o`. Masked (linear only): tap k of outer
-// tap t adds +0 instead of its product in the lanes whose bit in tap_valid[t][k] is clear.
+// tap t adds +0 instead of its product in the lanes whose bit in tap_holds[t][k] is clear.
 template <int Rank, int K, bool Masked = false>
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_channel_avx2(const Avx2Group<Rank, K>& group, int lanes,
                                                                      const std::int32_t* outer_offset, const float* in, float* o,
                                                                      float fill_stored, unsigned fill, bool stream = false,
-                                                                     const unsigned (*tap_valid)[K] = nullptr) {
+                                                                     const unsigned (*tap_holds)[K] = nullptr) {
     constexpr int kOuterTaps = Avx2Group<Rank, K>::kOuterTaps;
     __m256 sum;
     if constexpr (K == 1) {
@@ -608,7 +608,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_channel_avx2(const Avx2G
             for (int t = 0; t < kTogether; ++t) {
                 for (int k = 0; k < K; ++k) {
                     __m256 term = _mm256_mul_ps(group.weight[t0 + t][k], v[t][k]);
-                    if constexpr (Masked) term = _mm256_and_ps(term, lane_mask(tap_valid[t0 + t][k]));
+                    if constexpr (Masked) term = _mm256_and_ps(term, lane_mask(tap_holds[t0 + t][k]));
                     sum = _mm256_add_ps(sum, term);
                 }
             }
@@ -630,14 +630,14 @@ template <int Rank, int K, bool Masked = false>
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_group_avx2(const Avx2Group<Rank, K>& group, int lanes,
                                                                    const std::int32_t* outer_offset, const float* input, float* output,
                                                                    const FastOutput<float>& out, unsigned fill, bool stream = false,
-                                                                   const unsigned (*tap_valid)[K] = nullptr) {
+                                                                   const unsigned (*tap_holds)[K] = nullptr) {
     if (out.channels == 1) {
-        sample_channel_avx2<Rank, K, Masked>(group, lanes, outer_offset, input, output, out.fill_stored, fill, stream, tap_valid);
+        sample_channel_avx2<Rank, K, Masked>(group, lanes, outer_offset, input, output, out.fill_stored, fill, stream, tap_holds);
         return;
     }
     for (std::int64_t c = 0; c < out.channels; ++c) {
         sample_channel_avx2<Rank, K, Masked>(group, lanes, outer_offset, input + c * out.input_channel_stride,
-                                             output + c * out.output_channel_stride, out.fill_stored, fill, stream, tap_valid);
+                                             output + c * out.output_channel_stride, out.fill_stored, fill, stream, tap_holds);
     }
 }
 
@@ -1101,8 +1101,9 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
     // was 4 % slower, W4 35.5 -> 37.0 ms on two threads). With streaming stores a run starts at a
     // line: a row whose output is not 32-byte aligned streams nothing.
     constexpr bool kRuns = std::is_same_v<S, float>;
-    // Zeros padding and linear taps: edge points from the stand-in taps (see plan_stand_in_lanes_avx2).
-    constexpr bool kStandInEdges = std::is_same_v<Pad, ZerosPadding> && K == 2;
+    // Float32 pixels, zeros padding and linear taps: edge points from the stand-in taps (see
+    // stand_in_weights_avx2).
+    constexpr bool kStandInEdges = std::is_same_v<S, float> && std::is_same_v<Pad, ZerosPadding> && K == 2;
     // Zeros padding and cubic taps along stored rows: groups with no point within reach, found by
     // the reach test alone (affine rows skip them without planning, above).
     constexpr bool kOutOfReachTest = std::is_same_v<Pad, ZerosPadding> && K == 4;
