@@ -291,6 +291,15 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE typename Avx2Lanes<C>::Int interior_
     return Avx2Lanes<C>::truncate(interior_first_value_avx2<Interp, C>(safe));
 }
 
+// u clamped into [lo, below_hi[a]] along axis a, where every tap of the first tap taken from it is
+// inside: the stand-in of a point that is not interior (NaN -> lo).
+template <int Rank, class C>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE typename Avx2Lanes<C>::Vec clamped_stand_in(typename Avx2Lanes<C>::Vec u,
+                                                                                          const PlannerAxes<C, Rank>& axes, int a) {
+    using L = Avx2Lanes<C>;
+    return L::min(L::max(u, L::set1(axes.lo)), L::set1(axes.below_hi[a]));
+}
+
 // Adds axis a's term to the first-tap offset of L points (first: their first taps along a, as
 // values of C). double: the offset is summed in double and converted once (exact: every term is an
 // integer below 2^31), not converted per axis (two micro-ops each). No multiply for the innermost
@@ -399,7 +408,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE bool plan_lanes_avx2(const Coordinat
     for (int a = 0; a < Rank; ++a) {
         auto safe = u[a];
         // (Lanes past `lanes` take the stand-in too: their taps are read.)
-        if (!all_interior) safe = L::min(L::max(u[a], L::set1(axes.lo)), L::set1(axes.below_hi[a]));  // NaN -> lo
+        if (!all_interior) safe = clamped_stand_in<Rank, C>(u[a], axes, a);
         const auto first = interior_first_value_avx2<Interp, C>(safe);
         add_offset_term<Rank, C>(axes, a, first, offset_value, offset);
         if constexpr (StandIn) {
@@ -445,8 +454,10 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE bool plan_group_avx2(const Coordinat
                 return false;
             }
         }
-        for (int a = 0; a < Rank; ++a) {
-            for (int k = 0; k < 2; ++k) holds[a][k] = (half_holds[0][a][k] & 0xFu) | ((half_holds[1][a][k] & 0xFu) << 4);
+        if constexpr (StandIn) {
+            for (int a = 0; a < Rank; ++a) {
+                for (int k = 0; k < 2; ++k) holds[a][k] = (half_holds[0][a][k] & 0xFu) | ((half_holds[1][a][k] & 0xFu) << 4);
+            }
         }
         _mm256_store_si256(reinterpret_cast<__m256i*>(group.offset), _mm256_set_m128i(offset[1], offset[0]));
         group.interior = interior[0] | (interior[1] << 4);
@@ -494,8 +505,8 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE bool plan_out_of_reach_lanes_avx2(co
     offset = L::set1_int(0);
     typename L::Vec offset_value = L::set1(C(0));
     for (int a = 0; a < Rank; ++a) {
-        const auto safe = L::min(L::max(u[a], L::set1(axes.lo)), L::set1(axes.below_hi[a]));  // NaN -> lo
-        add_offset_term<Rank, C>(axes, a, interior_first_value_avx2<Interp, C>(safe), offset_value, offset);
+        const auto first = interior_first_value_avx2<Interp, C>(clamped_stand_in<Rank, C>(u[a], axes, a));
+        add_offset_term<Rank, C>(axes, a, first, offset_value, offset);
     }
     if constexpr (std::is_same_v<C, double>) offset = L::truncate(offset_value);
     return true;
@@ -1145,6 +1156,9 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(co
         }
         unsigned edge = ~group.interior & ~fill & active;
         if constexpr (std::is_same_v<S, float>) {
+            // (Another fill value: the outside taps' terms are not +-0, so edge points take the
+            // gathers. The fill value is read here, in edge groups only: a flag held across the
+            // loop changed the register allocation of the whole pass, W5 1-2 % slower.)
             if (kStandInEdges && edge != 0 && out.fill_value == 0.0f) {
                 if constexpr (kStandInEdges) {
                     // (An edge point is within reach and finite: this finishes it.)
