@@ -977,20 +977,16 @@ TEST_CASE("resample: the identity reproduces the input bit for bit, header inclu
     auto identity_translation = itk::TranslationTransform<double, 3>::New();
     write_transform(identity_translation, dir / "identity_translation.txt");
 
-    // MetaImage keeps the geometry in full double precision, so its header must come back
-    // identical. NIfTI keeps float32 and ITK's own NIfTI writer re-encodes a direction it has read
-    // with a drift of ~1e-8 (ITK read -> write -> read does the same), so there the header must
-    // equal what ITK itself writes for the image it read, and the input to 1e-7.
+    // MetaImage keeps the geometry in full double precision, and gridwarp's NIfTI writer keeps the
+    // input's transforms field for field when the output grid is the input's, so both headers must
+    // come back identical (ITK's own NIfTI writer re-encodes a direction it has read with a drift of
+    // ~1e-8; gridwarp must not).
     auto check_type = [&](auto tag, const std::string& name, auto&& value, const std::string& extension) {
         using TImage = typename decltype(tag)::type;
         const fs::path moving = dir / (name + extension);
         write_itk(make_image<TImage>(grid, value).GetPointer(), moving);
         const auto input = read_itk<TImage>(moving);
-        const fs::path itk_copy = dir / (name + "_itk_copy" + extension);
-        write_itk(input.GetPointer(), itk_copy);
-        const auto itk_rewritten = read_itk<TImage>(itk_copy);
-        const nlohmann::json input_info = info_json(moving), itk_copy_info = info_json(itk_copy);
-        const bool exact_header = extension == ".mha";
+        const nlohmann::json input_info = info_json(moving);
         // Each way of asking for the identity, in each mode (a mode per variant keeps the run short).
         const std::vector<std::tuple<fs::path, std::vector<std::string>, std::string>> variants{
             {fs::path(), {}, "linear"},
@@ -1005,11 +1001,10 @@ TEST_CASE("resample: the identity reproduces the input bit for bit, header inclu
             run_ok(resample_args(moving, out, reference, transforms, mode));
             const auto output = read_itk<TImage>(out);
             require_same_voxels<TImage>(output.GetPointer(), input.GetPointer());
-            check_geometry<3>(output.GetPointer(), itk_rewritten.GetPointer(), 0.0);
-            check_geometry<3>(output.GetPointer(), input.GetPointer(), exact_header ? 0.0 : 1e-7);
+            check_geometry<3>(output.GetPointer(), input.GetPointer(), 0.0);
             if (n > 1) continue;
             const nlohmann::json output_info = info_json(out);
-            const nlohmann::json& header = exact_header ? input_info : itk_copy_info;
+            const nlohmann::json& header = input_info;
             CHECK(output_info["dtype"] == input_info["dtype"]);
             CHECK(output_info["size"] == input_info["size"]);
             CHECK(output_info["spacing"] == header["spacing"]);

@@ -117,6 +117,7 @@ FlowField read_npy_flow(const fs::path& file) {
 FlowField read_volume_flow(const fs::path& file) {
     Image image = read_image(file);
     const auto rank = static_cast<std::int64_t>(image.spatial.size());
+    if (image.channels == rank && image.layout == ChannelLayout::Planar) image = detail::interleaved(std::move(image));
     if (image.layout != ChannelLayout::Interleaved || image.channels != rank) {
         throw FileError(file, "expected a vector image with " + std::to_string(rank) +
                                   " components per voxel (one per axis), got " + std::to_string(image.channels) + " channels");

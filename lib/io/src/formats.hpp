@@ -13,10 +13,17 @@ void require_readable_file(const std::filesystem::path& file);
 Image read_raster(const std::filesystem::path& file);                           // OpenCV
 void write_raster(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
 Image read_volume(const std::filesystem::path& file, bool with_pixels = true);  // ITK
+Image read_nifti(const std::filesystem::path& file, const ReadOptions& options, bool with_pixels);
+void write_nifti(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image,
+                 const WriteOptions& options);
+bool is_nifti_path(const std::filesystem::path& file);
 void write_volume(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
 
 // The pixels of `image` as a C-ordered buffer in `layout` ((N, spatial..., C) or (N, C, spatial...)):
 // image.pixels itself when it already is one, else a converted copy kept in `scratch`.
 const void* pixels_in_layout(const Image& image, ChannelLayout layout, Tensor& scratch);
+
+// The same image with its channels interleaved (a copy when they are planar).
+Image interleaved(Image image);
 
 }  // namespace gridwarp::io::detail

@@ -74,6 +74,8 @@ Image Image::allocate_like(const Image& prototype, const Shape& spatial) {
     image.spatial = spatial;
     image.layout = prototype.layout;
     image.channel_order = prototype.channel_order;
+    image.nifti = prototype.nifti;
+    image.scaling = prototype.scaling;
     Shape storage_shape;
     if (image.layout == ChannelLayout::Interleaved) {
         storage_shape = spatial;
@@ -126,7 +128,7 @@ Geometry resampled_geometry(const Geometry& geometry, const Shape& old_spatial, 
 FileKind kind_for_path(const fs::path& file) {
     const std::string name = lowercase(file.filename().string());
     if (ends_with(name, ".npy")) return FileKind::Tensor;
-    for (const char* extension : {".nii", ".nii.gz", ".nrrd", ".nhdr", ".mha", ".mhd"}) {
+    for (const char* extension : {".nii", ".nii.gz", ".hdr", ".hdr.gz", ".img", ".img.gz", ".nrrd", ".nhdr", ".mha", ".mhd"}) {
         if (ends_with(name, extension)) return FileKind::Volume;
     }
     return FileKind::Raster;
@@ -162,10 +164,23 @@ const void* pixels_in_layout(const Image& image, ChannelLayout layout, Tensor& s
     return scratch.data();
 }
 
+Image interleaved(Image image) {
+    if (image.layout == ChannelLayout::Interleaved) return image;
+    Tensor scratch;
+    pixels_in_layout(image, ChannelLayout::Interleaved, scratch);
+    Shape shape = image.spatial;
+    if (image.batch != 1) shape.insert(shape.begin(), image.batch);
+    shape.push_back(image.channels);
+    image.pixels = std::move(scratch).reshaped(shape);
+    image.layout = ChannelLayout::Interleaved;
+    return image;
+}
+
 }  // namespace detail
 
-Image read_image(const fs::path& file) {
+Image read_image(const fs::path& file, const ReadOptions& options) {
     detail::require_readable_file(file);
+    if (detail::is_nifti_path(file)) return detail::read_nifti(file, options, true);
     switch (kind_for_path(file)) {
         case FileKind::Tensor: {
             Tensor tensor = read_npy(file);
@@ -180,13 +195,18 @@ Image read_image(const fs::path& file) {
     return detail::read_raster(file);
 }
 
-Image read_image_header(const fs::path& file) {
+Image read_image_header(const fs::path& file, const ReadOptions& options) {
     detail::require_readable_file(file);
+    if (detail::is_nifti_path(file)) return detail::read_nifti(file, options, false);
     if (kind_for_path(file) == FileKind::Volume) return detail::read_volume(file, false);
-    return read_image(file);
+    return read_image(file, options);
 }
 
-void write_image(const fs::path& file, const Image& image) {
+void write_image(const fs::path& file, const Image& image, const WriteOptions& options) {
+    if (detail::is_nifti_path(file)) {
+        write_path_atomically(file, [&](const fs::path& temporary) { detail::write_nifti(temporary, file, image, options); });
+        return;
+    }
     switch (kind_for_path(file)) {
         case FileKind::Tensor:
             write_npy(file, image.nchw());

@@ -144,6 +144,9 @@ std::vector<PointTransform> read_matrix_transform(const fs::path& file, std::siz
 
 TransformFile read_displacement_field(const fs::path& file, std::size_t dimension) {
     Image image = read_image(file);
+    if (image.channels == static_cast<std::int64_t>(dimension) && image.layout == ChannelLayout::Planar) {
+        image = detail::interleaved(std::move(image));  // NIfTI stores vector components as volumes
+    }
     if (image.spatial.size() != dimension || image.channels != static_cast<std::int64_t>(dimension) ||
         image.layout != ChannelLayout::Interleaved) {
         throw FileError(file, "a displacement field for " + std::to_string(dimension) + "-D images must be a " +

@@ -1,6 +1,7 @@
 // Images, volumes and tensors read from and written to files, the format chosen by extension:
 //  - .npy: a tensor (N, C, D1..Dr) as it is;
-//  - .nii, .nii.gz, .nrrd, .nhdr, .mha, .mhd: a volume through ITK, with its physical geometry;
+//  - .nii, .nii.gz, .hdr/.img (.gz): a volume through gridwarp's NIfTI codec (nifti.hpp);
+//  - .nrrd, .nhdr, .mha, .mhd: a volume through ITK, with its physical geometry;
 //  - anything else (.png, .jpg, .tif, .bmp, .webp, ...): a raster image through OpenCV.
 // Pixels stay in the file's memory layout; nchw() views them as (N, C, D1..Dr) through strides, so
 // nothing is converted or copied to be sampled. OpenCV and ITK appear in no public header.
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gridwarp/io/nifti.hpp"
 #include "gridwarp/tensor.hpp"
 
 namespace gridwarp::io {
@@ -20,7 +22,8 @@ std::string_view file_kind_name(FileKind kind);
 
 // Physical geometry in ITK's convention (LPS, millimetres). Axes are innermost-first (i, j, k):
 // spacing[0] belongs to the fastest-varying axis (W). direction is row-major dim x dim; its
-// column j is the direction of axis j. The physical point of index (i, j, k) is
+// column j is the direction of axis j: a unit vector, not necessarily orthogonal to the others (a
+// sheared NIfTI sform). The physical point of index (i, j, k) is
 // origin + direction * diag(spacing) * (i, j, k).
 struct Geometry {
     std::vector<double> spacing;
@@ -37,6 +40,15 @@ enum class ChannelLayout {
     Planar,       // channels slowest: .npy tensors (N, C, ...), 4-D series (a volume per channel)
 };
 
+// Stored values that stand for others: value = stored * slope + inter (NIfTI's scl_slope/scl_inter).
+// An image read from such a file holds the values (float64); a writer that can store the scaling
+// writes the stored type back with the same slope and intercept (rounded, saturated).
+struct ValueScaling {
+    DType stored = DType::Int16;
+    double slope = 1.0;
+    double inter = 0.0;
+};
+
 struct Image {
     FileKind kind = FileKind::Tensor;
     std::string format;        // "png", "nifti", "nrrd", "metaimage", "npy", ...
@@ -47,14 +59,17 @@ struct Image {
     ChannelLayout layout = ChannelLayout::Planar;
     std::optional<Geometry> geometry;  // volumes only
     std::string channel_order;         // "BGR", "BGRA" for OpenCV colour images, else empty
+    std::shared_ptr<const NiftiHeader> nifti;  // the NIfTI header read, carried to NIfTI outputs
+    std::optional<ValueScaling> scaling;       // see ValueScaling
+    std::vector<std::string> warnings;         // what the reader wants the user to know
 
     DType dtype() const { return pixels.dtype(); }
     // (N, C, D1..Dr) views of the pixels.
     ConstTensorView nchw() const;
     TensorView nchw();
 
-    // An image of the same kind, format, layout, channels and dtype with another spatial shape
-    // (geometry left for the caller to set).
+    // An image of the same kind, format, layout, channels, dtype, NIfTI header and scaling with
+    // another spatial shape (geometry left for the caller to set).
     static Image allocate_like(const Image& prototype, const Shape& spatial);
     // A planar tensor image over (N, C, D1..Dr).
     static Image from_tensor(Tensor tensor);
@@ -66,14 +81,23 @@ struct Image {
 Geometry resampled_geometry(const Geometry& geometry, const Shape& old_spatial, const Shape& new_spatial,
                             bool align_corners);
 
+struct ReadOptions {
+    NiftiGeometryRule nifti_geometry = NiftiGeometryRule::Standard;
+};
+
+struct WriteOptions {
+    int compression_level = -1;  // gzip level 0..12 for .nii.gz / .img.gz; -1: the default (5)
+    int threads = 0;             // compression threads; 0: every core
+};
+
 // Reads any supported file. Throws FileError naming the file and the problem.
-Image read_image(const std::filesystem::path& file);
+Image read_image(const std::filesystem::path& file, const ReadOptions& options = {});
 // Reads what describes an image without its pixels where the format allows it (volumes): kind,
 // format, dtype, channels, spatial shape and geometry; `pixels` is then an empty tensor.
-Image read_image_header(const std::filesystem::path& file);
+Image read_image_header(const std::filesystem::path& file, const ReadOptions& options = {});
 // Writes atomically (see atomic_file.hpp), choosing the format by the extension. Throws
 // FileError when the format cannot hold the image (e.g. float pixels in a JPEG).
-void write_image(const std::filesystem::path& file, const Image& image);
+void write_image(const std::filesystem::path& file, const Image& image, const WriteOptions& options = {});
 
 // The format a path's extension selects.
 FileKind kind_for_path(const std::filesystem::path& file);

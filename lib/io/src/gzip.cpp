@@ -1,0 +1,404 @@
+#include "gzip.hpp"
+
+#include <libdeflate.h>
+#include <omp.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <memory>
+
+#include "gridwarp/io/error.hpp"
+
+namespace gridwarp::io::detail {
+
+namespace fs = std::filesystem;
+
+bool has_gzip_magic(std::span<const std::uint8_t> bytes) { return bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b; }
+
+std::vector<std::uint8_t> gunzip_prefix(const fs::path& file, std::size_t count) {
+    gzFile stream = gzopen(file.c_str(), "rb");
+    if (!stream) throw FileError(file, "cannot open for reading");
+    const std::unique_ptr<gzFile_s, int (*)(gzFile)> closer(stream, gzclose);
+    std::vector<std::uint8_t> bytes(count);
+    std::size_t got = 0;
+    while (got < count) {
+        const int n = gzread(stream, bytes.data() + got, static_cast<unsigned>(std::min<std::size_t>(count - got, 1u << 30)));
+        if (n < 0) {
+            int code = 0;
+            throw FileError(file, std::string("corrupt gzip data: ") + gzerror(stream, &code));
+        }
+        if (n == 0) break;
+        got += static_cast<std::size_t>(n);
+    }
+    bytes.resize(got);
+    return bytes;
+}
+
+namespace {
+
+struct MemberResult {
+    std::size_t in_used = 0;
+    std::size_t out_written = 0;
+    bool complete = false;  // the member ended with a valid trailer, or `out` was filled
+    std::string problem;
+};
+
+// One gzip member through zlib, stopping once `out` is full: for members that inflate to more than
+// the caller wants, and to say precisely what is wrong with one libdeflate refused.
+MemberResult inflate_member_with_zlib(std::span<const std::uint8_t> in, std::span<std::uint8_t> out) {
+    MemberResult result;
+    z_stream z{};
+    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
+        result.problem = "cannot start decompressing";
+        return result;
+    }
+    z.next_in = const_cast<Bytef*>(in.data());
+    std::size_t in_left = in.size();
+    std::size_t out_left = out.size();
+    z.next_out = out.data();
+    int status = Z_OK;
+    while (status == Z_OK && out_left > 0) {
+        const auto in_step = static_cast<uInt>(std::min<std::size_t>(in_left, 1u << 30));
+        const auto out_step = static_cast<uInt>(std::min<std::size_t>(out_left, 1u << 30));
+        z.avail_in = in_step;
+        z.avail_out = out_step;
+        status = inflate(&z, Z_NO_FLUSH);
+        in_left -= in_step - z.avail_in;
+        out_left -= out_step - z.avail_out;
+        if (status == Z_BUF_ERROR && in_left == 0) break;  // the data ends early
+        if (status == Z_BUF_ERROR) status = Z_OK;
+    }
+    result.in_used = in.size() - in_left;
+    result.out_written = out.size() - out_left;
+    result.complete = status == Z_STREAM_END || out_left == 0;
+    if (!result.complete) {
+        result.problem = status == Z_OK || status == Z_BUF_ERROR ? "the compressed data ends early (truncated)"
+                                                                  : std::string("corrupt gzip data: ") + (z.msg ? z.msg : "invalid stream");
+    }
+    inflateEnd(&z);
+    return result;
+}
+
+}  // namespace
+
+void gunzip_into(std::span<const std::uint8_t> compressed, std::span<std::uint8_t> out, const fs::path& file) {
+    const std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> decompressor(
+        libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
+    if (!decompressor) throw std::bad_alloc();
+    std::size_t in_pos = 0, out_pos = 0;
+    while (out_pos < out.size()) {
+        const auto in = compressed.subspan(in_pos);
+        if (!has_gzip_magic(in)) {
+            throw FileError(file, "truncated: the compressed data holds " + std::to_string(out_pos) + " bytes, the header describes " +
+                                      std::to_string(out.size()));
+        }
+        const auto space = out.subspan(out_pos);
+        std::size_t in_used = 0, out_written = 0;
+        const libdeflate_result status =
+            libdeflate_gzip_decompress_ex(decompressor.get(), in.data(), in.size(), space.data(), space.size(), &in_used, &out_written);
+        if (status != LIBDEFLATE_SUCCESS) {
+            // More data than wanted (zlib stops when `out` is full), or a damaged stream (zlib says how).
+            const MemberResult member = inflate_member_with_zlib(in, space);
+            if (!member.complete) {
+                throw FileError(file, member.problem + " after " + std::to_string(out_pos + member.out_written) + " of the " +
+                                          std::to_string(out.size()) + " bytes the header describes");
+            }
+            in_used = member.in_used;
+            out_written = member.out_written;
+        }
+        in_pos += in_used;
+        out_pos += out_written;
+    }
+}
+
+namespace {
+
+// Reads a raw deflate stream bit by bit, least significant bit first, as RFC 1951 packs it.
+class BitCursor {
+public:
+    explicit BitCursor(std::span<const std::uint8_t> data) : data_(data) {}
+
+    std::uint32_t peek(unsigned count) const {  // count <= 32
+        const std::uint64_t byte = position_ >> 3;
+        std::uint64_t word = 0;
+        if (byte + 8 <= data_.size()) {
+            std::memcpy(&word, data_.data() + byte, 8);  // x86-64 and AArch64 Linux are little-endian
+        } else {
+            for (std::uint64_t i = 0; byte + i < data_.size() && i < 8; ++i) word |= std::uint64_t{data_[byte + i]} << (8 * i);
+        }
+        return static_cast<std::uint32_t>((word >> (position_ & 7)) & ((std::uint64_t{1} << count) - 1));
+    }
+    std::uint32_t take(unsigned count) {
+        const std::uint32_t bits = peek(count);
+        position_ += count;
+        return bits;
+    }
+    void skip(std::uint64_t count) { position_ += count; }
+    void align_to_byte() { position_ = (position_ + 7) & ~std::uint64_t{7}; }
+    std::uint64_t position() const { return position_; }
+    bool overran() const { return position_ > data_.size() * 8; }
+
+private:
+    std::span<const std::uint8_t> data_;
+    std::uint64_t position_ = 0;
+};
+
+// A canonical Huffman code: codes of up to kFastBits bits decode by one table look-up, longer
+// ones (rare symbols) bit by bit.
+class HuffmanDecoder {
+public:
+    static constexpr unsigned kFastBits = 10;
+
+    bool build(const std::uint8_t* lengths, unsigned symbols) {
+        counts_.fill(0);
+        for (unsigned s = 0; s < symbols; ++s) ++counts_[lengths[s]];
+        counts_[0] = 0;
+        std::array<std::uint16_t, 16> offsets{};
+        for (unsigned len = 1; len < 16; ++len) offsets[len] = static_cast<std::uint16_t>(offsets[len - 1] + counts_[len - 1]);
+        sorted_.assign(symbols, 0);
+        for (unsigned s = 0; s < symbols; ++s) {
+            if (lengths[s] != 0) sorted_[offsets[lengths[s]]++] = static_cast<std::uint16_t>(s);
+        }
+        fast_.fill(0);
+        unsigned code = 0;
+        std::array<unsigned, 16> next_code{};
+        for (unsigned len = 1; len < 16; ++len) {
+            code = (code + counts_[len - 1]) << 1;
+            next_code[len] = code;
+        }
+        for (unsigned s = 0; s < symbols; ++s) {
+            const unsigned len = lengths[s];
+            if (len == 0 || len > kFastBits) continue;
+            const unsigned reversed = reverse_bits(next_code[len]++, len);
+            for (unsigned fill = reversed; fill < (1u << kFastBits); fill += 1u << len) {
+                fast_[fill] = static_cast<std::uint16_t>((s << 4) | len);
+            }
+        }
+        return true;
+    }
+
+    // The next symbol, or -1 for a code that the table does not hold.
+    int decode(BitCursor& bits) const {
+        const std::uint16_t entry = fast_[bits.peek(kFastBits)];
+        if (entry != 0) {
+            bits.skip(entry & 15);
+            return entry >> 4;
+        }
+        int code = 0, first = 0, index = 0;
+        for (unsigned len = 1; len < 16; ++len) {
+            code |= static_cast<int>(bits.take(1));
+            const int count = counts_[len];
+            if (code - count < first) return sorted_[static_cast<std::size_t>(index + (code - first))];
+            index += count;
+            first = (first + count) << 1;
+            code <<= 1;
+        }
+        return -1;
+    }
+
+private:
+    static unsigned reverse_bits(unsigned code, unsigned length) {
+        unsigned reversed = 0;
+        for (unsigned i = 0; i < length; ++i) reversed |= ((code >> i) & 1u) << (length - 1 - i);
+        return reversed;
+    }
+
+    std::array<std::uint16_t, 16> counts_{};
+    std::vector<std::uint16_t> sorted_;
+    std::array<std::uint16_t, 1u << kFastBits> fast_{};
+};
+
+constexpr std::uint8_t kLengthExtraBits[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
+constexpr std::uint8_t kDistanceExtraBits[30] = {0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
+
+// Skips the symbols of one Huffman-coded block up to and including its end-of-block code.
+bool skip_huffman_block(BitCursor& bits, const HuffmanDecoder& literals, const HuffmanDecoder& distances) {
+    for (;;) {
+        const int symbol = literals.decode(bits);
+        if (symbol < 0 || symbol > 285 || bits.overran()) return false;
+        if (symbol < 256) continue;
+        if (symbol == 256) return true;
+        bits.skip(kLengthExtraBits[symbol - 257]);
+        const int distance = distances.decode(bits);
+        if (distance < 0 || distance > 29) return false;
+        bits.skip(kDistanceExtraBits[distance]);
+    }
+}
+
+struct StreamEnd {
+    std::uint64_t final_header_bit = 0;  // where the block with BFINAL set starts
+    std::uint64_t end_bit = 0;           // just past its end-of-block code
+};
+
+// Walks the blocks of a complete raw deflate stream to find where its final block starts and where
+// the stream ends. libdeflate has no flush, so this is how a block's stream is made non-final.
+bool find_stream_end(std::span<const std::uint8_t> stream, StreamEnd& end) {
+    BitCursor bits(stream);
+    HuffmanDecoder literals, distances, lengths_code;
+    std::array<std::uint8_t, 320> lengths{};
+    for (;;) {
+        const std::uint64_t header = bits.position();
+        const bool final_block = bits.take(1) != 0;
+        const unsigned type = bits.take(2);
+        if (type == 0) {
+            bits.align_to_byte();
+            const std::uint32_t length = bits.take(16);
+            if ((bits.take(16) ^ 0xffffu) != length) return false;
+            bits.skip(std::uint64_t{length} * 8);
+        } else if (type == 1) {
+            std::uint8_t* l = lengths.data();
+            std::fill(l, l + 144, 8);
+            std::fill(l + 144, l + 256, 9);
+            std::fill(l + 256, l + 280, 7);
+            std::fill(l + 280, l + 288, 8);
+            literals.build(l, 288);
+            std::fill(l, l + 30, 5);
+            distances.build(l, 30);
+            if (!skip_huffman_block(bits, literals, distances)) return false;
+        } else if (type == 2) {
+            const unsigned literal_count = bits.take(5) + 257, distance_count = bits.take(5) + 1, code_count = bits.take(4) + 4;
+            static constexpr std::uint8_t kOrder[19] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
+            std::array<std::uint8_t, 19> code_lengths{};
+            for (unsigned i = 0; i < code_count; ++i) code_lengths[kOrder[i]] = static_cast<std::uint8_t>(bits.take(3));
+            lengths_code.build(code_lengths.data(), 19);
+            const unsigned total = literal_count + distance_count;
+            unsigned i = 0;
+            while (i < total) {
+                const int symbol = lengths_code.decode(bits);
+                if (symbol < 0 || bits.overran()) return false;
+                if (symbol < 16) {
+                    lengths[i++] = static_cast<std::uint8_t>(symbol);
+                    continue;
+                }
+                unsigned repeat = 0;
+                std::uint8_t value = 0;
+                if (symbol == 16) {
+                    if (i == 0) return false;
+                    value = lengths[i - 1];
+                    repeat = 3 + bits.take(2);
+                } else if (symbol == 17) {
+                    repeat = 3 + bits.take(3);
+                } else {
+                    repeat = 11 + bits.take(7);
+                }
+                if (i + repeat > total) return false;
+                std::fill_n(lengths.begin() + i, repeat, value);
+                i += repeat;
+            }
+            literals.build(lengths.data(), literal_count);
+            distances.build(lengths.data() + literal_count, distance_count);
+            if (!skip_huffman_block(bits, literals, distances)) return false;
+        } else {
+            return false;
+        }
+        if (bits.overran()) return false;
+        if (final_block) {
+            end.final_header_bit = header;
+            end.end_bit = bits.position();
+            return true;
+        }
+    }
+}
+
+struct CompressedBlock {
+    std::vector<std::uint8_t> bytes;
+    std::size_t size = 0;
+    std::uint32_t crc = 0;
+    bool ok = true;
+};
+
+// Clears the final block's BFINAL bit and appends an empty stored block, which ends the data
+// on a byte boundary, so that the next block's stream can follow it (zlib's Z_SYNC_FLUSH marker).
+bool make_non_final(CompressedBlock& block) {
+    StreamEnd end;
+    if (!find_stream_end(std::span<const std::uint8_t>(block.bytes.data(), block.size), end)) return false;
+    std::uint8_t* bytes = block.bytes.data();
+    bytes[end.final_header_bit >> 3] &= static_cast<std::uint8_t>(~(1u << (end.final_header_bit & 7)));
+    const std::uint64_t marker_end = end.end_bit + 3;  // BFINAL = 0, BTYPE = 00
+    const std::size_t aligned = static_cast<std::size_t>((marker_end + 7) >> 3);
+    if (end.end_bit & 7) bytes[end.end_bit >> 3] &= static_cast<std::uint8_t>((1u << (end.end_bit & 7)) - 1);
+    for (std::size_t i = static_cast<std::size_t>((end.end_bit + 7) >> 3); i < aligned; ++i) bytes[i] = 0;
+    const std::uint8_t empty_stored[4] = {0x00, 0x00, 0xff, 0xff};
+    std::memcpy(bytes + aligned, empty_stored, 4);
+    block.size = aligned + 4;
+    return true;
+}
+
+constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
+
+}  // namespace
+
+void gzip_compress(const std::vector<std::span<const std::uint8_t>>& pieces, int level, int threads,
+                   const std::function<void(std::span<const std::uint8_t>)>& sink) {
+    level = std::clamp(level, kMinCompressionLevel, kMaxCompressionLevel);
+    std::uint64_t total = 0;
+    for (const auto& piece : pieces) total += piece.size();
+    const std::uint64_t block_count = std::max<std::uint64_t>(1, (total + kBlockBytes - 1) / kBlockBytes);
+    const int workers = std::max(1, threads > 0 ? threads : omp_get_max_threads());
+
+    // The bytes of block b, pointing into a piece where it lies inside one, else copied into `scratch`.
+    auto block_input = [&](std::uint64_t b, std::vector<std::uint8_t>& scratch) -> std::span<const std::uint8_t> {
+        const std::uint64_t begin = b * kBlockBytes, end = std::min<std::uint64_t>(total, begin + kBlockBytes);
+        std::uint64_t piece_start = 0;
+        for (const auto& piece : pieces) {
+            const std::uint64_t piece_end = piece_start + piece.size();
+            if (begin >= piece_start && end <= piece_end) return piece.subspan(begin - piece_start, end - begin);
+            piece_start = piece_end;
+        }
+        scratch.resize(end - begin);
+        piece_start = 0;
+        for (const auto& piece : pieces) {
+            const std::uint64_t piece_end = piece_start + piece.size();
+            const std::uint64_t from = std::max(begin, piece_start), to = std::min(end, piece_end);
+            if (from < to) std::memcpy(scratch.data() + (from - begin), piece.data() + (from - piece_start), to - from);
+            piece_start = piece_end;
+        }
+        return scratch;
+    };
+
+    static constexpr std::uint8_t kHeader[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};  // deflate, no name, no time, Unix
+    sink(kHeader);
+
+    std::vector<std::unique_ptr<libdeflate_compressor, void (*)(libdeflate_compressor*)>> compressors;
+    for (int t = 0; t < workers; ++t) {
+        compressors.emplace_back(libdeflate_alloc_compressor(level), libdeflate_free_compressor);
+        if (!compressors.back()) throw std::bad_alloc();
+    }
+    const std::size_t bound = libdeflate_deflate_compress_bound(compressors.front().get(), kBlockBytes) + 8;
+    // Blocks are compressed a round at a time, so memory stays bounded whatever the size.
+    const std::uint64_t round_size = static_cast<std::uint64_t>(workers) * 4;
+    std::vector<CompressedBlock> round(static_cast<std::size_t>(std::min(round_size, block_count)));
+    std::vector<std::vector<std::uint8_t>> scratch(static_cast<std::size_t>(workers));
+    for (auto& block : round) block.bytes.resize(bound);
+    std::uint32_t crc = 0;
+    for (std::uint64_t first = 0; first < block_count; first += round_size) {
+        const auto count = static_cast<std::int64_t>(std::min(round_size, block_count - first));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(workers)
+        for (std::int64_t i = 0; i < count; ++i) {
+            const int worker = omp_get_thread_num();
+            const std::uint64_t b = first + static_cast<std::uint64_t>(i);
+            CompressedBlock& block = round[static_cast<std::size_t>(i)];
+            const auto input = block_input(b, scratch[static_cast<std::size_t>(worker)]);
+            block.size = libdeflate_deflate_compress(compressors[static_cast<std::size_t>(worker)].get(), input.data(), input.size(),
+                                                     block.bytes.data(), bound - 8);
+            block.crc = static_cast<std::uint32_t>(libdeflate_crc32(0, input.data(), input.size()));
+            block.ok = block.size > 0 && (b + 1 == block_count || make_non_final(block));
+        }
+        for (std::int64_t i = 0; i < count; ++i) {
+            const CompressedBlock& block = round[static_cast<std::size_t>(i)];
+            if (!block.ok) throw std::runtime_error("gzip: a compressed block could not be joined to the next (internal error)");
+            const std::uint64_t b = first + static_cast<std::uint64_t>(i);
+            const std::uint64_t length = std::min<std::uint64_t>(total - b * kBlockBytes, kBlockBytes);
+            crc = b == 0 ? block.crc : static_cast<std::uint32_t>(crc32_combine(crc, block.crc, static_cast<z_off_t>(length)));
+            sink(std::span<const std::uint8_t>(block.bytes.data(), block.size));
+        }
+    }
+    std::uint8_t trailer[8];
+    for (int i = 0; i < 4; ++i) trailer[i] = static_cast<std::uint8_t>(crc >> (8 * i));
+    for (int i = 0; i < 4; ++i) trailer[4 + i] = static_cast<std::uint8_t>(total >> (8 * i));
+    sink(trailer);
+}
+
+}  // namespace gridwarp::io::detail

@@ -1,0 +1,44 @@
+// Internal: gzip (RFC 1952) reading and writing for the volume codecs.
+//  - Reading inflates with libdeflate into a buffer sized from the file's own header, so a stream is
+//    decompressed once, straight into the voxel buffer (docs/design.md says why libdeflate).
+//  - Writing compresses fixed-size blocks concurrently with libdeflate and joins them into one
+//    gzip member (a single deflate stream), which every gzip reader accepts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace gridwarp::io::detail {
+
+// The compression levels libdeflate offers: 0 stores, 12 compresses hardest.
+inline constexpr int kMinCompressionLevel = 0;
+inline constexpr int kMaxCompressionLevel = 12;
+// The default: files no larger than zlib level 6 writes (docs/design.md), at a fraction of its time.
+inline constexpr int kDefaultCompressionLevel = 5;
+
+// Deflate cannot expand data more than this many times (a run of one byte): a stream of n bytes
+// never inflates to more than about kMaxDeflateRatio * n bytes.
+inline constexpr std::uint64_t kMaxDeflateRatio = 1032;
+
+bool has_gzip_magic(std::span<const std::uint8_t> bytes);
+
+// The first up to `count` bytes that the gzip file `file` inflates to (fewer when it ends sooner).
+// Reads only as much of the file as that takes. Throws FileError on a corrupt stream.
+std::vector<std::uint8_t> gunzip_prefix(const std::filesystem::path& file, std::size_t count);
+
+// Inflates the gzip data `compressed` (one member or several, concatenated) into `out`, which must
+// be filled exactly: throws FileError naming `file` when the data is corrupt or inflates to fewer
+// bytes. Data that inflates to more than `out` holds is accepted and the excess ignored.
+void gunzip_into(std::span<const std::uint8_t> compressed, std::span<std::uint8_t> out, const std::filesystem::path& file);
+
+// Compresses the concatenation of `pieces` into one gzip member, `threads` blocks at a time
+// (0: every core), and hands the compressed bytes to `sink` in order. `level` is 0..12.
+void gzip_compress(const std::vector<std::span<const std::uint8_t>>& pieces, int level, int threads,
+                   const std::function<void(std::span<const std::uint8_t>)>& sink);
+
+}  // namespace gridwarp::io::detail

@@ -1,0 +1,501 @@
+// NIfTI files: .nii and .nii.gz, .hdr/.img pairs (either part gzipped), read into an Image and
+// written from one. Uncompressed little-endian voxels are memory-mapped and sampled in place; gzip
+// data is inflated once, straight into the voxel buffer; outputs are written from the image's own
+// buffer whenever its layout and type are the file's.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "formats.hpp"
+#include "gzip.hpp"
+#include "gridwarp/io/error.hpp"
+
+namespace gridwarp::io::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string lowercase_name(const fs::path& file) {
+    std::string name = file.filename().string();
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    return name;
+}
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The file with `file`'s name but another ending, keeping the case of the stem.
+fs::path with_ending(const fs::path& file, std::size_t old_length, const std::string& ending) {
+    const std::string name = file.filename().string();
+    return file.parent_path() / (name.substr(0, name.size() - old_length) + ending);
+}
+
+struct NiftiPaths {
+    fs::path header;
+    fs::path data;  // == header for single files
+    bool pair = false;
+};
+
+// The header and data files of a NIfTI path. Reading looks for the partner of a pair (x.hdr with
+// x.img or x.img.gz, x.img with x.hdr or x.hdr.gz); a single file is read as named.
+NiftiPaths nifti_paths(const fs::path& file, bool for_reading) {
+    const std::string name = lowercase_name(file);
+    NiftiPaths paths{file, file, false};
+    auto pick = [&](const fs::path& first, const fs::path& second) {
+        std::error_code error;
+        return (!for_reading || fs::exists(first, error) || !fs::exists(second, error)) ? first : second;
+    };
+    if (ends_with(name, ".hdr") || ends_with(name, ".hdr.gz")) {
+        const std::size_t length = ends_with(name, ".gz") ? 7 : 4;
+        paths.pair = true;
+        paths.data = length == 7 ? with_ending(file, length, ".img.gz") : pick(with_ending(file, 4, ".img"), with_ending(file, 4, ".img.gz"));
+    } else if (ends_with(name, ".img") || ends_with(name, ".img.gz")) {
+        const std::size_t length = ends_with(name, ".gz") ? 7 : 4;
+        paths.pair = true;
+        paths.header = length == 7 ? with_ending(file, length, ".hdr.gz") : pick(with_ending(file, 4, ".hdr"), with_ending(file, 4, ".hdr.gz"));
+    }
+    return paths;
+}
+
+// A read-only view of a whole file, memory-mapped privately: writes to it (there should be none)
+// would stay in this process.
+class MappedFile {
+public:
+    explicit MappedFile(const fs::path& file) : file_(file) {
+        fd_ = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd_ < 0) throw FileError(file, std::string("cannot open for reading: ") + std::strerror(errno));
+        struct stat info {};
+        if (::fstat(fd_, &info) != 0) throw FileError(file, std::string("cannot read its size: ") + std::strerror(errno));
+        if (!S_ISREG(info.st_mode)) throw FileError(file, "not a regular file");
+        size_ = static_cast<std::size_t>(info.st_size);
+    }
+    ~MappedFile() {
+        if (data_ && data_ != MAP_FAILED) ::munmap(data_, size_);
+        if (fd_ >= 0) ::close(fd_);
+    }
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+
+    std::size_t size() const { return size_; }
+    // Maps the file (once); populate: fault every page in now, which is faster than on demand.
+    std::uint8_t* map(bool populate) {
+        if (!data_) {
+            if (size_ == 0) throw FileError(file_, "the file is empty");
+            data_ = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd_, 0);
+            if (data_ == MAP_FAILED) throw FileError(file_, std::string("cannot map into memory: ") + std::strerror(errno));
+        }
+        return static_cast<std::uint8_t*>(data_);
+    }
+    std::vector<std::uint8_t> read_prefix(std::size_t count) const {
+        std::vector<std::uint8_t> bytes(std::min(count, size_));
+        std::size_t got = 0;
+        while (got < bytes.size()) {
+            const ssize_t n = ::pread(fd_, bytes.data() + got, bytes.size() - got, static_cast<off_t>(got));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) throw FileError(file_, std::string("read failed: ") + (n < 0 ? std::strerror(errno) : "unexpected end"));
+            got += static_cast<std::size_t>(n);
+        }
+        return bytes;
+    }
+    bool gzip() const {
+        const auto prefix = read_prefix(2);
+        return has_gzip_magic(prefix);
+    }
+
+private:
+    fs::path file_;
+    int fd_ = -1;
+    std::size_t size_ = 0;
+    void* data_ = nullptr;
+};
+
+// Large buffers start on a huge-page boundary with transparent huge pages asked for (the sampler's
+// reads of a warped volume touch many pages; see tensor.cpp). Not zero-filled: inflate fills it.
+std::shared_ptr<std::uint8_t> allocate_bytes(std::size_t bytes) {
+    constexpr std::size_t kHugePage = std::size_t{2} << 20;
+    const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + kHugePage - 1) / kHugePage * kHugePage;
+    void* memory = std::aligned_alloc(kHugePage, rounded);
+    if (!memory) throw std::bad_alloc();
+    ::madvise(memory, rounded, MADV_HUGEPAGE);
+    return std::shared_ptr<std::uint8_t>(static_cast<std::uint8_t*>(memory), [](std::uint8_t* p) { std::free(p); });
+}
+
+struct DtypeForDatatype {
+    DType dtype;
+    std::int64_t components;  // interleaved per voxel: 3 for RGB24, 4 for RGBA32
+};
+
+DtypeForDatatype dtype_for_datatype(int datatype, const fs::path& file) {
+    switch (datatype) {
+        case 2: return {DType::UInt8, 1};
+        case 4: return {DType::Int16, 1};
+        case 8: return {DType::Int32, 1};
+        case 16: return {DType::Float32, 1};
+        case 32: return {DType::Complex64, 1};
+        case 64: return {DType::Float64, 1};
+        case 128: return {DType::UInt8, 3};
+        case 256: return {DType::Int8, 1};
+        case 512: return {DType::UInt16, 1};
+        case 768: return {DType::UInt32, 1};
+        case 1024: return {DType::Int64, 1};
+        case 1280: return {DType::UInt64, 1};
+        case 1792: return {DType::Complex128, 1};
+        case 2304: return {DType::UInt8, 4};
+        default: throw FileError(file, "NIfTI datatype " + std::to_string(datatype) + " is not supported");
+    }
+}
+
+int datatype_for(DType dtype, std::int64_t components, const fs::path& file) {
+    if (components == 3 && dtype == DType::UInt8) return 128;
+    if (components == 4 && dtype == DType::UInt8) return 2304;
+    switch (dtype) {
+        case DType::UInt8: return 2;
+        case DType::Int16: return 4;
+        case DType::Int32: return 8;
+        case DType::Float32: return 16;
+        case DType::Complex64: return 32;
+        case DType::Float64: return 64;
+        case DType::Int8: return 256;
+        case DType::UInt16: return 512;
+        case DType::UInt32: return 768;
+        case DType::Int64: return 1024;
+        case DType::UInt64: return 1280;
+        case DType::Complex128: return 1792;
+        default:
+            throw FileError(file, "NIfTI cannot hold " + std::string(dtype_name(dtype)) + " voxels (use --output-type, or write .npy)");
+    }
+}
+
+int bitpix_for(int datatype) {
+    switch (datatype) {
+        case 2: case 256: return 8;
+        case 4: case 512: return 16;
+        case 128: return 24;
+        case 8: case 16: case 768: case 2304: return 32;
+        case 32: case 64: case 1024: case 1280: return 64;
+        case 1792: return 128;
+        default: return 0;
+    }
+}
+
+void swap_elements(std::uint8_t* bytes, std::size_t count, std::size_t size) {
+    for (std::size_t i = 0; i < count; ++i) std::reverse(bytes + i * size, bytes + (i + 1) * size);
+}
+
+bool is_scaled(const NiftiHeader& header) {
+    return std::isfinite(header.scl_slope) && header.scl_slope != 0 &&
+           !(header.scl_slope == 1 && (header.scl_inter == 0 || std::isnan(header.scl_inter)));
+}
+
+// Writes whole buffers to a file descriptor, failing on any short write (a full disk).
+class OutputFile {
+public:
+    OutputFile(const fs::path& file, const fs::path& target) : target_(target) {
+        fd_ = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        if (fd_ < 0) throw FileError(target, std::string("cannot open for writing: ") + std::strerror(errno));
+    }
+    ~OutputFile() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    void write(std::span<const std::uint8_t> bytes) {
+        while (!bytes.empty()) {
+            const ssize_t n = ::write(fd_, bytes.data(), std::min<std::size_t>(bytes.size(), std::size_t{1} << 30));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) throw FileError(target_, std::string("write failed: ") + (n < 0 ? std::strerror(errno) : "no space"));
+            bytes = bytes.subspan(static_cast<std::size_t>(n));
+        }
+    }
+    void close() {
+        const int fd = fd_;
+        fd_ = -1;
+        if (::close(fd) != 0) throw FileError(target_, std::string("write failed: ") + std::strerror(errno));
+    }
+
+private:
+    fs::path target_;
+    int fd_ = -1;
+};
+
+void write_bytes(const fs::path& file, const fs::path& target, const std::vector<std::span<const std::uint8_t>>& pieces, bool compress,
+                 const WriteOptions& options) {
+    OutputFile out(file, target);
+    if (compress) {
+        const int level = options.compression_level < 0 ? kDefaultCompressionLevel : options.compression_level;
+        gzip_compress(pieces, level, options.threads, [&](std::span<const std::uint8_t> bytes) { out.write(bytes); });
+    } else {
+        for (const auto& piece : pieces) out.write(piece);
+    }
+    out.close();
+}
+
+}  // namespace
+
+bool is_nifti_path(const fs::path& file) {
+    const std::string name = lowercase_name(file);
+    for (const char* ending : {".nii", ".nii.gz", ".hdr", ".hdr.gz", ".img", ".img.gz"}) {
+        if (ends_with(name, ending)) return true;
+    }
+    return false;
+}
+
+Image read_nifti(const fs::path& file, const ReadOptions& options, bool with_pixels) {
+    const NiftiPaths paths = nifti_paths(file, true);
+    require_readable_file(paths.header);
+    if (paths.pair) require_readable_file(paths.data);
+    MappedFile header_file(paths.header);
+    std::vector<std::uint8_t> header_bytes =
+        header_file.gzip() ? gunzip_prefix(paths.header, 544) : header_file.read_prefix(544);
+    auto header = std::make_shared<NiftiHeader>(parse_nifti_header(header_bytes, paths.header));
+    if (header->single_file == paths.pair) {
+        throw FileError(paths.header, header->single_file ? "the header says single file (magic n+1/n+2) but this is a .hdr/.img pair"
+                                                          : "the header says .hdr/.img pair (magic ni1/ni2) but this is a single .nii file");
+    }
+    const auto [dtype, components] = dtype_for_datatype(header->datatype, paths.header);
+    const std::int64_t rank = header->dim[0];
+    if (rank < 2) throw FileError(paths.header, "a 1-D NIfTI file (dim[0] = 1) is not an image gridwarp warps");
+    // A series or vector image with one slice is 2-D (as gridwarp writes 2-D vector fields).
+    const std::int64_t spatial_rank = rank > 3 && header->dim[3] == 1 ? 2 : std::min<std::int64_t>(rank, 3);
+    std::int64_t series = 1;  // dims 4..7: a volume per channel
+    for (std::int64_t i = 4; i <= rank; ++i) series *= header->dim[i];
+    if (components > 1 && series > 1) throw FileError(paths.header, "RGB/RGBA series (more than 3 dimensions) are not supported");
+
+    Image image;
+    image.kind = FileKind::Volume;
+    image.format = "nifti";
+    image.batch = 1;
+    image.channels = components > 1 ? components : series;
+    image.layout = series > 1 ? ChannelLayout::Planar : ChannelLayout::Interleaved;
+    for (std::int64_t i = spatial_rank; i >= 1; --i) image.spatial.push_back(header->dim[i]);
+    bool method_1 = false;
+    image.geometry = nifti_geometry(*header, static_cast<std::size_t>(spatial_rank), options.nifti_geometry, paths.header, &method_1);
+    if (method_1) {
+        image.warnings.push_back(paths.header.string() +
+                                 ": neither sform nor qform is set; voxel (0,0,0) is placed at the origin with axes along " +
+                                 (options.nifti_geometry == NiftiGeometryRule::Itk ? "LPS (ITK's rule)" : "RAS (NIfTI method 1)") +
+                                 " and spacing from pixdim");
+    }
+    const bool scaled = is_scaled(*header) && components == 1 && !is_complex(dtype);
+    if (scaled) image.scaling = ValueScaling{dtype, header->scl_slope, std::isnan(header->scl_inter) ? 0.0 : header->scl_inter};
+    image.nifti = header;
+
+    Shape storage_shape;
+    if (image.layout == ChannelLayout::Planar) {
+        storage_shape = {1, image.channels};
+        storage_shape.insert(storage_shape.end(), image.spatial.begin(), image.spatial.end());
+    } else {
+        storage_shape = image.spatial;
+        storage_shape.push_back(image.channels);
+    }
+    const DType value_type = scaled ? DType::Float64 : dtype;
+    if (!with_pixels) {
+        image.pixels = Tensor(value_type, Shape(storage_shape.size(), 0));
+        return image;
+    }
+
+    const std::uint64_t voxel_bytes = static_cast<std::uint64_t>(shape_numel(storage_shape)) * dtype_size(dtype);
+    const std::uint64_t offset = static_cast<std::uint64_t>(header->vox_offset);
+    MappedFile data_file(paths.data);
+    std::shared_ptr<void> storage;
+    std::uint8_t* voxels = nullptr;
+    if (data_file.gzip()) {
+        const std::uint64_t needed = offset + voxel_bytes;
+        if (needed > kMaxDeflateRatio * data_file.size() + 4096) {
+            throw FileError(paths.data, "truncated: the header describes " + std::to_string(voxel_bytes) + " bytes of voxels, more than the " +
+                                            std::to_string(data_file.size()) + " compressed bytes can hold");
+        }
+        auto buffer = allocate_bytes(static_cast<std::size_t>(needed));
+        gunzip_into(std::span<const std::uint8_t>(data_file.map(false), data_file.size()),
+                    std::span<std::uint8_t>(buffer.get(), static_cast<std::size_t>(needed)), paths.data);
+        voxels = buffer.get() + offset;
+        if (offset % 64 != 0) {  // keep the voxels aligned for the sampler
+            std::memmove(buffer.get(), voxels, static_cast<std::size_t>(voxel_bytes));
+            voxels = buffer.get();
+        }
+        storage = std::shared_ptr<void>(buffer, voxels);
+    } else {
+        if (data_file.size() < offset + voxel_bytes) {
+            throw FileError(paths.data, "truncated: the header describes " + std::to_string(voxel_bytes) + " bytes of voxels from byte " +
+                                            std::to_string(offset) + ", the file holds " + std::to_string(data_file.size()) + " bytes");
+        }
+        const std::size_t element = is_complex(dtype) ? dtype_size(dtype) / 2 : dtype_size(dtype);
+        if (!header->big_endian && offset % element == 0 && voxel_bytes > 0) {
+            // Zero copy: the sampler reads the file's pages.
+            auto mapping = std::make_shared<MappedFile>(paths.data);
+            voxels = mapping->map(true) + offset;
+            storage = std::shared_ptr<void>(mapping, voxels);
+        } else {
+            auto buffer = allocate_bytes(static_cast<std::size_t>(voxel_bytes));
+            const std::uint8_t* mapped = data_file.map(false);
+            std::memcpy(buffer.get(), mapped + offset, static_cast<std::size_t>(voxel_bytes));
+            voxels = buffer.get();
+            storage = std::shared_ptr<void>(buffer, voxels);
+        }
+    }
+    if (header->big_endian && components == 1) {
+        const std::size_t element = is_complex(dtype) ? dtype_size(dtype) / 2 : dtype_size(dtype);
+        swap_elements(voxels, static_cast<std::size_t>(voxel_bytes / element), element);
+    }
+    image.pixels = Tensor::adopt(dtype, storage_shape, std::move(storage));
+    if (scaled) {
+        Tensor values = convert_to(image.pixels.view(), DType::Float64);
+        double* v = values.data_as<double>();
+        const double slope = image.scaling->slope, inter = image.scaling->inter;
+        for (std::int64_t i = 0; i < values.numel(); ++i) v[i] = v[i] * slope + inter;
+        image.pixels = std::move(values);
+    }
+    return image;
+}
+
+namespace {
+
+bool same_geometry(const Geometry& a, const Geometry& b) {
+    if (a.dimension() != b.dimension()) return false;
+    auto close = [](const std::vector<double>& x, const std::vector<double>& y) {
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            if (std::abs(x[i] - y[i]) > 1e-6 * std::max(1.0, std::abs(x[i]))) return false;
+        }
+        return true;
+    };
+    return close(a.spacing, b.spacing) && close(a.origin, b.origin) && close(a.direction, b.direction);
+}
+
+}  // namespace
+
+void write_nifti(const fs::path& temporary, const fs::path& target, const Image& image, const WriteOptions& options) {
+    if (image.batch != 1) throw FileError(target, "a NIfTI file holds one image, got N=" + std::to_string(image.batch) + " (write .npy)");
+    const std::size_t spatial_rank = image.spatial.size();
+    if (spatial_rank < 2 || spatial_rank > 3) {
+        throw FileError(target, "NIfTI files hold 2-D or 3-D images here, got spatial shape " + shape_to_string(image.spatial));
+    }
+    const Geometry geometry = image.geometry ? *image.geometry : Geometry::identity(spatial_rank);
+    if (geometry.dimension() != spatial_rank) {
+        throw FileError(target, "geometry of dimension " + std::to_string(geometry.dimension()) + " for a " +
+                                    std::to_string(spatial_rank) + "-D image");
+    }
+    NiftiHeader header;
+    if (image.nifti) {
+        header = *image.nifti;
+    } else {
+        header.xyzt_units = 2 | 8;  // mm, s
+        header.qform_code = header.sform_code = 1;
+        header.pixdim = {1, 1, 1, 1, 1, 1, 1, 1};
+    }
+    // Slice timing describes the input's grid: it stays only when the output is on that grid. On
+    // that grid the transforms are kept as read, bit for bit.
+    bool same_grid = false;
+    if (image.nifti) {
+        Shape read_spatial;
+        const std::int64_t read_rank = std::min<std::int64_t>(image.nifti->dim[0], 3);
+        for (std::int64_t i = read_rank; i >= 1; --i) read_spatial.push_back(image.nifti->dim[i]);
+        same_grid = read_spatial == image.spatial;
+        if (same_grid) {
+            try {
+                same_grid = same_geometry(nifti_geometry(*image.nifti, spatial_rank, NiftiGeometryRule::Standard, target), geometry);
+            } catch (const FileError&) {
+                same_grid = false;
+            }
+        }
+        if (!same_grid) {
+            header.dim_info = 0;
+            header.slice_code = 0;
+            header.slice_start = header.slice_end = 0;
+            header.slice_duration = 0;
+        }
+    }
+
+    // What is stored: the scaled type when the image carries one, interleaved RGB(A) bytes, or a
+    // volume per channel.
+    const bool store_scaled = image.scaling && is_floating(image.dtype()) && image.scaling->stored != image.dtype();
+    const DType stored = store_scaled ? image.scaling->stored : image.dtype();
+    const bool rgb = stored == DType::UInt8 && (image.channels == 3 || image.channels == 4) && image.layout == ChannelLayout::Interleaved &&
+                     (!image.nifti || image.nifti->datatype == 128 || image.nifti->datatype == 2304 || image.nifti->dim[0] <= 3);
+    header.datatype = datatype_for(stored, rgb ? image.channels : 1, target);
+    header.bitpix = bitpix_for(header.datatype);
+    if (store_scaled) {
+        header.scl_slope = image.scaling->slope;
+        header.scl_inter = image.scaling->inter;
+    } else {
+        header.scl_slope = 1;
+        header.scl_inter = 0;
+    }
+    for (std::size_t i = 1; i < 8; ++i) header.dim[i] = 1;
+    for (std::size_t i = 0; i < spatial_rank; ++i) header.dim[i + 1] = image.spatial[spatial_rank - 1 - i];
+    const std::int64_t channels = rgb ? 1 : image.channels;
+    if (channels == 1 && spatial_rank == 3 && image.nifti && image.nifti->dim[0] > 3) {
+        // A series of one volume keeps its rank (a 4-D file with one time point).
+        bool ones = true;
+        for (std::int64_t i = 4; i <= image.nifti->dim[0]; ++i) ones = ones && image.nifti->dim[i] == 1;
+        header.dim[0] = ones ? image.nifti->dim[0] : 3;
+    } else if (channels == 1) {
+        header.dim[0] = static_cast<std::int64_t>(spatial_rank);
+    } else {
+        if (spatial_rank == 2) header.dim[3] = 1;
+        std::int64_t carried = 1;
+        if (image.nifti && image.nifti->dim[0] > 3) {
+            for (std::int64_t i = 4; i <= image.nifti->dim[0]; ++i) carried *= image.nifti->dim[i];
+        }
+        if (image.nifti && image.nifti->dim[0] > 3 && carried == channels) {
+            header.dim[0] = image.nifti->dim[0];
+            for (std::int64_t i = 4; i <= header.dim[0]; ++i) header.dim[i] = image.nifti->dim[i];
+        } else if (header.intent_code == 1006 || header.intent_code == 1007 ||
+                   (header.intent_code == 0 && image.layout == ChannelLayout::Interleaved)) {
+            header.dim[0] = 5;  // vectors: NIfTI's fifth dimension
+            header.dim[5] = channels;
+            if (header.intent_code == 0) header.intent_code = 1007;
+        } else {
+            header.dim[0] = 4;
+            header.dim[4] = channels;
+        }
+    }
+    bool needs_nifti_2 = false;
+    for (std::size_t i = 1; i < 8; ++i) needs_nifti_2 = needs_nifti_2 || header.dim[i] > 32767;
+    header.version = (image.nifti && image.nifti->version == 2) || needs_nifti_2 ? 2 : 1;
+    const NiftiPaths paths = nifti_paths(temporary, false);
+    header.single_file = !paths.pair;
+    header.vox_offset = paths.pair ? 0 : (header.version == 2 ? 544 : 352);
+    header.big_endian = false;
+    if (!same_grid) set_nifti_geometry(header, geometry);
+
+    // The voxel bytes in the file's order: x fastest, then y, z, then the series / vector dims.
+    Tensor converted;
+    const Image* source = &image;
+    Image scaled_copy;
+    if (store_scaled) {
+        Tensor unscaled = Tensor::copy_of(image.pixels.view());
+        double* v = unscaled.data_as<double>();
+        const double slope = image.scaling->slope, inter = image.scaling->inter;
+        for (std::int64_t i = 0; i < unscaled.numel(); ++i) v[i] = (v[i] - inter) / slope;
+        scaled_copy.batch = image.batch;
+        scaled_copy.channels = image.channels;
+        scaled_copy.spatial = image.spatial;
+        scaled_copy.layout = image.layout;
+        scaled_copy.pixels = convert_to(unscaled.view(), stored);
+        source = &scaled_copy;
+    }
+    const ChannelLayout file_layout = rgb || source->channels == 1 ? ChannelLayout::Interleaved : ChannelLayout::Planar;
+    const void* data = pixels_in_layout(*source, file_layout, converted);
+    const std::span<const std::uint8_t> voxels(static_cast<const std::uint8_t*>(data), source->pixels.nbytes());
+
+    std::size_t header_size = 0;
+    const auto header_bytes = serialize_nifti_header(header, header_size);
+    const std::span<const std::uint8_t> header_span(header_bytes.data(), header_size);
+    const bool compress_header = ends_with(lowercase_name(paths.header), ".gz");
+    const bool compress_data = ends_with(lowercase_name(paths.data), ".gz");
+    if (paths.pair) {
+        write_bytes(paths.data, target, {voxels}, compress_data, options);
+        write_bytes(paths.header, target, {header_span}, compress_header, options);
+    } else {
+        write_bytes(paths.header, target, {header_span, voxels}, compress_header, options);
+    }
+}
+
+}  // namespace gridwarp::io::detail
