@@ -52,6 +52,36 @@ SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions&
     return options;
 }
 
+void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes) {
+    command.add_option("--nifti-geometry", flags.nifti_geometry,
+                       "NIfTI voxel-to-world rule: standard (sform, else qform, else pixdim: nibabel, FSL, SPM, MRtrix3) "
+                       "or itk (ITK 5.2, as antsApplyTransforms reads it)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"standard", "itk"}));
+    if (writes) {
+        command.add_option("--compression-level", flags.compression_level,
+                           "gzip level for .nii.gz outputs: 0 (stored) to 12 (smallest); default 5, no larger than zlib's 6")
+            ->check(CLI::Range(0, 12));
+    }
+}
+
+io::ReadOptions to_read_options(const VolumeFlags& flags) {
+    io::ReadOptions options;
+    options.nifti_geometry = io::parse_nifti_geometry_rule(flags.nifti_geometry);
+    return options;
+}
+
+io::WriteOptions to_write_options(const VolumeFlags& flags, const CommonOptions& common) {
+    io::WriteOptions options;
+    options.compression_level = flags.compression_level;
+    options.threads = common.threads;
+    return options;
+}
+
+void report_warnings(const io::Image& image) {
+    for (const auto& warning : image.warnings) spdlog::warn("{}", warning);
+}
+
 void check_output_differs(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs) {
     for (const auto& input : inputs) {
         // Same file (hard links, symlinks), or the same path once resolved, or spelled alike. A path

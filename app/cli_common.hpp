@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gridwarp/grid_sample.hpp"
+#include "gridwarp/io/image.hpp"
 
 namespace gridwarp::cli {
 
@@ -35,6 +36,18 @@ struct SamplingFlags {
 void add_sampling_options(CLI::App& command, SamplingFlags& flags);
 // Parses the names (aliases included) into library options; throws std::invalid_argument.
 SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions& common);
+
+struct VolumeFlags {
+    std::string nifti_geometry = "standard";
+    int compression_level = -1;
+};
+
+// --nifti-geometry (reading) and, for commands that write, --compression-level.
+void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes);
+io::ReadOptions to_read_options(const VolumeFlags& flags);
+io::WriteOptions to_write_options(const VolumeFlags& flags, const CommonOptions& common);
+// Logs what a reader wanted the user to know (a NIfTI file without orientation, ...).
+void report_warnings(const io::Image& image);
 
 // Refuses to overwrite an input with the output (the run would destroy its own input).
 void check_output_differs(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs);

@@ -27,6 +27,7 @@ struct AffineCommand {
     std::vector<double> shift;
     std::vector<std::int64_t> size;
     SamplingFlags sampling;
+    VolumeFlags volume;
     CommonOptions common;
 };
 
@@ -156,7 +157,8 @@ void run_affine(const AffineCommand& command) {
     if (!command.matrix.empty()) inputs.push_back(command.matrix);
     check_output_differs(command.output, inputs);
 
-    io::Image input = io::read_image(command.input);
+    io::Image input = io::read_image(command.input, to_read_options(command.volume));
+    report_warnings(input);
     const auto rank = static_cast<std::int64_t>(input.spatial.size());
     spdlog::debug("input {}: {} {}, {} channel(s), spatial {}", command.input.string(), io::file_kind_name(input.kind),
                   dtype_name(input.dtype()), input.channels, shape_to_string(input.spatial));
@@ -204,7 +206,7 @@ void run_affine(const AffineCommand& command) {
                               : io::resampled_geometry(*input.geometry, input.spatial, output_spatial, options.align_corners);
     }
     grid_sample(input.nchw(), *positions, output.nchw(), options);
-    io::write_image(command.output, output);
+    io::write_image(command.output, output, to_write_options(command.volume, command.common));
     spdlog::info("wrote {} ({} {}, spatial {})", command.output.string(), io::file_kind_name(output.kind),
                  dtype_name(output.dtype()), shape_to_string(output.spatial));
 }
@@ -226,6 +228,7 @@ void register_affine_command(CLI::App& app) {
     sub->add_option("--shift", command->shift, "Then shift by X,Y[,Z] output pixels")->delimiter(',');
     sub->add_option("--size", command->size, "Output size W,H[,D] (default: the input's)")->delimiter(',');
     add_sampling_options(*sub, command->sampling);
+    add_volume_options(*sub, command->volume, true);
     add_common_options(*sub, command->common);
     sub->footer(
         "Examples:\n"

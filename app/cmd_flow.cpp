@@ -19,6 +19,7 @@ struct FlowCommand {
     std::string units = "pixels";
     bool absolute = false;
     SamplingFlags sampling;
+    VolumeFlags volume;
     CommonOptions common;
 };
 
@@ -34,7 +35,8 @@ void run_flow(const FlowCommand& command) {
     const FlowUnits units = parse_units(command.units);
     check_output_differs(command.output, {command.input, command.flow});
 
-    io::Image input = io::read_image(command.input);
+    io::Image input = io::read_image(command.input, to_read_options(command.volume));
+    report_warnings(input);
     const io::FlowField flow = io::read_flow(command.flow);
     const auto rank = static_cast<std::int64_t>(input.spatial.size());
     const Shape& field_shape = flow.field.shape();
@@ -63,7 +65,7 @@ void run_flow(const FlowCommand& command) {
     // Output pixel i samples input pixel i + flow(i): the output grid is the input's grid, resized.
     if (input.geometry) output.geometry = input.geometry;
     grid_sample(input.nchw(), positions, output.nchw(), options);
-    io::write_image(command.output, output);
+    io::write_image(command.output, output, to_write_options(command.volume, command.common));
     spdlog::info("wrote {} ({} {}, spatial {})", command.output.string(), io::file_kind_name(output.kind),
                  dtype_name(output.dtype()), shape_to_string(output.spatial));
 }
@@ -81,6 +83,7 @@ void register_flow_command(CLI::App& app) {
     sub->add_option("--units", command->units, "pixels (voxels) or normalized")->capture_default_str();
     sub->add_flag("--absolute", command->absolute, "The flow holds sampling positions, not displacements");
     add_sampling_options(*sub, command->sampling);
+    add_volume_options(*sub, command->volume, true);
     add_common_options(*sub, command->common);
     sub->footer(
         "Examples:\n"

@@ -20,6 +20,7 @@ namespace {
 struct InfoCommand {
     std::filesystem::path file;
     bool json = false;
+    VolumeFlags volume;
     CommonOptions common;
 };
 
@@ -30,22 +31,42 @@ struct ValueRange {
     bool numeric = true;
 };
 
-ValueRange value_range(const ConstTensorView& view) {
+// Scans a buffer in its own type (no float64 copy of a volume). `values` is the whole storage of
+// the image, in any layout: the range does not depend on the order.
+ValueRange value_range(DType dtype, const void* data, std::int64_t count) {
     ValueRange range;
-    if (view.dtype == DType::String || is_complex(view.dtype)) {
+    if (dtype == DType::String || is_complex(dtype)) {
         range.numeric = false;
         return range;
     }
-    const Tensor values = convert_to(view, DType::Float64);
-    const double* data = values.data_as<double>();
-    for (std::int64_t i = 0; i < values.numel(); ++i) {
-        if (!std::isfinite(data[i])) {
-            ++range.non_finite;
-            continue;
-        }
-        range.min = std::min(range.min, data[i]);
-        range.max = std::max(range.max, data[i]);
+    if (dtype == DType::Float16 || dtype == DType::BFloat16 || dtype == DType::Bool) {
+        const Tensor values = convert_to(ConstTensorView(dtype, data, {count}), DType::Float64);
+        return value_range(DType::Float64, values.data(), count);
     }
+    visit_dtype(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if constexpr (std::is_arithmetic_v<T>) {
+            const T* values = static_cast<const T*>(data);
+            T low = std::numeric_limits<T>::max(), high = std::numeric_limits<T>::lowest();
+            std::int64_t finite = 0;
+            for (std::int64_t i = 0; i < count; ++i) {
+                const T v = values[i];
+                if constexpr (std::is_floating_point_v<T>) {
+                    if (!std::isfinite(v)) {
+                        ++range.non_finite;
+                        continue;
+                    }
+                }
+                low = std::min(low, v);
+                high = std::max(high, v);
+                ++finite;
+            }
+            if (finite > 0) {
+                range.min = static_cast<double>(low);
+                range.max = static_cast<double>(high);
+            }
+        }
+    });
     return range;
 }
 
@@ -135,6 +156,7 @@ void run_info(const InfoCommand& command) {
     const bool is_flo = name.size() > 4 && name.compare(name.size() - 4, 4, ".flo") == 0;
 
     std::optional<io::Geometry> geometry;
+    std::shared_ptr<const io::NiftiHeader> nifti;
     ValueRange range;
     if (is_flo) {
         const io::FlowField flow = io::read_flow(command.file);
@@ -145,9 +167,10 @@ void run_info(const InfoCommand& command) {
         info["batch"] = shape[0];
         info["channels"] = shape.back();
         info["dtype"] = std::string(dtype_name(flow.field.dtype()));
-        range = value_range(flow.field.view());
+        range = value_range(flow.field.dtype(), flow.field.data(), flow.field.numel());
     } else {
-        const io::Image image = io::read_image(command.file);
+        const io::Image image = io::read_image(command.file, to_read_options(command.volume));
+        report_warnings(image);
         info["kind"] = std::string(io::file_kind_name(image.kind));
         info["format"] = image.format;
         info["size"] = size_innermost_first(image.spatial);
@@ -155,8 +178,14 @@ void run_info(const InfoCommand& command) {
         info["channels"] = image.channels;
         if (!image.channel_order.empty()) info["channel_order"] = image.channel_order;
         info["dtype"] = std::string(dtype_name(image.dtype()));
-        range = value_range(image.nchw());
+        range = value_range(image.dtype(), image.pixels.data(), image.pixels.numel());
         geometry = image.geometry;
+        nifti = image.nifti;
+        if (image.scaling) {
+            info["stored_dtype"] = std::string(dtype_name(image.scaling->stored));
+            info["scl_slope"] = image.scaling->slope;
+            info["scl_inter"] = image.scaling->inter;
+        }
     }
     if (range.numeric && range.min <= range.max) info["range"] = {range.min, range.max};
     if (range.non_finite > 0) info["non_finite_values"] = range.non_finite;
@@ -170,6 +199,28 @@ void run_info(const InfoCommand& command) {
                                                     geometry->direction.begin() + static_cast<std::ptrdiff_t>((i + 1) * d)));
         }
         info["direction"] = direction;
+    }
+    if (nifti) {
+        nlohmann::ordered_json header;
+        header["version"] = nifti->version;
+        header["byte_order"] = nifti->big_endian ? "big-endian" : "little-endian";
+        header["dim"] = std::vector<std::int64_t>(nifti->dim.begin(), nifti->dim.begin() + nifti->dim[0] + 1);
+        header["pixdim"] = std::vector<double>(nifti->pixdim.begin(), nifti->pixdim.begin() + nifti->dim[0] + 1);
+        header["datatype"] = nifti->datatype;
+        header["qform_code"] = nifti->qform_code;
+        header["sform_code"] = nifti->sform_code;
+        header["xyzt_units"] = nifti->xyzt_units;
+        header["intent_code"] = nifti->intent_code;
+        header["intent_p"] = {nifti->intent_p1, nifti->intent_p2, nifti->intent_p3};
+        header["intent_name"] = nifti->intent_name;
+        header["descrip"] = nifti->descrip;
+        header["aux_file"] = nifti->aux_file;
+        header["toffset"] = nifti->toffset;
+        header["cal_range"] = {nifti->cal_min, nifti->cal_max};
+        header["dim_info"] = nifti->dim_info;
+        header["slice"] = {{"code", nifti->slice_code}, {"start", nifti->slice_start}, {"end", nifti->slice_end},
+                           {"duration", nifti->slice_duration}};
+        info["nifti"] = header;
     }
 
     if (command.json) {
@@ -189,6 +240,10 @@ void run_info(const InfoCommand& command) {
     std::cout << "dtype:     " << info["dtype"].get<std::string>() << "\n";
     if (info.contains("range")) std::cout << "range:     [" << joined(info["range"].get<std::vector<double>>(), ", ") << "]\n";
     if (range.non_finite > 0) std::cout << "non-finite values: " << range.non_finite << "\n";
+    if (info.contains("stored_dtype")) {
+        std::cout << "stored as: " << info["stored_dtype"].get<std::string>() << ", value = stored * "
+                  << info["scl_slope"].get<double>() << " + " << info["scl_inter"].get<double>() << "\n";
+    }
     if (geometry) {
         std::cout << "spacing:   " << joined(geometry->spacing, " x ") << " mm\n";
         std::cout << "origin:    (" << joined(geometry->origin, ", ") << ") mm, LPS\n";
@@ -201,6 +256,14 @@ void run_info(const InfoCommand& command) {
                       << "]\n";
         }
     }
+    if (nifti) {
+        std::cout << "nifti:     NIfTI-" << nifti->version << (nifti->big_endian ? " big-endian" : "") << ", qform_code "
+                  << nifti->qform_code << ", sform_code " << nifti->sform_code << ", xyzt_units " << nifti->xyzt_units;
+        if (nifti->intent_code != 0) std::cout << ", intent " << nifti->intent_code;
+        if (!nifti->intent_name.empty()) std::cout << " '" << nifti->intent_name << "'";
+        std::cout << "\n";
+        if (!nifti->descrip.empty()) std::cout << "descrip:   " << nifti->descrip << "\n";
+    }
 }
 
 }  // namespace
@@ -210,6 +273,7 @@ void register_info_command(CLI::App& app) {
     CLI::App* sub = app.add_subcommand("info", "Describe an image, volume, tensor, flow or transform file");
     sub->add_option("file", command->file, "The file to describe")->required();
     sub->add_flag("--json", command->json, "Print one JSON object instead of text");
+    add_volume_options(*sub, command->volume, false);
     add_common_options(*sub, command->common);
     sub->footer(
         "Examples:\n"

@@ -21,6 +21,7 @@ struct ResampleCommand {
     std::vector<std::string> transforms;
     std::string output_type;
     SamplingFlags sampling;
+    VolumeFlags volume;
     CommonOptions common;
 };
 
@@ -70,13 +71,16 @@ void run_resample(const ResampleCommand& command) {
     if (!command.reference.empty()) inputs.push_back(command.reference);
     check_output_differs(command.output, inputs);
 
-    io::Image moving = io::read_image(command.input);
+    const io::ReadOptions read_options = to_read_options(command.volume);
+    io::Image moving = io::read_image(command.input, read_options);
+    report_warnings(moving);
     const std::size_t dimension = moving.spatial.size();
     if (moving.batch != 1 || (dimension != 2 && dimension != 3)) {
         throw io::FileError(command.input, "resample takes one 2-D or 3-D image, got N=" + std::to_string(moving.batch) +
                                                " with spatial shape " + shape_to_string(moving.spatial));
     }
-    const io::Image reference = command.reference.empty() ? io::Image{} : io::read_image_header(command.reference);
+    const io::Image reference = command.reference.empty() ? io::Image{} : io::read_image_header(command.reference, read_options);
+    report_warnings(reference);
     const io::Image& grid = command.reference.empty() ? moving : reference;
     if (grid.spatial.size() != dimension) {
         throw io::FileError(command.reference, "the reference is " + std::to_string(grid.spatial.size()) + "-D but " +
@@ -89,7 +93,7 @@ void run_resample(const ResampleCommand& command) {
     std::vector<PointTransform> steps;
     std::vector<std::shared_ptr<const Tensor>> buffers;
     for (auto it = transforms.rbegin(); it != transforms.rend(); ++it) {
-        io::TransformFile file = io::read_transform(it->file, dimension, it->inverse);
+        io::TransformFile file = io::read_transform(it->file, dimension, it->inverse, read_options);
         steps.insert(steps.end(), file.steps.rbegin(), file.steps.rend());
         buffers.insert(buffers.end(), file.buffers.begin(), file.buffers.end());
     }
@@ -114,9 +118,18 @@ void run_resample(const ResampleCommand& command) {
     }
     io::Image output = io::Image::allocate_like(moving, grid.spatial);
     output.geometry = output_geometry;
+    // A NIfTI output keeps the moving image's header (intent, descrip, units, ...) with the
+    // reference's qform and sform codes: they say what the reference's space is.
+    if (output.nifti && reference.nifti) {
+        auto header = std::make_shared<io::NiftiHeader>(*output.nifti);
+        header->qform_code = reference.nifti->qform_code;
+        header->sform_code = reference.nifti->sform_code;
+        output.nifti = header;
+    }
     grid_sample(moving.nchw(), positions, output.nchw(), options);
+    if (!command.output_type.empty()) output.scaling.reset();  // the values themselves, in that type
     if (output.dtype() != output_type) output.pixels = convert_to(output.pixels.view(), output_type);
-    io::write_image(command.output, output);
+    io::write_image(command.output, output, to_write_options(command.volume, command.common));
     spdlog::info("wrote {} ({} {}, spatial {})", command.output.string(), io::file_kind_name(output.kind),
                  dtype_name(output.dtype()), shape_to_string(output.spatial));
 }
@@ -137,6 +150,7 @@ void register_resample_command(CLI::App& app) {
     sub->add_option("--output-type", command->output_type,
                     "Output voxel type: uchar, char, ushort, short, uint, int, float, double, ... (default: the moving image's)");
     add_sampling_options(*sub, command->sampling);
+    add_volume_options(*sub, command->volume, true);
     add_common_options(*sub, command->common);
     sub->footer(
         "Examples:\n"

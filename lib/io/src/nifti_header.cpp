@@ -453,6 +453,8 @@ Geometry nifti_geometry(const NiftiHeader& header, std::size_t dimension, NiftiG
         for (std::size_t i = 0; i < dimension; ++i) geometry.direction[i * dimension + j] = (i < 2 ? -1.0 : 1.0) * ras[4 * i + j] / norm;
     }
     for (std::size_t i = 0; i < dimension; ++i) geometry.origin[i] = (i < 2 ? -1.0 : 1.0) * ras[4 * i + 3];
+    for (double& v : geometry.direction) v += 0.0;  // no -0 from the sign flips
+    for (double& v : geometry.origin) v += 0.0;
     // A singular direction (two axes along one line) cannot be inverted for resampling.
     if (dimension == 3) {
         Matrix34 m{};

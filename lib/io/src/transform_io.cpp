@@ -142,8 +142,8 @@ std::vector<PointTransform> read_matrix_transform(const fs::path& file, std::siz
     return {affine_step(std::move(map))};
 }
 
-TransformFile read_displacement_field(const fs::path& file, std::size_t dimension) {
-    Image image = read_image(file);
+TransformFile read_displacement_field(const fs::path& file, std::size_t dimension, const ReadOptions& options) {
+    Image image = read_image(file, options);
     if (image.channels == static_cast<std::int64_t>(dimension) && image.layout == ChannelLayout::Planar) {
         image = detail::interleaved(std::move(image));  // NIfTI stores vector components as volumes
     }
@@ -177,7 +177,7 @@ TransformFile read_displacement_field(const fs::path& file, std::size_t dimensio
 
 }  // namespace
 
-TransformFile read_transform(const fs::path& file, std::size_t dimension, bool invert) {
+TransformFile read_transform(const fs::path& file, std::size_t dimension, bool invert, const ReadOptions& options) {
     detail::require_readable_file(file);
     if (dimension != 2 && dimension != 3) {
         throw FileError(file, "transforms apply to 2-D and 3-D images, got " + std::to_string(dimension) + "-D");
@@ -185,7 +185,7 @@ TransformFile read_transform(const fs::path& file, std::size_t dimension, bool i
     const std::string name = lowercase_name(file);
     TransformFile result;
     if (kind_for_path(file) == FileKind::Volume) {
-        result = read_displacement_field(file, dimension);
+        result = read_displacement_field(file, dimension, options);
     } else if (has_suffix(name, ".tfm") || has_suffix(name, ".h5") || has_suffix(name, ".hdf5") ||
                (has_suffix(name, ".txt") && is_itk_text(file)) || (has_suffix(name, ".mat") && !is_text(file))) {
         result.steps = read_itk_transform(file, dimension);

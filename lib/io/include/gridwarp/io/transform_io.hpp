@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "gridwarp/io/image.hpp"
 #include "gridwarp/physical.hpp"
 
 namespace gridwarp::io {
@@ -30,6 +31,7 @@ struct TransformFile {
 //    millimetres (the ITK/ANTs convention), interpolated through their own geometry.
 // `dimension` is the images' spatial dimension; `invert` inverts linear transforms (a displacement
 // field cannot be inverted here). Throws FileError naming the file and the problem.
-TransformFile read_transform(const std::filesystem::path& file, std::size_t dimension, bool invert);
+TransformFile read_transform(const std::filesystem::path& file, std::size_t dimension, bool invert,
+                             const ReadOptions& options = {});
 
 }  // namespace gridwarp::io
