@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "gridwarp/io/image.hpp"
+#include "gridwarp/physical.hpp"
 
 namespace gridwarp::io::detail {
 
@@ -17,6 +18,7 @@ Image read_nifti(const std::filesystem::path& file, const ReadOptions& options, 
 void write_nifti(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image,
                  const WriteOptions& options);
 bool is_nifti_path(const std::filesystem::path& file);
+std::vector<PointTransform> read_itk_transform(const std::filesystem::path& file, std::size_t dimension);  // ITK
 void write_volume(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
 
 // The pixels of `image` as a C-ordered buffer in `layout` ((N, spatial..., C) or (N, C, spatial...)):

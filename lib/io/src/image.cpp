@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "backends.hpp"
 #include "formats.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
@@ -189,16 +190,16 @@ Image read_image(const fs::path& file, const ReadOptions& options) {
             }
             return Image::from_tensor(std::move(tensor));
         }
-        case FileKind::Volume: return detail::read_volume(file);
-        case FileKind::Raster: return detail::read_raster(file);
+        case FileKind::Volume: return detail::itk_backend().read_volume(file, true);
+        case FileKind::Raster: return detail::raster_backend().read(file);
     }
-    return detail::read_raster(file);
+    return detail::raster_backend().read(file);
 }
 
 Image read_image_header(const fs::path& file, const ReadOptions& options) {
     detail::require_readable_file(file);
     if (detail::is_nifti_path(file)) return detail::read_nifti(file, options, false);
-    if (kind_for_path(file) == FileKind::Volume) return detail::read_volume(file, false);
+    if (kind_for_path(file) == FileKind::Volume) return detail::itk_backend().read_volume(file, false);
     return read_image(file, options);
 }
 
@@ -212,10 +213,10 @@ void write_image(const fs::path& file, const Image& image, const WriteOptions& o
             write_npy(file, image.nchw());
             return;
         case FileKind::Volume:
-            write_path_atomically(file, [&](const fs::path& temporary) { detail::write_volume(temporary, file, image); });
+            write_path_atomically(file, [&](const fs::path& temporary) { detail::itk_backend().write_volume(temporary, file, image); });
             return;
         case FileKind::Raster:
-            write_path_atomically(file, [&](const fs::path& temporary) { detail::write_raster(temporary, file, image); });
+            write_path_atomically(file, [&](const fs::path& temporary) { detail::raster_backend().write(temporary, file, image); });
             return;
     }
 }

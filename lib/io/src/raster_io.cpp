@@ -2,7 +2,7 @@
 #include <opencv2/core/utils/logger.hpp>
 #include <opencv2/imgcodecs.hpp>
 
-#include <itk_zlib.h>
+#include <zlib.h>
 
 #include <unistd.h>
 

@@ -1,0 +1,66 @@
+#include <dlfcn.h>
+
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "backends.hpp"
+
+namespace gridwarp::io::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Where modules are looked for, in order: $GRIDWARP_MODULE_DIR, the running program's own folder,
+// ../lib/gridwarp beside it (an installed tree), and the build tree's module folder.
+std::vector<fs::path> module_directories() {
+    std::vector<fs::path> directories;
+    if (const char* environment = std::getenv("GRIDWARP_MODULE_DIR"); environment && *environment) directories.emplace_back(environment);
+    std::error_code error;
+    const fs::path program = fs::read_symlink("/proc/self/exe", error);
+    if (!error) {
+        directories.push_back(program.parent_path());
+        directories.push_back(program.parent_path().parent_path() / "lib" / "gridwarp");
+    }
+#ifdef GRIDWARP_MODULE_BUILD_DIR
+    directories.emplace_back(GRIDWARP_MODULE_BUILD_DIR);
+#endif
+    return directories;
+}
+
+template <class Table>
+const Table& load(const char* module, const char* entry_point) {
+    std::string tried;
+    for (const auto& directory : module_directories()) {
+        const fs::path file = directory / (std::string(module) + ".so");
+        std::error_code error;
+        if (!fs::exists(file, error)) {
+            tried += (tried.empty() ? "" : ", ") + directory.string();
+            continue;
+        }
+        // Never unloaded: objects it made (pixel buffers, exceptions) may outlive any caller.
+        void* handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+        if (!handle) throw std::runtime_error(std::string("cannot load ") + file.string() + ": " + ::dlerror());
+        using Entry = const Table* (*)();
+        auto entry = reinterpret_cast<Entry>(::dlsym(handle, entry_point));
+        if (!entry) throw std::runtime_error(file.string() + " has no " + entry_point + " (a module from another gridwarp build?)");
+        return *entry();
+    }
+    throw std::runtime_error(std::string("gridwarp's module ") + module + ".so is needed for this file but was not found (looked in " +
+                             tried + "; set GRIDWARP_MODULE_DIR)");
+}
+
+}  // namespace
+
+const RasterBackend& raster_backend() {
+    static const RasterBackend& table = load<RasterBackend>("gridwarp_opencv", "gridwarp_opencv_backend_v1");
+    return table;
+}
+
+const ItkBackend& itk_backend() {
+    static const ItkBackend& table = load<ItkBackend>("gridwarp_itk", "gridwarp_itk_backend_v1");
+    return table;
+}
+
+}  // namespace gridwarp::io::detail

@@ -1,0 +1,244 @@
+// bench_end_to_end: the gridwarp command against its peers on the same files, in the same run, with
+// the same thread count: wall time from command to finished file, peak RSS, output size. The
+// workloads of docs/performance.md's end-to-end table:
+//   W-nii.gz  256^3 int16 head-like .nii.gz (made with gzip -6), rigid resample, linear:
+//             gridwarp resample vs itk_resample_peer (ITK ResampleImageFilter, int16 in and out)
+//   W-nii     256^3 float32 .nii, the same: gridwarp vs itk_resample_peer (float32)
+//   W-bmp     4096^2 RGB .bmp, rotate 30 and scale 0.8, linear: gridwarp affine vs opencv_affine_peer
+//   mrtransform (MRtrix3) on the two volume workloads when it is installed.
+// Runs are alternated (gridwarp, peer, gridwarp, ...) and the median of --reps is reported.
+//   bench_end_to_end [--reps 5] [--threads 2] [--workdir /tmp/gridwarp-e2e] [--bin DIR]
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gridwarp/io/image.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Measurement {
+    double seconds = 0;
+    double peak_rss_mb = 0;
+};
+
+// Runs argv to completion; its wall time and peak RSS (from wait4, so only that process counts).
+Measurement run(const std::vector<std::string>& argv) {
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    const auto start = std::chrono::steady_clock::now();
+    const pid_t pid = fork();
+    if (pid == 0) {
+        execvp(args[0], args.data());
+        _exit(127);
+    }
+    int status = 0;
+    rusage usage{};
+    wait4(pid, &status, 0, &usage);
+    const auto stop = std::chrono::steady_clock::now();
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        std::string command;
+        for (const auto& a : argv) command += a + " ";
+        throw std::runtime_error("failed: " + command);
+    }
+    return {std::chrono::duration<double>(stop - start).count(), usage.ru_maxrss / 1024.0};
+}
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+}
+
+std::uint64_t size_of(const fs::path& file) { return fs::exists(file) ? fs::file_size(file) : 0; }
+
+bool on_path(const std::string& program) { return std::system(("command -v " + program + " > /dev/null 2>&1").c_str()) == 0; }
+
+// A head-like volume: nested ellipsoids (scalp, skull, brain with folds, ventricles) with noise
+// inside the head and exact zeros outside, as MR images of heads are.
+gridwarp::io::Image head(gridwarp::DType dtype, std::int64_t n) {
+    gridwarp::io::Image image;
+    image.kind = gridwarp::io::FileKind::Volume;
+    image.format = "nifti";
+    image.spatial = {n, n, n};
+    image.pixels = gridwarp::Tensor(dtype, {n, n, n, 1});
+    gridwarp::io::Geometry geometry = gridwarp::io::Geometry::identity(3);
+    geometry.origin = {128.0, 128.0, -128.0};  // LPS of RAS (-128, -128, -128)
+    geometry.direction = {-1, 0, 0, 0, -1, 0, 0, 0, 1};
+    image.geometry = geometry;
+    std::mt19937_64 random(1);
+    std::normal_distribution<float> noise(0.0f, 5.0f);
+    auto at = [n](std::int64_t i) { return -1.0f + 2.0f * static_cast<float>(i) / static_cast<float>(n - 1); };
+    std::int64_t index = 0;
+    for (std::int64_t k = 0; k < n; ++k) {
+        for (std::int64_t j = 0; j < n; ++j) {
+            for (std::int64_t i = 0; i < n; ++i, ++index) {
+                const float x = at(i), y = at(j), z = at(k);
+                const float r = std::sqrt((x / 0.80f) * (x / 0.80f) + (y / 0.92f) * (y / 0.92f) + (z / 0.85f) * (z / 0.85f));
+                float v = 0;
+                if (r < 1.0f) v = 300;
+                if (r < 0.93f) v = 80;
+                if (r < 0.88f) {
+                    const float folds = std::sin(9 * x + 2 * std::sin(5 * y)) * std::cos(8 * y + 3 * z) * std::sin(7 * z + x);
+                    v = folds > 0.1f ? 700 : 450;
+                }
+                if (r < 0.25f) v = 150;
+                if (r < 1.0f) v += noise(random);
+                if (dtype == gridwarp::DType::Int16) {
+                    image.pixels.data_as<std::int16_t>()[index] = static_cast<std::int16_t>(std::clamp(std::round(v), 0.0f, 32767.0f));
+                } else {
+                    image.pixels.data_as<float>()[index] = v;
+                }
+            }
+        }
+    }
+    return image;
+}
+
+void write_text(const fs::path& file, const std::string& text) {
+    std::ofstream out(file);
+    out << text;
+}
+
+struct Row {
+    std::string workload, peer;
+    double gridwarp_s, peer_s, gridwarp_rss, peer_rss, in_out_mb;
+    std::string note;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int reps = 5, threads = 2;
+    fs::path workdir = "/tmp/gridwarp-e2e";
+    fs::path bin = fs::canonical("/proc/self/exe").parent_path();
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string flag = argv[i];
+        if (flag == "--reps") reps = std::atoi(argv[i + 1]);
+        else if (flag == "--threads") threads = std::atoi(argv[i + 1]);
+        else if (flag == "--workdir") workdir = argv[i + 1];
+        else if (flag == "--bin") bin = argv[i + 1];
+        else {
+            std::cerr << "usage: bench_end_to_end [--reps N] [--threads N] [--workdir DIR] [--bin DIR]\n";
+            return 2;
+        }
+    }
+    const std::string gridwarp = (bin.parent_path().parent_path() / "app" / "gridwarp").string();
+    const std::string itk_peer = (bin / "itk_resample_peer").string(), opencv_peer = (bin / "opencv_affine_peer").string();
+    const std::string t = std::to_string(threads);
+    fs::create_directories(workdir);
+    const fs::path i16 = workdir / "head_i16.nii", i16gz = workdir / "head_i16.nii.gz", f32 = workdir / "head_f32.nii";
+    const fs::path bmp = workdir / "card4096.bmp", rigid = workdir / "rigid.tfm";
+    if (!fs::exists(i16gz)) {
+        gridwarp::io::write_image(i16, head(gridwarp::DType::Int16, 256));
+        if (std::system(("gzip -6 -c " + i16.string() + " > " + i16gz.string()).c_str()) != 0) return 1;
+    }
+    if (!fs::exists(f32)) gridwarp::io::write_image(f32, head(gridwarp::DType::Float32, 256));
+    if (!fs::exists(bmp)) {
+        cv::Mat card(4096, 4096, CV_8UC3);
+        for (int y = 0; y < card.rows; ++y) {
+            for (int x = 0; x < card.cols; ++x) {
+                card.at<cv::Vec3b>(y, x) = cv::Vec3b(static_cast<uchar>((x / 64 + y / 64) % 2 ? 230 : 20), static_cast<uchar>(x * 255 / 4095),
+                                                     static_cast<uchar>(y * 255 / 4095));
+            }
+        }
+        cv::imwrite(bmp.string(), card);
+    }
+    write_text(rigid, "#Insight Transform File V1.0\n#Transform 0\nTransform: Euler3DTransform_double_3_3\n"
+                      "Parameters: 0.08 -0.05 0.12 3.5 -2.25 1.75\nFixedParameters: 0 0 0 0\n");
+    // mrtransform's -linear takes a 4x4 RAS matrix; its work (a rigid resample on the same grid) is the same.
+    write_text(workdir / "rigid_mrtrix.txt", "0.9893 -0.1193 -0.0810 3.5\n0.1288 0.9872 0.0937 -2.25\n0.0688 -0.1055 0.9920 1.75\n0 0 0 1\n");
+    const bool mrtrix = on_path("mrtransform");
+
+    struct Workload {
+        std::string name;
+        std::vector<std::string> gridwarp, peer;
+        std::string peer_name;
+        fs::path gridwarp_out, input;
+        double in_out_mb;
+        std::vector<std::string> mrtrix;
+    };
+    const double mb = 1024.0 * 1024.0;
+    std::vector<Workload> workloads = {
+        {"256^3 int16 .nii.gz rigid resample, linear",
+         {gridwarp, "resample", "-i", i16gz.string(), "-o", (workdir / "gw_i16.nii.gz").string(), "-t", rigid.string(), "--threads", t, "-q"},
+         {itk_peer, i16gz.string(), (workdir / "itk_i16.nii.gz").string(), rigid.string(), t},
+         "ITK ResampleImageFilter program",
+         workdir / "gw_i16.nii.gz",
+         i16gz,
+         2 * 32.0,
+         {"mrtransform", "-quiet", "-force", "-nthreads", t, "-interp", "linear", "-linear", (workdir / "rigid_mrtrix.txt").string(),
+          "-template", i16gz.string(), i16gz.string(), (workdir / "mr_i16.nii.gz").string()}},
+        {"256^3 float32 .nii rigid resample, linear",
+         {gridwarp, "resample", "-i", f32.string(), "-o", (workdir / "gw_f32.nii").string(), "-t", rigid.string(), "--threads", t, "-q"},
+         {itk_peer, f32.string(), (workdir / "itk_f32.nii").string(), rigid.string(), t},
+         "ITK ResampleImageFilter program",
+         workdir / "gw_f32.nii",
+         f32,
+         2 * 64.0,
+         {"mrtransform", "-quiet", "-force", "-nthreads", t, "-interp", "linear", "-linear", (workdir / "rigid_mrtrix.txt").string(),
+          "-template", f32.string(), f32.string(), (workdir / "mr_f32.nii").string()}},
+        {"4096^2 RGB .bmp rotate 30, scale 0.8, linear",
+         {gridwarp, "affine", "-i", bmp.string(), "-o", (workdir / "gw_card.bmp").string(), "--rotate", "30", "--scale", "0.8", "--threads", t, "-q"},
+         {opencv_peer, bmp.string(), (workdir / "cv_card.bmp").string(), "30", "0.8", t},
+         "OpenCV imread/warpAffine/imwrite",
+         workdir / "gw_card.bmp",
+         bmp,
+         2 * 48.0,
+         {}},
+    };
+    std::vector<Row> rows;
+    for (const auto& w : workloads) {
+        std::vector<double> gw_s, gw_rss, peer_s, peer_rss, mr_s, mr_rss;
+        run(w.gridwarp);  // warm the page cache
+        run(w.peer);
+        for (int r = 0; r < reps; ++r) {
+            const Measurement a = run(w.gridwarp), b = run(w.peer);
+            gw_s.push_back(a.seconds), gw_rss.push_back(a.peak_rss_mb), peer_s.push_back(b.seconds), peer_rss.push_back(b.peak_rss_mb);
+            if (mrtrix && !w.mrtrix.empty()) {
+                const Measurement c = run(w.mrtrix);
+                mr_s.push_back(c.seconds), mr_rss.push_back(c.peak_rss_mb);
+            }
+        }
+        std::string note;
+        if (w.gridwarp_out.extension() == ".gz") {
+            // Our output against gzip -6 of the very same bytes.
+            const fs::path plain = w.gridwarp_out.string() + ".raw", regz = w.gridwarp_out.string() + ".gzip6";
+            std::system(("gzip -dc " + w.gridwarp_out.string() + " > " + plain.string() + " && gzip -6 -c " + plain.string() + " > " + regz.string()).c_str());
+            char text[128];
+            std::snprintf(text, sizeof text, "output %.2f MB = %.4fx gzip -6 of the same bytes", size_of(w.gridwarp_out) / mb,
+                          static_cast<double>(size_of(w.gridwarp_out)) / static_cast<double>(size_of(regz)));
+            note = text;
+            fs::remove(plain), fs::remove(regz);
+        } else {
+            note = "RSS limit 1.15x (in + out) + 30 MB = " + std::to_string(static_cast<int>(1.15 * w.in_out_mb + 30)) + " MB";
+        }
+        rows.push_back({w.name, w.peer_name, median(gw_s), median(peer_s), median(gw_rss), median(peer_rss), w.in_out_mb, note});
+        if (!mr_s.empty()) rows.push_back({w.name, "MRtrix3 mrtransform", median(gw_s), median(mr_s), median(gw_rss), median(mr_rss), w.in_out_mb, ""});
+    }
+    std::printf("threads %d, median of %d alternated runs, page cache warm\n\n", threads, reps);
+    std::printf("| workload | peer | gridwarp s | peer s | speed-up | gridwarp peak RSS MB | peer peak RSS MB | in + out MB | note |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|\n");
+    for (const auto& r : rows) {
+        std::printf("| %s | %s | %.3f | %.3f | %.2fx | %.0f | %.0f | %.0f | %s |\n", r.workload.c_str(), r.peer.c_str(), r.gridwarp_s, r.peer_s,
+                    r.peer_s / r.gridwarp_s, r.gridwarp_rss, r.peer_rss, r.in_out_mb, r.note.c_str());
+    }
+    if (!mrtrix) std::printf("\nmrtransform (MRtrix3) is not installed: its rows are left out.\n");
+    return 0;
+}
