@@ -54,6 +54,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "gridwarp/io/image.hpp"
+#include "gridwarp/io/nifti.hpp"
 #include "support/support.hpp"
 
 namespace {
@@ -1401,5 +1403,85 @@ TEST_CASE("resample errors name the file in one line and write nothing", "[resam
         std::set<fs::path> after;
         for (const auto& entry : fs::directory_iterator(dir.path())) after.insert(entry.path());
         CHECK((after == before));  // no temporary left behind either
+    }
+}
+
+namespace io = gridwarp::io;
+
+namespace {
+
+// A small float32 NIfTI-1 file whose sform and qform hold different geometries (each given in
+// gridwarp's LPS convention), written through gridwarp's header writer; ITK reads it as the oracle.
+fs::path write_two_transform_nifti(const fs::path& file, const io::Geometry& sform, int sform_code, const io::Geometry& qform,
+                                   int qform_code, int xyzt_units) {
+    io::NiftiHeader header;
+    header.dim = {3, 4, 3, 2, 1, 1, 1, 1};
+    header.pixdim = {1, 1, 1, 1, 1, 1, 1, 1};
+    header.datatype = 16;
+    header.bitpix = 32;
+    header.vox_offset = 352;
+    header.xyzt_units = xyzt_units;
+    header.qform_code = header.sform_code = 1;
+    io::NiftiHeader with_sform = header;
+    io::set_nifti_geometry(with_sform, sform);
+    io::set_nifti_geometry(header, qform);  // quaternion and pixdim from the qform's geometry
+    header.srow = with_sform.srow;
+    header.sform_code = sform_code;
+    header.qform_code = qform_code;
+    std::size_t size = 0;
+    const auto bytes = io::serialize_nifti_header(header, size);
+    std::string contents(reinterpret_cast<const char*>(bytes.data()), size);
+    contents.append(24 * sizeof(float), '\0');
+    std::ofstream(file, std::ios::binary) << contents;
+    return file;
+}
+
+io::Geometry lps_geometry(const std::array<double, 3>& spacing, const std::array<double, 3>& origin, const itk::Matrix<double, 3, 3>& direction) {
+    io::Geometry g = io::Geometry::identity(3);
+    for (unsigned i = 0; i < 3; ++i) {
+        g.spacing[i] = spacing[i];
+        g.origin[i] = origin[i];
+        for (unsigned j = 0; j < 3; ++j) g.direction[i * 3 + j] = direction(i, j);
+    }
+    return g;
+}
+
+}  // namespace
+
+TEST_CASE("nifti --nifti-geometry itk: the geometry ITK 5.2's NIfTI reader gives, case by case", "[resample][itk][nifti]") {
+    TempDir dir;
+    const io::Geometry a = lps_geometry({1.2, 0.9, 2.5}, {-40.5, 12.25, 7.0}, rotation3(0.3, -0.2, 0.5));
+    const io::Geometry b = lps_geometry({1.2, 0.9, 2.5}, {20.0, -63.0, 33.0}, rotation3(-0.1, 0.4, 1.1));
+    struct Case {
+        std::string name;
+        int sform_code, qform_code, units;
+        bool differs_from_standard;  // the file is one where the two rules disagree
+    };
+    const std::vector<Case> cases = {
+        {"sform aligned, qform scanner: ITK takes the qform", 2, 1, 2, true},
+        {"sform scanner, qform scanner: ITK takes the sform", 1, 1, 2, false},
+        {"sform only", 4, 0, 2, false},
+        {"qform only", 0, 2, 2, false},
+        {"microns: spacing scaled, origin not", 1, 1, 3, true},
+        {"neither transform", 0, 0, 2, true},
+    };
+    for (const auto& c : cases) {
+        INFO(c.name);
+        const fs::path file = write_two_transform_nifti(dir / "two.nii", a, c.sform_code, b, c.qform_code, c.units);
+        const auto itk_image = read_itk<Image3F>(file);
+        const nlohmann::json itk_rule = nlohmann::json::parse(run_ok({"info", "--json", "--nifti-geometry", "itk", file.string()}).out);
+        const nlohmann::json standard = nlohmann::json::parse(run_ok({"info", "--json", file.string()}).out);
+        double largest_difference = 0;
+        for (unsigned i = 0; i < 3; ++i) {
+            CHECK(std::fabs(itk_rule["spacing"][i].get<double>() - itk_image->GetSpacing()[i]) <= 1e-5);
+            CHECK(std::fabs(itk_rule["origin"][i].get<double>() - itk_image->GetOrigin()[i]) <= 1e-4);
+            largest_difference = std::max(largest_difference, std::fabs(standard["origin"][i].get<double>() - itk_image->GetOrigin()[i]));
+            for (unsigned j = 0; j < 3; ++j) {
+                CHECK(std::fabs(itk_rule["direction"][i][j].get<double>() - itk_image->GetDirection()(i, j)) <= 1e-5);
+                largest_difference = std::max(largest_difference,
+                                              std::fabs(standard["direction"][i][j].get<double>() - itk_image->GetDirection()(i, j)));
+            }
+        }
+        if (c.differs_from_standard) CHECK(largest_difference > 1e-3);
     }
 }
