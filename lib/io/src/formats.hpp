@@ -8,6 +8,10 @@
 
 namespace gridwarp::io::detail {
 
+// A file's name in lower case, for matching extensions.
+std::string lowercase_filename(const std::filesystem::path& file);
+bool ends_with(const std::string& text, const std::string& suffix);
+
 // Throws FileError unless `file` exists and is a regular file.
 void require_readable_file(const std::filesystem::path& file);
 

@@ -56,10 +56,6 @@ std::string lowercase(std::string text) {
     return text;
 }
 
-bool ends_with(const std::string& text, const std::string& suffix) {
-    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 ConstTensorView Image::nchw() const { return ConstTensorView(pixels.dtype(), pixels.data(), nchw_shape(*this), nchw_strides(*this)); }
@@ -128,14 +124,20 @@ Geometry resampled_geometry(const Geometry& geometry, const Shape& old_spatial, 
 
 FileKind kind_for_path(const fs::path& file) {
     const std::string name = lowercase(file.filename().string());
-    if (ends_with(name, ".npy")) return FileKind::Tensor;
+    if (detail::ends_with(name, ".npy")) return FileKind::Tensor;
     for (const char* extension : {".nii", ".nii.gz", ".hdr", ".hdr.gz", ".img", ".img.gz", ".nrrd", ".nhdr", ".mha", ".mhd"}) {
-        if (ends_with(name, extension)) return FileKind::Volume;
+        if (detail::ends_with(name, extension)) return FileKind::Volume;
     }
     return FileKind::Raster;
 }
 
 namespace detail {
+
+std::string lowercase_filename(const fs::path& file) { return lowercase(file.filename().string()); }
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
 
 void require_readable_file(const fs::path& file) {
     std::error_code error;

@@ -23,16 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string lowercase_name(const fs::path& file) {
-    std::string name = file.filename().string();
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-    return name;
-}
-
-bool ends_with(const std::string& text, const std::string& suffix) {
-    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // The file with `file`'s name but another ending, keeping the case of the stem.
 fs::path with_ending(const fs::path& file, std::size_t old_length, const std::string& ending) {
     const std::string name = file.filename().string();
@@ -48,7 +38,7 @@ struct NiftiPaths {
 // The header and data files of a NIfTI path. Reading looks for the partner of a pair (x.hdr with
 // x.img or x.img.gz, x.img with x.hdr or x.hdr.gz); a single file is read as named.
 NiftiPaths nifti_paths(const fs::path& file, bool for_reading) {
-    const std::string name = lowercase_name(file);
+    const std::string name = lowercase_filename(file);
     NiftiPaths paths{file, file, false};
     auto pick = [&](const fs::path& first, const fs::path& second) {
         std::error_code error;
@@ -240,7 +230,7 @@ void write_bytes(const fs::path& file, const fs::path& target, const std::vector
 }  // namespace
 
 bool is_nifti_path(const fs::path& file) {
-    const std::string name = lowercase_name(file);
+    const std::string name = lowercase_filename(file);
     for (const char* ending : {".nii", ".nii.gz", ".hdr", ".hdr.gz", ".img", ".img.gz"}) {
         if (ends_with(name, ending)) return true;
     }
@@ -488,8 +478,8 @@ void write_nifti(const fs::path& temporary, const fs::path& target, const Image&
     std::size_t header_size = 0;
     const auto header_bytes = serialize_nifti_header(header, header_size);
     const std::span<const std::uint8_t> header_span(header_bytes.data(), header_size);
-    const bool compress_header = ends_with(lowercase_name(paths.header), ".gz");
-    const bool compress_data = ends_with(lowercase_name(paths.data), ".gz");
+    const bool compress_header = ends_with(lowercase_filename(paths.header), ".gz");
+    const bool compress_data = ends_with(lowercase_filename(paths.data), ".gz");
     if (paths.pair) {
         write_bytes(paths.data, target, {voxels}, compress_data, options);
         write_bytes(paths.header, target, {header_span}, compress_header, options);
