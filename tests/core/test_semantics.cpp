@@ -424,7 +424,7 @@ TEST_CASE("fixed-rank paths equal the generic N-D path on random data", "[semant
     }
 }
 
-TEST_CASE("thread count does not change results; strided views are read in place", "[semantics][threads]") {
+TEST_CASE("thread count does not change results, and strided views are read in place", "[semantics][threads]") {
     std::mt19937 rng(5);
     const Tensor x = random_tensor(DType::Float32, {1, 2, 33, 47}, 0, 1, rng);
     const Tensor grid = random_tensor(DType::Float32, {1, 40, 300, 2}, -1.2, 1.2, rng);
