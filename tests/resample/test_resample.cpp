@@ -1485,3 +1485,112 @@ TEST_CASE("nifti --nifti-geometry itk: the geometry ITK 5.2's NIfTI reader gives
         if (c.differs_from_standard) CHECK(largest_difference > 1e-3);
     }
 }
+
+namespace {
+
+// The matrix and offset gridwarp reports for a transform file (its steps, in file order).
+std::vector<std::pair<std::vector<double>, std::vector<double>>> gridwarp_steps(const fs::path& file) {
+    const nlohmann::json info = nlohmann::json::parse(run_ok({"info", "--json", file.string()}).out);
+    std::vector<std::pair<std::vector<double>, std::vector<double>>> steps;
+    for (const auto& step : info["steps"]) {
+        std::vector<double> matrix;
+        for (const auto& row : step["matrix"]) {
+            for (const auto& v : row) matrix.push_back(v.get<double>());
+        }
+        steps.emplace_back(matrix, step["offset"].get<std::vector<double>>());
+    }
+    return steps;
+}
+
+template <unsigned D>
+void check_same_map(const std::pair<std::vector<double>, std::vector<double>>& step, const TransformD<D>* transform) {
+    const auto* linear = dynamic_cast<const itk::MatrixOffsetTransformBase<double, D, D>*>(transform);
+    REQUIRE(linear);
+    for (unsigned i = 0; i < D; ++i) {
+        for (unsigned j = 0; j < D; ++j) CHECK(std::fabs(step.first[i * D + j] - linear->GetMatrix()(i, j)) <= 1e-12);
+        CHECK(std::fabs(step.second[i] - linear->GetOffset()[i]) <= 1e-9);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("ITK text transforms of the common linear kinds read without ITK give ITK's matrix and offset", "[resample][itk]") {
+    TempDir dir;
+    itk::Point<double, 3> centre;
+    centre[0] = 12.5, centre[1] = -7.25, centre[2] = 30.0;
+    itk::Vector<double, 3> shift;
+    shift[0] = 3.5, shift[1] = -2.0, shift[2] = 0.75;
+    std::vector<std::pair<std::string, TransformD<3>::Pointer>> kinds3;
+    for (bool zyx : {false, true}) {
+        auto euler = itk::Euler3DTransform<double>::New();
+        euler->SetCenter(centre);
+        euler->SetRotation(0.3, -0.45, 0.8);
+        euler->SetComputeZYX(zyx);
+        euler->SetTranslation(shift);
+        kinds3.emplace_back(zyx ? "euler_zyx" : "euler", euler.GetPointer());
+    }
+    auto versor = itk::VersorRigid3DTransform<double>::New();
+    itk::Versor<double> v;
+    itk::Vector<double, 3> axis;
+    axis[0] = 0.2, axis[1] = -0.5, axis[2] = 0.8;
+    v.Set(axis, 0.7);
+    versor->SetCenter(centre);
+    versor->SetRotation(v);
+    versor->SetTranslation(shift);
+    kinds3.emplace_back("versor", versor.GetPointer());
+    auto similarity = itk::Similarity3DTransform<double>::New();
+    similarity->SetCenter(centre);
+    similarity->SetRotation(v);
+    similarity->SetScale(1.3);
+    similarity->SetTranslation(shift);
+    kinds3.emplace_back("similarity", similarity.GetPointer());
+    auto affine = itk::AffineTransform<double, 3>::New();
+    affine->SetCenter(centre);
+    affine->SetMatrix(rotation3(0.1, 0.2, -0.3) * 1.1);
+    affine->SetTranslation(shift);
+    kinds3.emplace_back("affine", affine.GetPointer());
+    for (const auto& [name, transform] : kinds3) {
+        INFO(name);
+        for (const char* extension : {".tfm", ".txt"}) {
+            const fs::path file = dir / (name + extension);
+            write_transform(transform.GetPointer(), file);
+            const auto steps = gridwarp_steps(file);
+            REQUIRE(steps.size() == 1);
+            check_same_map<3>(steps[0], transform.GetPointer());
+        }
+    }
+    auto translation = itk::TranslationTransform<double, 3>::New();
+    translation->SetOffset(shift);
+    write_transform(translation.GetPointer(), dir / "translation.tfm");
+    const auto moved = gridwarp_steps(dir / "translation.tfm");
+    REQUIRE(moved.size() == 1);
+    for (unsigned i = 0; i < 3; ++i) CHECK(moved[0].second[i] == shift[i]);
+    // A composite: its transforms in the file's order, the last acting first.
+    auto composite = itk::CompositeTransform<double, 3>::New();
+    composite->AddTransform(affine);
+    composite->AddTransform(versor);
+    write_transform(composite.GetPointer(), dir / "composite.tfm");
+    const auto parts = gridwarp_steps(dir / "composite.tfm");
+    REQUIRE(parts.size() == 2);
+    check_same_map<3>(parts[0], affine.GetPointer());
+    check_same_map<3>(parts[1], versor.GetPointer());
+
+    itk::Point<double, 2> centre2;
+    centre2[0] = -4.0, centre2[1] = 9.5;
+    auto euler2 = itk::Euler2DTransform<double>::New();
+    euler2->SetCenter(centre2);
+    euler2->SetAngle(0.6);
+    auto similarity2 = itk::Similarity2DTransform<double>::New();
+    similarity2->SetCenter(centre2);
+    similarity2->SetAngle(-0.4);
+    similarity2->SetScale(0.8);
+    for (const auto& [name, transform] : std::vector<std::pair<std::string, TransformD<2>::Pointer>>{
+             {"euler2", euler2.GetPointer()}, {"similarity2", similarity2.GetPointer()}}) {
+        INFO(name);
+        const fs::path file = dir / (name + ".tfm");
+        write_transform(transform.GetPointer(), file);
+        const auto steps = gridwarp_steps(file);
+        REQUIRE(steps.size() == 1);
+        check_same_map<2>(steps[0], transform.GetPointer());
+    }
+}

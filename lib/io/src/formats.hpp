@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 
 #include "gridwarp/io/image.hpp"
 #include "gridwarp/physical.hpp"
@@ -23,6 +24,8 @@ void write_nifti(const std::filesystem::path& temporary, const std::filesystem::
                  const WriteOptions& options);
 bool is_nifti_path(const std::filesystem::path& file);
 std::vector<PointTransform> read_itk_transform(const std::filesystem::path& file, std::size_t dimension);  // ITK
+// ITK's text format for common linear kinds, without ITK; nullopt for anything else.
+std::optional<std::vector<PointTransform>> read_itk_text_transform(const std::filesystem::path& file, std::size_t dimension);
 void write_volume(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
 
 // The pixels of `image` as a C-ordered buffer in `layout` ((N, spatial..., C) or (N, C, spatial...)):

@@ -113,7 +113,10 @@ TransformFile read_transform(const fs::path& file, std::size_t dimension, bool i
         result = read_displacement_field(file, dimension, options);
     } else if (has_suffix(name, ".tfm") || has_suffix(name, ".h5") || has_suffix(name, ".hdf5") ||
                (has_suffix(name, ".txt") && is_itk_text(file)) || (has_suffix(name, ".mat") && !is_text(file))) {
-        result.steps = detail::itk_backend().read_transform(file, dimension);
+        // Common linear kinds in ITK's text format are read here; the rest through ITK itself.
+        const bool text = has_suffix(name, ".tfm") || has_suffix(name, ".txt");
+        auto native = text ? detail::read_itk_text_transform(file, dimension) : std::nullopt;
+        result.steps = native ? std::move(*native) : detail::itk_backend().read_transform(file, dimension);
     } else {
         result.steps = read_matrix_transform(file, dimension);
     }
