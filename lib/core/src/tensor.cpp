@@ -56,13 +56,27 @@ std::shared_ptr<void> allocate_elements(std::int64_t count) {
         const std::size_t bytes = n * sizeof(T);
         if (bytes >= kHugePage) {
             const std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+#ifdef __linux__
+            // Fresh anonymous pages are zero already: mapping them directly saves writing every
+            // byte twice (the kernel's zeroing, then a memset), which malloc cannot promise.
+            // Over-map by one huge page to align the start, then give the slack back.
+            const std::size_t mapped = rounded + kHugePage;
+            void* region = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (region == MAP_FAILED) throw std::bad_alloc();
+            const auto start = reinterpret_cast<std::uintptr_t>(region);
+            const std::uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+            if (aligned > start) munmap(region, aligned - start);
+            const std::size_t tail = start + mapped - (aligned + rounded);
+            if (tail > 0) munmap(reinterpret_cast<void*>(aligned + rounded), tail);
+            void* memory = reinterpret_cast<void*>(aligned);
+            madvise(memory, rounded, MADV_HUGEPAGE);  // advice only: without it, 4 KiB pages
+            return std::shared_ptr<void>(memory, [rounded](void* p) { munmap(p, rounded); });
+#else
             void* memory = std::aligned_alloc(kHugePage, rounded);
             if (memory == nullptr) throw std::bad_alloc();
-#ifdef __linux__
-            madvise(memory, rounded, MADV_HUGEPAGE);  // advice only: without it, 4 KiB pages
-#endif
             std::memset(memory, 0, bytes);  // zeros, as value-initialisation gives (all-zero bits)
             return std::shared_ptr<void>(memory, [](void* p) { std::free(p); });
+#endif
         }
     }
     // new T[n]() value-initialises: zeros for numbers, empty strings for std::string.
