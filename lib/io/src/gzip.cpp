@@ -115,43 +115,80 @@ void gunzip_into(std::span<const std::uint8_t> compressed, std::span<std::uint8_
 
 namespace {
 
-// Reads a raw deflate stream bit by bit, least significant bit first, as RFC 1951 packs it.
-class BitCursor {
+// Reads a raw deflate stream least significant bit first, as RFC 1951 packs it, from a 64-bit
+// buffer refilled once per symbol (a symbol with its extra bits, and a distance with its, fit in
+// the 56 bits a refill guarantees). Reads past the end see zero bytes; overran() tells.
+class BitReader {
 public:
-    explicit BitCursor(std::span<const std::uint8_t> data) : data_(data) {}
+    explicit BitReader(std::span<const std::uint8_t> data) : begin_(data.data()), next_(data.data()), end_(data.data() + data.size()) {}
 
-    std::uint32_t peek(unsigned count) const {  // count <= 32
-        const std::uint64_t byte = position_ >> 3;
-        std::uint64_t word = 0;
-        if (byte + 8 <= data_.size()) {
-            std::memcpy(&word, data_.data() + byte, 8);  // x86-64 and AArch64 Linux are little-endian
-        } else {
-            for (std::uint64_t i = 0; byte + i < data_.size() && i < 8; ++i) word |= std::uint64_t{data_[byte + i]} << (8 * i);
+    void refill() {
+        if (end_ - next_ >= 8) {
+            std::uint64_t word;
+            std::memcpy(&word, next_, 8);  // x86-64 and AArch64 Linux are little-endian
+            buffer_ |= word << count_;
+            next_ += (63 - count_) >> 3;
+            count_ |= 56;
+            return;
         }
-        return static_cast<std::uint32_t>((word >> (position_ & 7)) & ((std::uint64_t{1} << count) - 1));
+        while (count_ <= 56) {
+            const std::uint64_t byte = next_ < end_ ? *next_ : 0;
+            if (next_ >= end_) ++overrun_;
+            ++next_;
+            buffer_ |= byte << count_;
+            count_ += 8;
+        }
     }
-    std::uint32_t take(unsigned count) {
-        const std::uint32_t bits = peek(count);
-        position_ += count;
-        return bits;
+    std::uint32_t peek(unsigned bits) const { return static_cast<std::uint32_t>(buffer_ & ((std::uint64_t{1} << bits) - 1)); }
+    void skip(unsigned bits) {
+        buffer_ >>= bits;
+        count_ -= bits;
     }
-    void skip(std::uint64_t count) { position_ += count; }
-    void align_to_byte() { position_ = (position_ + 7) & ~std::uint64_t{7}; }
-    std::uint64_t position() const { return position_; }
-    bool overran() const { return position_ > data_.size() * 8; }
+    std::uint32_t take(unsigned bits) {  // bits <= 32, after a refill that covers them
+        const std::uint32_t value = peek(bits);
+        skip(bits);
+        return value;
+    }
+    std::uint64_t position() const { return static_cast<std::uint64_t>(next_ - begin_) * 8 - count_; }
+    void align_to_byte() { skip(count_ & 7); }
+    // Skips whole bytes (a stored block's data): drops the buffer and moves the byte pointer.
+    void skip_bytes(std::uint64_t bytes) {
+        const std::uint64_t buffered = count_ / 8;  // byte aligned here
+        if (bytes <= buffered) {
+            skip(static_cast<unsigned>(bytes * 8));
+            return;
+        }
+        bytes -= buffered;
+        buffer_ = 0;
+        count_ = 0;
+        next_ = static_cast<std::uint64_t>(end_ - next_) >= bytes ? next_ + bytes : end_ + 1;
+    }
+    bool overran() const { return position() > static_cast<std::uint64_t>(end_ - begin_) * 8 || overrun_ > 8 || next_ > end_ + 8; }
 
 private:
-    std::span<const std::uint8_t> data_;
-    std::uint64_t position_ = 0;
+    const std::uint8_t* begin_;
+    const std::uint8_t* next_;
+    const std::uint8_t* end_;
+    std::uint64_t buffer_ = 0;
+    unsigned count_ = 0;
+    unsigned overrun_ = 0;
 };
 
-// A canonical Huffman code: codes of up to kFastBits bits decode by one table look-up, longer
-// ones (rare symbols) bit by bit.
+constexpr std::uint8_t kLengthExtraBits[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
+constexpr std::uint8_t kDistanceExtraBits[30] = {0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
+
+// A canonical Huffman code whose decoder also skips each symbol's extra bits (`extra`, indexed
+// from `first_extra`): codes of up to kFastBits bits take one table look-up, longer ones (rare
+// symbols) are decoded bit by bit.
 class HuffmanDecoder {
 public:
-    static constexpr unsigned kFastBits = 10;
+    static constexpr unsigned kFastBits = 11;
 
-    bool build(const std::uint8_t* lengths, unsigned symbols) {
+    void build(const std::uint8_t* lengths, unsigned symbols, const std::uint8_t* extra = nullptr, unsigned first_extra = 0,
+               unsigned extra_count = 0) {
+        extra_ = extra;
+        first_extra_ = first_extra;
+        extra_count_ = extra_count;
         counts_.fill(0);
         for (unsigned s = 0; s < symbols; ++s) ++counts_[lengths[s]];
         counts_[0] = 0;
@@ -172,25 +209,31 @@ public:
             const unsigned len = lengths[s];
             if (len == 0 || len > kFastBits) continue;
             const unsigned reversed = reverse_bits(next_code[len]++, len);
+            // symbol << 6 | bits to skip (the code and the symbol's extra bits: at most 15 + 13)
+            const unsigned skip = len + extra_bits(s);
             for (unsigned fill = reversed; fill < (1u << kFastBits); fill += 1u << len) {
-                fast_[fill] = static_cast<std::uint16_t>((s << 4) | len);
+                fast_[fill] = static_cast<std::uint16_t>((s << 6) | skip);
             }
         }
-        return true;
     }
 
-    // The next symbol, or -1 for a code that the table does not hold.
-    int decode(BitCursor& bits) const {
+    // The next symbol, its extra bits skipped; -1 for a code the table does not hold. The reader
+    // must hold 15 + 13 bits.
+    int decode(BitReader& bits) const {
         const std::uint16_t entry = fast_[bits.peek(kFastBits)];
         if (entry != 0) {
-            bits.skip(entry & 15);
-            return entry >> 4;
+            bits.skip(entry & 63);
+            return entry >> 6;
         }
         int code = 0, first = 0, index = 0;
         for (unsigned len = 1; len < 16; ++len) {
             code |= static_cast<int>(bits.take(1));
             const int count = counts_[len];
-            if (code - count < first) return sorted_[static_cast<std::size_t>(index + (code - first))];
+            if (code - count < first) {
+                const int symbol = sorted_[static_cast<std::size_t>(index + (code - first))];
+                bits.skip(extra_bits(static_cast<unsigned>(symbol)));
+                return symbol;
+            }
             index += count;
             first = (first + count) << 1;
             code <<= 1;
@@ -199,31 +242,32 @@ public:
     }
 
 private:
+    unsigned extra_bits(unsigned symbol) const {
+        return extra_ && symbol >= first_extra_ && symbol - first_extra_ < extra_count_ ? extra_[symbol - first_extra_] : 0;
+    }
     static unsigned reverse_bits(unsigned code, unsigned length) {
         unsigned reversed = 0;
         for (unsigned i = 0; i < length; ++i) reversed |= ((code >> i) & 1u) << (length - 1 - i);
         return reversed;
     }
 
+    const std::uint8_t* extra_ = nullptr;
+    unsigned first_extra_ = 0, extra_count_ = 0;
     std::array<std::uint16_t, 16> counts_{};
     std::vector<std::uint16_t> sorted_;
     std::array<std::uint16_t, 1u << kFastBits> fast_{};
 };
 
-constexpr std::uint8_t kLengthExtraBits[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
-constexpr std::uint8_t kDistanceExtraBits[30] = {0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
-
 // Skips the symbols of one Huffman-coded block up to and including its end-of-block code.
-bool skip_huffman_block(BitCursor& bits, const HuffmanDecoder& literals, const HuffmanDecoder& distances) {
+bool skip_huffman_block(BitReader& bits, const HuffmanDecoder& literals, const HuffmanDecoder& distances) {
     for (;;) {
+        bits.refill();
         const int symbol = literals.decode(bits);
         if (symbol < 0 || symbol > 285 || bits.overran()) return false;
         if (symbol < 256) continue;
         if (symbol == 256) return true;
-        bits.skip(kLengthExtraBits[symbol - 257]);
         const int distance = distances.decode(bits);
         if (distance < 0 || distance > 29) return false;
-        bits.skip(kDistanceExtraBits[distance]);
     }
 }
 
@@ -235,37 +279,43 @@ struct StreamEnd {
 // Walks the blocks of a complete raw deflate stream to find where its final block starts and where
 // the stream ends. libdeflate has no flush, so this is how a block's stream is made non-final.
 bool find_stream_end(std::span<const std::uint8_t> stream, StreamEnd& end) {
-    BitCursor bits(stream);
+    BitReader bits(stream);
     HuffmanDecoder literals, distances, lengths_code;
     std::array<std::uint8_t, 320> lengths{};
     for (;;) {
+        bits.refill();
         const std::uint64_t header = bits.position();
         const bool final_block = bits.take(1) != 0;
         const unsigned type = bits.take(2);
         if (type == 0) {
             bits.align_to_byte();
+            bits.refill();
             const std::uint32_t length = bits.take(16);
             if ((bits.take(16) ^ 0xffffu) != length) return false;
-            bits.skip(std::uint64_t{length} * 8);
+            bits.skip_bytes(length);
         } else if (type == 1) {
             std::uint8_t* l = lengths.data();
             std::fill(l, l + 144, 8);
             std::fill(l + 144, l + 256, 9);
             std::fill(l + 256, l + 280, 7);
             std::fill(l + 280, l + 288, 8);
-            literals.build(l, 288);
+            literals.build(l, 288, kLengthExtraBits, 257, 29);
             std::fill(l, l + 30, 5);
-            distances.build(l, 30);
+            distances.build(l, 30, kDistanceExtraBits, 0, 30);
             if (!skip_huffman_block(bits, literals, distances)) return false;
         } else if (type == 2) {
             const unsigned literal_count = bits.take(5) + 257, distance_count = bits.take(5) + 1, code_count = bits.take(4) + 4;
             static constexpr std::uint8_t kOrder[19] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
             std::array<std::uint8_t, 19> code_lengths{};
-            for (unsigned i = 0; i < code_count; ++i) code_lengths[kOrder[i]] = static_cast<std::uint8_t>(bits.take(3));
+            for (unsigned i = 0; i < code_count; ++i) {
+                bits.refill();
+                code_lengths[kOrder[i]] = static_cast<std::uint8_t>(bits.take(3));
+            }
             lengths_code.build(code_lengths.data(), 19);
             const unsigned total = literal_count + distance_count;
             unsigned i = 0;
             while (i < total) {
+                bits.refill();
                 const int symbol = lengths_code.decode(bits);
                 if (symbol < 0 || bits.overran()) return false;
                 if (symbol < 16) {
@@ -287,8 +337,8 @@ bool find_stream_end(std::span<const std::uint8_t> stream, StreamEnd& end) {
                 std::fill_n(lengths.begin() + i, repeat, value);
                 i += repeat;
             }
-            literals.build(lengths.data(), literal_count);
-            distances.build(lengths.data() + literal_count, distance_count);
+            literals.build(lengths.data(), literal_count, kLengthExtraBits, 257, 29);
+            distances.build(lengths.data() + literal_count, distance_count, kDistanceExtraBits, 0, 30);
             if (!skip_huffman_block(bits, literals, distances)) return false;
         } else {
             return false;
