@@ -9,6 +9,7 @@ packages=(
   libcli11-dev libspdlog-dev
   catch2 nlohmann-json3-dev
   python3-nibabel python3-numpy  # NIfTI tests read gridwarp's outputs back with nibabel
+  mrtrix3                  # ... and with MRtrix3; also a peer in bench_end_to_end
 )
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi

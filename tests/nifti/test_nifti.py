@@ -11,6 +11,7 @@ import argparse
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -326,6 +327,16 @@ class NiftiTest(unittest.TestCase):
         self.save("sub.nii", np.full((4, 4, 3), 9, np.int16))
         self.assertEqual(info(compressed)["range"], [5, 5])
 
+    @unittest.skipUnless(shutil.which("mrconvert"), "MRtrix3 is not installed")
+    def test_mrtrix3_reads_the_parallel_gzip_output(self):
+        data = np.random.default_rng(3).integers(-2000, 2000, (90, 80, 70)).astype(np.int16)  # ~1 MB: 2 blocks
+        path = self.save("mr_input.nii", data)
+        out = self.path("mr_out.nii.gz")
+        run("affine", "-i", path, "-o", out, "--rotate", "0", "--threads", "2")
+        converted = self.path("mr_converted.nii")
+        subprocess.run(["mrconvert", "-quiet", out, converted], check=True)
+        np.testing.assert_array_equal(np.asanyarray(nib.load(converted).dataobj), data)
+
     # --- refused files -----------------------------------------------------------------------
 
     def corrupt(self, name, offset, value, fmt):
@@ -386,6 +397,8 @@ class NiftiTest(unittest.TestCase):
                 if level == "0":
                     self.assertGreater(len(raw), len(via_gzip))
         self.assertLessEqual(os.path.getsize(self.path("out12.nii.gz")), os.path.getsize(self.path("out5.nii.gz")))
+        # The gzip program accepts the stream as it is.
+        self.assertEqual(subprocess.run(["gzip", "-t", self.path("out5.nii.gz")]).returncode, 0)
         # The default level writes no more than zlib level 6 (+1 %).
         default = self.path("default.nii.gz")
         run("affine", "-i", path, "-o", default, "--rotate", "0")
