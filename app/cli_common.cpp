@@ -78,6 +78,15 @@ io::WriteOptions to_write_options(const VolumeFlags& flags, const CommonOptions&
     return options;
 }
 
+void sample_and_commit(io::PendingOutput& output, const std::filesystem::path& file, const std::function<void(io::Image&)>& sample) {
+    sample(output.image());
+    const io::Image& image = output.image();
+    const std::string summary = std::string(io::file_kind_name(image.kind)) + " " + std::string(dtype_name(image.dtype())) +
+                                ", spatial " + shape_to_string(image.spatial);
+    output.commit();
+    spdlog::info("wrote {} ({})", file.string(), summary);
+}
+
 void report_warnings(const io::Image& image) {
     for (const auto& warning : image.warnings) spdlog::warn("{}", warning);
 }

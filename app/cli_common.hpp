@@ -46,6 +46,9 @@ struct VolumeFlags {
 void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes);
 io::ReadOptions to_read_options(const VolumeFlags& flags);
 io::WriteOptions to_write_options(const VolumeFlags& flags, const CommonOptions& common);
+// Samples into `output` with `sample`, publishes it, and logs "wrote FILE (volume int16, spatial
+// (D, H, W))".
+void sample_and_commit(io::PendingOutput& output, const std::filesystem::path& file, const std::function<void(io::Image&)>& sample);
 // Logs what a reader wanted the user to know (a NIfTI file without orientation, ...).
 void report_warnings(const io::Image& image);
 

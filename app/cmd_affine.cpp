@@ -199,16 +199,14 @@ void run_affine(const AffineCommand& command) {
                                                       DType::Float64, CoordinateSpace::Pixel);
     }
 
-    io::Image output = io::Image::allocate_like(input, output_spatial);
+    io::Image description = io::Image::describe_like(input, output_spatial);
     if (input.geometry) {
-        output.geometry = output_spatial == input.spatial
-                              ? *input.geometry
-                              : io::resampled_geometry(*input.geometry, input.spatial, output_spatial, options.align_corners);
+        description.geometry = output_spatial == input.spatial
+                                   ? *input.geometry
+                                   : io::resampled_geometry(*input.geometry, input.spatial, output_spatial, options.align_corners);
     }
-    grid_sample(input.nchw(), *positions, output.nchw(), options);
-    io::write_image(command.output, output, to_write_options(command.volume, command.common));
-    spdlog::info("wrote {} ({} {}, spatial {})", command.output.string(), io::file_kind_name(output.kind),
-                 dtype_name(output.dtype()), shape_to_string(output.spatial));
+    io::PendingOutput output(command.output, std::move(description), to_write_options(command.volume, command.common));
+    sample_and_commit(output, command.output, [&](io::Image& image) { grid_sample(input.nchw(), *positions, image.nchw(), options); });
 }
 
 }  // namespace

@@ -61,13 +61,11 @@ void run_flow(const FlowCommand& command) {
     const PositionSource& positions = *source;
     const Shape output_spatial = positions.output_shape();
 
-    io::Image output = io::Image::allocate_like(input, output_spatial);
+    io::Image description = io::Image::describe_like(input, output_spatial);
     // Output pixel i samples input pixel i + flow(i): the output grid is the input's grid, resized.
-    if (input.geometry) output.geometry = input.geometry;
-    grid_sample(input.nchw(), positions, output.nchw(), options);
-    io::write_image(command.output, output, to_write_options(command.volume, command.common));
-    spdlog::info("wrote {} ({} {}, spatial {})", command.output.string(), io::file_kind_name(output.kind),
-                 dtype_name(output.dtype()), shape_to_string(output.spatial));
+    if (input.geometry) description.geometry = input.geometry;
+    io::PendingOutput output(command.output, std::move(description), to_write_options(command.volume, command.common));
+    sample_and_commit(output, command.output, [&](io::Image& image) { grid_sample(input.nchw(), positions, image.nchw(), options); });
 }
 
 }  // namespace

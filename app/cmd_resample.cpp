@@ -116,22 +116,30 @@ void run_resample(const ResampleCommand& command) {
     if (is_floating(output_type) && !is_floating(moving.dtype()) && moving.dtype() != output_type) {
         moving.pixels = convert_to(moving.pixels.view(), output_type);
     }
-    io::Image output = io::Image::allocate_like(moving, grid.spatial);
-    output.geometry = output_geometry;
+    io::Image description = io::Image::describe_like(moving, grid.spatial);
+    description.geometry = output_geometry;
     // A NIfTI output keeps the moving image's header (intent, descrip, units, ...) with the
     // reference's qform and sform codes: they say what the reference's space is.
-    if (output.nifti && reference.nifti) {
-        auto header = std::make_shared<io::NiftiHeader>(*output.nifti);
+    if (description.nifti && reference.nifti) {
+        auto header = std::make_shared<io::NiftiHeader>(*description.nifti);
         header->qform_code = reference.nifti->qform_code;
         header->sform_code = reference.nifti->sform_code;
-        output.nifti = header;
+        description.nifti = header;
     }
-    grid_sample(moving.nchw(), positions, output.nchw(), options);
-    if (!command.output_type.empty()) output.scaling.reset();  // the values themselves, in that type
-    if (output.dtype() != output_type) output.pixels = convert_to(output.pixels.view(), output_type);
-    io::write_image(command.output, output, to_write_options(command.volume, command.common));
-    spdlog::info("wrote {} ({} {}, spatial {})", command.output.string(), io::file_kind_name(output.kind),
-                 dtype_name(output.dtype()), shape_to_string(output.spatial));
+    if (!command.output_type.empty()) description.scaling.reset();  // the values themselves, in that type
+    description.pixels = Tensor(output_type, Shape{0});
+    io::PendingOutput output(command.output, std::move(description), to_write_options(command.volume, command.common));
+    sample_and_commit(output, command.output, [&](io::Image& image) {
+        if (image.dtype() == moving.dtype()) {
+            grid_sample(moving.nchw(), positions, image.nchw(), options);
+            return;
+        }
+        // Sampled in the moving image's type, then rounded and saturated into the output's.
+        io::Image sampled = io::Image::allocate_like(moving, grid.spatial);
+        grid_sample(moving.nchw(), positions, sampled.nchw(), options);
+        sampled.pixels = convert_to(sampled.pixels.view(), output_type);
+        copy_elements(sampled.nchw(), image.nchw());
+    });
 }
 
 }  // namespace

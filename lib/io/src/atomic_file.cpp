@@ -9,13 +9,14 @@
 #include <iterator>
 #include <vector>
 
+#include "formats.hpp"
 #include "gridwarp/io/error.hpp"
 
 namespace gridwarp::io {
 
 namespace fs = std::filesystem;
 
-namespace {
+namespace detail {
 
 // A fresh directory beside target: the writer creates its file(s) there under their final names,
 // so formats that write a header and a data file referring to each other (.nhdr, .mhd) stay valid.
@@ -30,26 +31,30 @@ fs::path make_staging_directory(const fs::path& target) {
     return fs::path(buffer.data());
 }
 
-}  // namespace
+void publish_staged(const fs::path& staging, const fs::path& target) {
+    if (!fs::exists(staging / target.filename())) throw FileError(target, "the writer produced no file");
+    // Companion files first, the named file last: it appears only once everything is in place.
+    const fs::path directory = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+    std::vector<fs::path> written;
+    for (const auto& entry : fs::directory_iterator(staging)) {
+        if (entry.path().filename() != target.filename()) written.push_back(entry.path());
+    }
+    written.push_back(staging / target.filename());
+    for (const auto& file : written) {
+        std::error_code error;
+        fs::rename(file, directory / file.filename(), error);
+        if (error) throw FileError(target, "cannot move the finished file into place: " + error.message());
+    }
+}
+
+}  // namespace detail
 
 void write_path_atomically(const fs::path& target, const std::function<void(const fs::path&)>& write) {
-    const fs::path staging = make_staging_directory(target);
+    const fs::path staging = detail::make_staging_directory(target);
     std::error_code ignored;
     try {
         write(staging / target.filename());
-        if (!fs::exists(staging / target.filename())) throw FileError(target, "the writer produced no file");
-        // Companion files first, the named file last: it appears only once everything is in place.
-        const fs::path directory = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-        std::vector<fs::path> written;
-        for (const auto& entry : fs::directory_iterator(staging)) {
-            if (entry.path().filename() != target.filename()) written.push_back(entry.path());
-        }
-        written.push_back(staging / target.filename());
-        for (const auto& file : written) {
-            std::error_code error;
-            fs::rename(file, directory / file.filename(), error);
-            if (error) throw FileError(target, "cannot move the finished file into place: " + error.message());
-        }
+        detail::publish_staged(staging, target);
     } catch (...) {
         fs::remove_all(staging, ignored);
         throw;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 
 #include "gridwarp/io/image.hpp"
@@ -23,6 +24,24 @@ Image read_nifti(const std::filesystem::path& file, const ReadOptions& options, 
 void write_nifti(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image,
                  const WriteOptions& options);
 bool is_nifti_path(const std::filesystem::path& file);
+
+// An output sampled straight into its file: `image.pixels` are the mapped voxel bytes of `file`
+// (created at its final size, header written). Release the image's pixels, then call finish() to
+// close the file (or abandon() on failure); the caller moves the file into place.
+struct MappedOutput {
+    Image image;
+    std::function<void()> finish;
+    std::function<void()> abandon;
+};
+// nullopt when the image cannot be stored without conversion (a compressed file, a pair, scaled
+// values, another channel layout) or the file system cannot reserve the space up front.
+std::optional<MappedOutput> map_nifti_output(const std::filesystem::path& file, const std::filesystem::path& target,
+                                             const Image& description);
+
+// Staging for atomic writes (atomic_file.cpp): a fresh folder beside target, and the move of the
+// files written in it into target's folder, companion files first, the named file last.
+std::filesystem::path make_staging_directory(const std::filesystem::path& target);
+void publish_staged(const std::filesystem::path& staging, const std::filesystem::path& target);
 std::vector<PointTransform> read_itk_transform(const std::filesystem::path& file, std::size_t dimension);  // ITK
 // ITK's text format for common linear kinds, without ITK; nullopt for anything else.
 std::optional<std::vector<PointTransform>> read_itk_text_transform(const std::filesystem::path& file, std::size_t dimension);

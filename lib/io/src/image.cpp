@@ -62,7 +62,7 @@ ConstTensorView Image::nchw() const { return ConstTensorView(pixels.dtype(), pix
 
 TensorView Image::nchw() { return TensorView(pixels.dtype(), pixels.data(), nchw_shape(*this), nchw_strides(*this)); }
 
-Image Image::allocate_like(const Image& prototype, const Shape& spatial) {
+Image Image::describe_like(const Image& prototype, const Shape& spatial) {
     Image image;
     image.kind = prototype.kind;
     image.format = prototype.format;
@@ -73,16 +73,26 @@ Image Image::allocate_like(const Image& prototype, const Shape& spatial) {
     image.channel_order = prototype.channel_order;
     image.nifti = prototype.nifti;
     image.scaling = prototype.scaling;
+    image.pixels = Tensor(prototype.dtype(), Shape{0});
+    return image;
+}
+
+void Image::allocate() {
     Shape storage_shape;
-    if (image.layout == ChannelLayout::Interleaved) {
+    if (layout == ChannelLayout::Interleaved) {
         storage_shape = spatial;
-        storage_shape.insert(storage_shape.begin(), image.batch);
-        storage_shape.push_back(image.channels);
-        if (image.batch == 1) storage_shape.erase(storage_shape.begin());
+        storage_shape.insert(storage_shape.begin(), batch);
+        storage_shape.push_back(channels);
+        if (batch == 1) storage_shape.erase(storage_shape.begin());
     } else {
-        storage_shape = nchw_shape(image);
+        storage_shape = nchw_shape(*this);
     }
-    image.pixels = Tensor(prototype.dtype(), storage_shape);
+    pixels = Tensor(pixels.dtype(), storage_shape);
+}
+
+Image Image::allocate_like(const Image& prototype, const Shape& spatial) {
+    Image image = describe_like(prototype, spatial);
+    image.allocate();
     return image;
 }
 
@@ -120,6 +130,64 @@ Geometry resampled_geometry(const Geometry& geometry, const Shape& old_spatial, 
         for (std::size_t j = 0; j < dimension; ++j) result.origin[i] += geometry.direction[i * dimension + j] * shift[j];
     }
     return result;
+}
+
+PendingOutput::PendingOutput(fs::path target, Image description, WriteOptions options)
+    : target_(std::move(target)), image_(std::move(description)), options_(options) {
+    if (detail::is_nifti_path(target_) && image_.batch == 1) {
+        const fs::path staging = detail::make_staging_directory(target_);
+        std::optional<detail::MappedOutput> mapped;
+        try {
+            mapped = detail::map_nifti_output(staging / target_.filename(), target_, image_);
+        } catch (...) {
+            std::error_code ignored;
+            fs::remove_all(staging, ignored);
+            throw;
+        }
+        if (mapped) {
+            image_ = std::move(mapped->image);
+            finish_ = std::move(mapped->finish);
+            abandon_ = std::move(mapped->abandon);
+            staging_ = staging;
+            return;
+        }
+        std::error_code ignored;
+        fs::remove_all(staging, ignored);
+    }
+    image_.allocate();
+}
+
+PendingOutput::~PendingOutput() {
+    if (committed_ || staging_.empty()) return;
+    image_.pixels = Tensor();  // unmaps
+    if (abandon_) abandon_();
+    std::error_code ignored;
+    fs::remove_all(staging_, ignored);
+}
+
+void PendingOutput::commit() {
+    if (committed_) return;
+    if (staging_.empty()) {
+        write_image(target_, image_, options_);
+        committed_ = true;
+        image_.pixels = Tensor();
+        return;
+    }
+    image_.pixels = Tensor();  // unmaps: the data is in the file's pages
+    std::error_code ignored;
+    try {
+        auto finish = std::move(finish_);
+        abandon_ = nullptr;
+        finish();
+        detail::publish_staged(staging_, target_);
+    } catch (...) {
+        fs::remove_all(staging_, ignored);
+        staging_.clear();
+        throw;
+    }
+    fs::remove_all(staging_, ignored);
+    staging_.clear();
+    committed_ = true;
 }
 
 FileKind kind_for_path(const fs::path& file) {

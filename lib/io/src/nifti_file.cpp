@@ -360,7 +360,20 @@ bool same_geometry(const Geometry& a, const Geometry& b) {
 
 }  // namespace
 
-void write_nifti(const fs::path& temporary, const fs::path& target, const Image& image, const WriteOptions& options) {
+namespace {
+
+// What a NIfTI writer stores for an image: the header, and how the voxels get there.
+struct NiftiWritePlan {
+    NiftiHeader header;
+    NiftiPaths paths;
+    bool store_scaled = false;  // values -> stored integers with the image's slope and intercept
+    DType stored = DType::Float32;
+    ChannelLayout file_layout = ChannelLayout::Interleaved;
+};
+
+// Uses the image's metadata only (its pixels may be an empty tensor of the right dtype).
+NiftiWritePlan plan_nifti_write(const fs::path& temporary, const fs::path& target, const Image& image) {
+    NiftiWritePlan plan;
     if (image.batch != 1) throw FileError(target, "a NIfTI file holds one image, got N=" + std::to_string(image.batch) + " (write .npy)");
     const std::size_t spatial_rank = image.spatial.size();
     if (spatial_rank < 2 || spatial_rank > 3) {
@@ -454,6 +467,22 @@ void write_nifti(const fs::path& temporary, const fs::path& target, const Image&
     header.vox_offset = paths.pair ? 0 : (header.version == 2 ? 544 : 352);
     header.big_endian = false;
     if (!same_grid) set_nifti_geometry(header, geometry);
+    plan.header = header;
+    plan.paths = paths;
+    plan.store_scaled = store_scaled;
+    plan.stored = stored;
+    plan.file_layout = rgb || image.channels == 1 ? ChannelLayout::Interleaved : ChannelLayout::Planar;
+    return plan;
+}
+
+}  // namespace
+
+void write_nifti(const fs::path& temporary, const fs::path& target, const Image& image, const WriteOptions& options) {
+    const NiftiWritePlan plan = plan_nifti_write(temporary, target, image);
+    const NiftiHeader& header = plan.header;
+    const NiftiPaths& paths = plan.paths;
+    const bool store_scaled = plan.store_scaled;
+    const DType stored = plan.stored;
 
     // The voxel bytes in the file's order: x fastest, then y, z, then the series / vector dims.
     Tensor converted;
@@ -471,8 +500,7 @@ void write_nifti(const fs::path& temporary, const fs::path& target, const Image&
         scaled_copy.pixels = convert_to(unscaled.view(), stored);
         source = &scaled_copy;
     }
-    const ChannelLayout file_layout = rgb || source->channels == 1 ? ChannelLayout::Interleaved : ChannelLayout::Planar;
-    const void* data = pixels_in_layout(*source, file_layout, converted);
+    const void* data = pixels_in_layout(*source, plan.file_layout, converted);
     const std::span<const std::uint8_t> voxels(static_cast<const std::uint8_t*>(data), source->pixels.nbytes());
 
     std::size_t header_size = 0;
@@ -486,6 +514,63 @@ void write_nifti(const fs::path& temporary, const fs::path& target, const Image&
     } else {
         write_bytes(paths.header, target, {header_span, voxels}, compress_header, options);
     }
+}
+
+std::optional<MappedOutput> map_nifti_output(const fs::path& file, const fs::path& target, const Image& description) {
+    const std::string name = lowercase_filename(file);
+    if (!ends_with(name, ".nii")) return std::nullopt;  // compressed data and pairs are written afterwards
+    const NiftiWritePlan plan = plan_nifti_write(file, target, description);
+    const bool same_layout = description.channels == 1 || description.layout == plan.file_layout;
+    if (plan.store_scaled || plan.stored != description.dtype() || !same_layout) return std::nullopt;
+    std::size_t header_size = 0;
+    const auto header_bytes = serialize_nifti_header(plan.header, header_size);
+    const auto offset = static_cast<std::size_t>(plan.header.vox_offset);
+    Shape storage_shape;
+    if (description.layout == ChannelLayout::Planar) {
+        storage_shape = {description.batch, description.channels};
+        storage_shape.insert(storage_shape.end(), description.spatial.begin(), description.spatial.end());
+    } else {
+        storage_shape = description.spatial;
+        storage_shape.push_back(description.channels);
+    }
+    const std::size_t size = offset + static_cast<std::size_t>(shape_numel(storage_shape)) * dtype_size(description.dtype());
+
+    const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) throw FileError(target, std::string("cannot open for writing: ") + std::strerror(errno));
+    // The blocks are reserved now, so that a full disk is an error here rather than a SIGBUS
+    // while sampling into the mapping. A file system that cannot reserve takes the buffered path.
+    if (const int error = ::posix_fallocate(fd, 0, static_cast<off_t>(size)); error != 0) {
+        ::close(fd);
+        ::unlink(file.c_str());
+        if (error == EOPNOTSUPP || error == EINVAL) return std::nullopt;
+        throw FileError(target, std::string("cannot reserve ") + std::to_string(size) + " bytes: " + std::strerror(error));
+    }
+    void* mapping = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (mapping == MAP_FAILED) {
+        ::close(fd);
+        ::unlink(file.c_str());
+        return std::nullopt;
+    }
+    auto* bytes = static_cast<std::uint8_t*>(mapping);
+    std::memcpy(bytes, header_bytes.data(), header_size);
+    struct Mapping {
+        Mapping(void* a, std::size_t s) : address(a), size(s) {}
+        Mapping(const Mapping&) = delete;
+        Mapping& operator=(const Mapping&) = delete;
+        ~Mapping() { ::munmap(address, size); }
+        void* address;
+        std::size_t size;
+    };
+    auto owner = std::make_shared<Mapping>(mapping, size);
+    MappedOutput output;
+    output.image = Image::describe_like(description, description.spatial);
+    output.image.geometry = description.geometry;
+    output.image.pixels = Tensor::adopt(description.dtype(), storage_shape, std::shared_ptr<void>(owner, bytes + offset));
+    output.finish = [fd, target]() {
+        if (::close(fd) != 0) throw FileError(target, std::string("write failed: ") + std::strerror(errno));
+    };
+    output.abandon = [fd]() { ::close(fd); };
+    return output;
 }
 
 }  // namespace gridwarp::io::detail

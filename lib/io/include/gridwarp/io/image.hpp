@@ -8,6 +8,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,6 +72,10 @@ struct Image {
     // An image of the same kind, format, layout, channels, dtype, NIfTI header and scaling with
     // another spatial shape (geometry left for the caller to set).
     static Image allocate_like(const Image& prototype, const Shape& spatial);
+    // The same without pixels (an empty tensor of the dtype): a description for PendingOutput.
+    static Image describe_like(const Image& prototype, const Shape& spatial);
+    // Allocates zeroed pixels for the description's shape, layout and dtype.
+    void allocate();
     // A planar tensor image over (N, C, D1..Dr).
     static Image from_tensor(Tensor tensor);
 };
@@ -98,6 +103,34 @@ Image read_image_header(const std::filesystem::path& file, const ReadOptions& op
 // Writes atomically (see atomic_file.hpp), choosing the format by the extension. Throws
 // FileError when the format cannot hold the image (e.g. float pixels in a JPEG).
 void write_image(const std::filesystem::path& file, const Image& image, const WriteOptions& options = {});
+
+// An output to be sampled into, then published. Where the format allows it (an uncompressed .nii
+// whose voxels need no conversion) the pixels are the mapped bytes of the file itself, created at
+// its final size in a staging folder: the sampler writes the file and no buffer is copied into it.
+// Otherwise they are an ordinary buffer that commit() writes with write_image. Either way commit()
+// publishes atomically, and an output destroyed without commit() leaves nothing behind.
+class PendingOutput {
+public:
+    // `description`: the output's kind, dtype, channels, layout, spatial shape, geometry, NIfTI
+    // header and scaling, without pixels (Image::describe_like).
+    PendingOutput(std::filesystem::path target, Image description, WriteOptions options = {});
+    ~PendingOutput();
+    PendingOutput(const PendingOutput&) = delete;
+    PendingOutput& operator=(const PendingOutput&) = delete;
+
+    Image& image() { return image_; }
+    bool sampled_in_place() const { return !staging_.empty(); }
+    // Writes (or finishes) the file and moves it into place; image() is empty afterwards.
+    void commit();
+
+private:
+    std::filesystem::path target_;
+    Image image_;
+    WriteOptions options_;
+    std::filesystem::path staging_;  // non-empty while the pixels are a mapped file in it
+    std::function<void()> finish_, abandon_;
+    bool committed_ = false;
+};
 
 // The format a path's extension selects.
 FileKind kind_for_path(const std::filesystem::path& file);
