@@ -76,7 +76,7 @@ public:
     MappedFile& operator=(const MappedFile&) = delete;
 
     std::size_t size() const { return size_; }
-    // Maps the file (once); populate: fault every page in now, which is faster than on demand.
+    // Maps the file (once); populate: fault every page in now, on this thread.
     std::uint8_t* map(bool populate) {
         if (!data_) {
             if (size_ == 0) throw FileError(file_, "the file is empty");
@@ -318,9 +318,11 @@ Image read_nifti(const fs::path& file, const ReadOptions& options, bool with_pix
         }
         const std::size_t element = is_complex(dtype) ? dtype_size(dtype) / 2 : dtype_size(dtype);
         if (!header->big_endian && offset % element == 0 && voxel_bytes > 0) {
-            // Zero copy: the sampler reads the file's pages.
+            // Zero copy: the sampler reads the file's pages, faulting them in from its threads as it
+            // goes (populating the mapping up front, on one thread, made a float32 256^3 resample
+            // 1.35x slower).
             auto mapping = std::make_shared<MappedFile>(paths.data);
-            voxels = mapping->map(true) + offset;
+            voxels = mapping->map(false) + offset;
             storage = std::shared_ptr<void>(mapping, voxels);
         } else {
             auto buffer = allocate_bytes(static_cast<std::size_t>(voxel_bytes));
