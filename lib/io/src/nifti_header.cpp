@@ -402,7 +402,6 @@ Geometry nifti_geometry(const NiftiHeader& header, std::size_t dimension, NiftiG
     if (used_method_1) *used_method_1 = false;
     const double unit = millimetres_per_unit(header);
     Matrix34 ras{};
-    bool method_1 = header.sform_code <= 0 && header.qform_code <= 0;
     Geometry geometry = Geometry::identity(dimension);
     if (rule == NiftiGeometryRule::Itk) {
         for (std::size_t i = 0; i < dimension; ++i) geometry.spacing[i] = header.pixdim[i + 1] * unit;
@@ -417,6 +416,9 @@ Geometry nifti_geometry(const NiftiHeader& header, std::size_t dimension, NiftiG
         const char* choice = itk_choice(header, sform, qform);
         if (!choice) throw FileError(file, "ITK's rule finds no orthonormal transform (ITK: 'ITK only supports orthonormal direction cosines')");
         ras = std::string(choice) == "sform" ? sform : qform;
+        for (double v : ras) {
+            if (!std::isfinite(v)) throw FileError(file, std::string("the ") + choice + " is not finite");
+        }
         for (std::size_t i = 0; i < dimension; ++i) {
             const double sign = i < 2 ? -1.0 : 1.0;
             geometry.origin[i] = sign * ras[4 * i + 3];  // not scaled by the unit, as ITK 5.2 does
@@ -437,7 +439,6 @@ Geometry nifti_geometry(const NiftiHeader& header, std::size_t dimension, NiftiG
         ras = {header.pixdim[1], 0, 0, 0, 0, header.pixdim[2], 0, 0, 0, 0, header.pixdim[3], 0};
         if (used_method_1) *used_method_1 = true;
     }
-    (void)method_1;
     for (double& v : ras) v *= unit;
     const char* source = header.sform_code > 0 ? "sform" : header.qform_code > 0 ? "qform" : "pixdim";
     for (double v : ras) {
