@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -55,6 +57,17 @@ void report_warnings(const io::Image& image);
 // Refuses to overwrite an input with the output (the run would destroy its own input).
 void check_output_differs(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs);
 
+// A command's way of ending with an exit status other than 0 or 1 (batch: 2 and 3); an empty
+// message prints nothing.
+class ExitStatus : public std::runtime_error {
+public:
+    ExitStatus(int code, const std::string& message) : std::runtime_error(message), code_(code) {}
+    int code() const { return code_; }
+
+private:
+    int code_;
+};
+
 // Each subcommand lives in its own file and registers itself here.
 void register_sample_command(CLI::App& app);
 void register_grid_command(CLI::App& app);
@@ -62,5 +75,6 @@ void register_affine_command(CLI::App& app);
 void register_flow_command(CLI::App& app);
 void register_info_command(CLI::App& app);
 void register_resample_command(CLI::App& app);
+void register_batch_command(CLI::App& app);
 
 }  // namespace gridwarp::cli

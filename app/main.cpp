@@ -29,11 +29,15 @@ int main(int argc, char** argv) {
     gridwarp::cli::register_flow_command(app);
     gridwarp::cli::register_resample_command(app);
     gridwarp::cli::register_info_command(app);
+    gridwarp::cli::register_batch_command(app);
 
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         return app.exit(e);
+    } catch (const gridwarp::cli::ExitStatus& e) {
+        if (*e.what()) spdlog::error("{}", e.what());
+        return e.code();
     } catch (const std::exception& e) {
         // Subcommand callbacks run inside parse(): every failure ends here as one line.
         spdlog::error("{}", e.what());

@@ -10,6 +10,7 @@
 #include <cctype>
 #include <cstdio>
 #include <functional>
+#include <mutex>
 #include <iostream>
 #include <cstring>
 #include <fstream>
@@ -122,7 +123,11 @@ void check_png_chunks(const fs::path& file) {
 // Runs `decode` with the process's stderr (file descriptor 2) pointed at a temporary file and
 // returns what was written there: image decoders (libjpeg, libpng, OpenCV's own catch blocks) print
 // their complaints on stderr, and gridwarp reports a problem once, as a FileError.
+// File descriptor 2 belongs to the whole process, so captures are serialised: two decodes in
+// parallel (gridwarp batch) would otherwise swap each other's redirections and lose stderr.
 std::string capture_stderr(const std::function<void()>& decode) {
+    static std::mutex one_capture_at_a_time;
+    const std::lock_guard<std::mutex> lock(one_capture_at_a_time);
     std::fflush(stderr);
     std::cerr.flush();
     std::FILE* sink = std::tmpfile();

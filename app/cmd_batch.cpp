@@ -1,0 +1,537 @@
+// gridwarp batch: one command (affine, flow, resample, sample) over the rows of a manifest, in one
+// process, several jobs at a time. Each job is the single command run in-process with the options
+// its row and the command line give, so its output is the single command's, byte for byte.
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "cli_common.hpp"
+#include "gridwarp/io/atomic_file.hpp"
+
+namespace gridwarp::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct BatchCommand {
+    std::string command;
+    fs::path manifest;
+    int jobs = 0;
+    fs::path report;
+    bool resume = false;
+    bool dry_run = false;
+    bool fail_fast = false;
+    std::string shard;
+    std::vector<std::string> defaults;  // COMMAND's options given on the command line
+};
+
+using Registrar = void (*)(CLI::App&);
+const std::map<std::string, Registrar>& batch_commands() {
+    static const std::map<std::string, Registrar> commands = {{"affine", &register_affine_command},
+                                                              {"flow", &register_flow_command},
+                                                              {"resample", &register_resample_command},
+                                                              {"sample", &register_sample_command}};
+    return commands;
+}
+
+// Options whose values are files: relative ones in a manifest are relative to the manifest's folder.
+const std::set<std::string> kPathOptions = {"input", "output", "reference", "transform", "flow", "theta", "matrix", "grid"};
+
+// Problems with the manifest or the batch's own options: the batch does not start (exit status 2).
+class BatchSetupError : public std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+using Values = std::map<std::string, std::vector<std::string>>;  // long option name -> values
+
+struct Job {
+    std::size_t row = 0;  // 0-based among the manifest's data rows
+    Values values;        // the row's own values, paths resolved
+};
+
+// The command's options, for checking manifest columns and building a job's arguments.
+class CommandOptions {
+public:
+    explicit CommandOptions(const std::string& command) {
+        batch_commands().at(command)(app_);
+        sub_ = app_.get_subcommand(command);
+    }
+    const CLI::Option* find(const std::string& name) const { return sub_->get_option_no_throw("--" + name); }
+    bool is_flag(const std::string& name) const { return find(name)->get_type_size() == 0; }
+    bool repeatable(const std::string& name) const { return find(name)->get_expected_max() > 1 && name == "transform"; }
+
+private:
+    CLI::App app_;
+    CLI::App* sub_ = nullptr;
+};
+
+bool truthy(std::string value) {
+    std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return std::tolower(c); });
+    return value == "1" || value == "true" || value == "yes" || value == "on";
+}
+
+// A path from the manifest, relative to its folder; ITK-style "[FILE,1]" and "FILE,inverse" keep
+// their suffix.
+std::string resolve_path(const std::string& value, const fs::path& folder) {
+    std::string text = value, prefix, suffix;
+    if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
+        prefix = "[";
+        suffix = "]";
+        text = text.substr(1, text.size() - 2);
+    }
+    const auto comma = text.rfind(',');
+    if (comma != std::string::npos) {
+        const std::string flag = text.substr(comma + 1);
+        if (flag == "inverse" || flag == "forward" || flag == "0" || flag == "1") {
+            suffix = text.substr(comma) + suffix;
+            text.resize(comma);
+        }
+    }
+    const fs::path file(text);
+    return prefix + (file.is_absolute() || text.empty() ? text : (folder / file).string()) + suffix;
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+    std::vector<std::string> parts;
+    std::string part;
+    std::istringstream in(text);
+    while (std::getline(in, part, separator)) parts.push_back(part);
+    if (!text.empty() && text.back() == separator) parts.emplace_back();
+    return parts;
+}
+
+// CSV rows (RFC 4180: quoted fields may hold separators, quotes doubled, and line breaks), with the
+// line each row starts on.
+std::vector<std::pair<std::size_t, std::vector<std::string>>> read_csv(const std::string& text, const fs::path& file) {
+    std::vector<std::pair<std::size_t, std::vector<std::string>>> rows;
+    std::vector<std::string> fields;
+    std::string field;
+    bool quoted = false, row_started = false;
+    std::size_t line = 1, row_line = 1;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (!row_started) {
+            row_started = true;
+            row_line = line;
+        }
+        if (quoted) {
+            if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+                field += '"';
+                ++i;
+            } else if (c == '"') {
+                quoted = false;
+            } else {
+                if (c == '\n') ++line;
+                field += c;
+            }
+        } else if (c == '"' && field.empty()) {
+            quoted = true;
+        } else if (c == ',') {
+            fields.push_back(field);
+            field.clear();
+        } else if (c == '\n' || c == '\r') {
+            if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
+            fields.push_back(field);
+            field.clear();
+            if (!(fields.size() == 1 && fields[0].empty())) rows.emplace_back(row_line, fields);
+            fields.clear();
+            row_started = false;
+            ++line;
+        } else {
+            field += c;
+        }
+    }
+    if (quoted) throw BatchSetupError(file.string() + ": line " + std::to_string(row_line) + ": a quoted field is not closed");
+    if (row_started) {
+        fields.push_back(field);
+        if (!(fields.size() == 1 && fields[0].empty())) rows.emplace_back(row_line, fields);
+    }
+    return rows;
+}
+
+std::vector<std::pair<std::size_t, std::vector<std::string>>> read_tsv(const std::string& text) {
+    std::vector<std::pair<std::size_t, std::vector<std::string>>> rows;
+    std::istringstream in(text);
+    std::string line;
+    std::size_t number = 0;
+    while (std::getline(in, line)) {
+        ++number;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty()) continue;
+        rows.emplace_back(number, split(line, '\t'));
+    }
+    return rows;
+}
+
+std::string lowercase_extension(const fs::path& file) {
+    std::string extension = file.extension().string();
+    std::transform(extension.begin(), extension.end(), extension.begin(), [](unsigned char c) { return std::tolower(c); });
+    return extension;
+}
+
+// The manifest's jobs. Throws BatchSetupError naming the file, row and column of the first problem.
+std::vector<Job> read_manifest(const fs::path& file, const CommandOptions& options) {
+    const std::string text = io::read_file_bytes(file);
+    const fs::path folder = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+    const std::string extension = lowercase_extension(file);
+    auto check_column = [&](const std::string& name, std::size_t line, const std::string& where) {
+        if (name.empty() || name.front() == '-' || !options.find(name)) {
+            throw BatchSetupError(file.string() + ": line " + std::to_string(line) + ", " + where + ": '" + name +
+                                  "' is not an option of this command (columns are its long options without dashes)");
+        }
+        if (name == "help") throw BatchSetupError(file.string() + ": line " + std::to_string(line) + ", " + where + ": 'help' cannot be a column");
+    };
+    auto add = [&](Values& values, const std::string& name, const std::string& value) {
+        if (value.empty()) return;  // not given
+        if (kPathOptions.count(name) != 0) {
+            values[name].push_back(resolve_path(value, folder));
+        } else {
+            values[name].push_back(value);
+        }
+    };
+    std::vector<Job> jobs;
+    if (extension == ".jsonl") {
+        std::istringstream in(text);
+        std::string line;
+        std::size_t number = 0;
+        while (std::getline(in, line)) {
+            ++number;
+            if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+            nlohmann::json object;
+            try {
+                object = nlohmann::json::parse(line);
+            } catch (const nlohmann::json::parse_error& e) {
+                throw BatchSetupError(file.string() + ": line " + std::to_string(number) + ": not JSON (" + e.what() + ")");
+            }
+            if (!object.is_object()) throw BatchSetupError(file.string() + ": line " + std::to_string(number) + ": expected one JSON object per line");
+            Job job;
+            job.row = jobs.size();
+            for (const auto& [name, value] : object.items()) {
+                check_column(name, number, "key");
+                const auto as_text = [&](const nlohmann::json& v) -> std::string {
+                    if (v.is_string()) return v.get<std::string>();
+                    if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+                    if (v.is_number()) return v.dump();
+                    throw BatchSetupError(file.string() + ": line " + std::to_string(number) + ", key '" + name +
+                                          "': expected a string, number, boolean or an array of them");
+                };
+                if (value.is_null()) continue;
+                if (value.is_array()) {
+                    if (!options.repeatable(name) && value.size() > 1) {
+                        throw BatchSetupError(file.string() + ": line " + std::to_string(number) + ", key '" + name + "': takes one value");
+                    }
+                    for (const auto& v : value) add(job.values, name, as_text(v));
+                } else {
+                    add(job.values, name, as_text(value));
+                }
+            }
+            jobs.push_back(std::move(job));
+        }
+        return jobs;
+    }
+    if (extension != ".csv" && extension != ".tsv") {
+        throw BatchSetupError(file.string() + ": expected a .csv, .tsv or .jsonl manifest, got '" + file.extension().string() + "'");
+    }
+    const auto rows = extension == ".csv" ? read_csv(text, file) : read_tsv(text);
+    if (rows.empty()) throw BatchSetupError(file.string() + ": empty manifest: expected a header row naming the options");
+    const std::vector<std::string>& header = rows.front().second;
+    for (std::size_t c = 0; c < header.size(); ++c) check_column(header[c], rows.front().first, "column " + std::to_string(c + 1));
+    for (std::size_t r = 1; r < rows.size(); ++r) {
+        const auto& [line, cells] = rows[r];
+        if (cells.size() != header.size()) {
+            throw BatchSetupError(file.string() + ": line " + std::to_string(line) + ": " + std::to_string(cells.size()) +
+                                  " cells, expected " + std::to_string(header.size()) + " (one per header column)");
+        }
+        Job job;
+        job.row = jobs.size();
+        for (std::size_t c = 0; c < cells.size(); ++c) {
+            const std::string& name = header[c];
+            if (options.repeatable(name)) {
+                for (const auto& value : split(cells[c], ';')) add(job.values, name, value);
+            } else {
+                add(job.values, name, cells[c]);
+            }
+        }
+        jobs.push_back(std::move(job));
+    }
+    return jobs;
+}
+
+// The command line's defaults for COMMAND, as option name -> values.
+Values parse_defaults(const std::string& command, const std::vector<std::string>& tokens) {
+    CLI::App app;
+    batch_commands().at(command)(app);
+    CLI::App* sub = app.get_subcommand(command);
+    for (CLI::Option* option : sub->get_options()) option->required(false);
+    sub->callback([] {});
+    std::vector<std::string> args{"gridwarp", command};
+    args.insert(args.end(), tokens.begin(), tokens.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    try {
+        app.parse(static_cast<int>(argv.size()), argv.data());
+    } catch (const CLI::ParseError& e) {
+        throw BatchSetupError(std::string("the options for every job: ") + e.what());
+    }
+    Values values;
+    for (const CLI::Option* option : sub->get_options()) {
+        if (option->count() == 0 || option->get_lnames().empty()) continue;
+        const std::string& name = option->get_lnames().front();
+        if (name == "help") continue;
+        values[name] = option->get_type_size() == 0 ? std::vector<std::string>{"true"} : option->results();
+    }
+    return values;
+}
+
+// A job's full argument list: the defaults with the row's values over them.
+std::vector<std::string> job_arguments(const std::string& command, const Values& defaults, const Job& job, const CommandOptions& options,
+                                       int threads) {
+    Values merged = defaults;
+    for (const auto& [name, values] : job.values) merged[name] = values;
+    std::vector<std::string> args{command};
+    for (const auto& [name, values] : merged) {
+        if (options.is_flag(name)) {
+            if (!values.empty() && truthy(values.back())) args.push_back("--" + name);
+            continue;
+        }
+        for (const auto& value : values) {
+            args.push_back("--" + name);
+            args.push_back(value);
+        }
+    }
+    if (merged.count("threads") == 0) {
+        args.push_back("--threads");
+        args.push_back(std::to_string(threads));
+    }
+    if (merged.count("verbose") == 0 && merged.count("quiet") == 0) args.push_back("--quiet");
+    return args;
+}
+
+// Runs one job in this process. Returns the error message, empty on success.
+std::string run_job(const std::string& command, const std::vector<std::string>& args) {
+    CLI::App app;
+    batch_commands().at(command)(app);
+    app.require_subcommand(1);
+    std::vector<std::string> owned{"gridwarp"};
+    owned.insert(owned.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : owned) argv.push_back(a.data());
+    try {
+        app.parse(static_cast<int>(argv.size()), argv.data());
+    } catch (const CLI::ParseError& e) {
+        return e.what();
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return "";
+}
+
+struct Shard {
+    std::size_t index = 0, count = 1;
+};
+
+Shard parse_shard(const std::string& text) {
+    Shard shard;
+    if (text.empty()) return shard;
+    auto number = [&](const char* value, const char* name) -> long long {
+        if (!value || !*value) throw BatchSetupError(std::string("--shard slurm: ") + name + " is not set (run it in a Slurm array job)");
+        char* end = nullptr;
+        const long long n = std::strtoll(value, &end, 10);
+        if (*end != '\0') throw BatchSetupError(std::string("--shard slurm: ") + name + " is '" + value + "', expected a whole number");
+        return n;
+    };
+    long long k = 0, n = 0;
+    if (text == "slurm") {
+        const long long id = number(std::getenv("SLURM_ARRAY_TASK_ID"), "SLURM_ARRAY_TASK_ID");
+        const char* minimum = std::getenv("SLURM_ARRAY_TASK_MIN");
+        k = id - (minimum && *minimum ? number(minimum, "SLURM_ARRAY_TASK_MIN") : 0);
+        n = number(std::getenv("SLURM_ARRAY_TASK_COUNT"), "SLURM_ARRAY_TASK_COUNT");
+    } else {
+        const auto slash = text.find('/');
+        char* end_k = nullptr;
+        char* end_n = nullptr;
+        if (slash == std::string::npos) throw BatchSetupError("--shard: expected K/N or slurm, got '" + text + "'");
+        const std::string a = text.substr(0, slash), b = text.substr(slash + 1);
+        k = std::strtoll(a.c_str(), &end_k, 10);
+        n = std::strtoll(b.c_str(), &end_n, 10);
+        if (a.empty() || b.empty() || *end_k != '\0' || *end_n != '\0') throw BatchSetupError("--shard: expected K/N or slurm, got '" + text + "'");
+    }
+    if (n < 1 || k < 0 || k >= n) {
+        throw BatchSetupError("--shard: expected 0 <= K < N, got K=" + std::to_string(k) + " N=" + std::to_string(n));
+    }
+    shard.index = static_cast<std::size_t>(k);
+    shard.count = static_cast<std::size_t>(n);
+    return shard;
+}
+
+std::string quoted_command(const std::vector<std::string>& args) {
+    std::string text = "gridwarp";
+    for (const auto& a : args) {
+        const bool plain = !a.empty() && a.find_first_of(" \t\"'\\$;&|<>()[]*?") == std::string::npos;
+        text += " " + (plain ? a : "'" + a + "'");
+    }
+    return text;
+}
+
+struct Outcome {
+    std::string status = "not run";  // done, skipped, failed, not run
+    std::string error;
+    double seconds = 0;
+};
+
+void run_batch(const BatchCommand& command) {
+    if (batch_commands().count(command.command) == 0) {
+        throw ExitStatus(2, "batch: COMMAND must be affine, flow, resample or sample, got '" + command.command + "'");
+    }
+    const CommandOptions options(command.command);
+    std::vector<Job> jobs;
+    Values defaults;
+    Shard shard;
+    try {
+        io::read_file_bytes(command.manifest);  // one error line for a missing or unreadable manifest
+        jobs = read_manifest(command.manifest, options);
+        defaults = parse_defaults(command.command, command.defaults);
+        shard = parse_shard(command.shard);
+    } catch (const BatchSetupError& e) {
+        throw ExitStatus(2, std::string("batch: ") + e.what());
+    } catch (const std::exception& e) {
+        throw ExitStatus(2, std::string("batch: ") + e.what());
+    }
+    std::vector<std::size_t> selected;
+    for (const auto& job : jobs) {
+        if (job.row % shard.count == shard.index) selected.push_back(job.row);
+    }
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const int workers = command.jobs > 0 ? command.jobs : static_cast<int>(cores);
+    const int threads_per_job = std::max(1, static_cast<int>(cores) / workers);
+
+    auto outputs_of = [&](const Job& job) {
+        Values merged = defaults;
+        for (const auto& [name, values] : job.values) merged[name] = values;
+        return merged.count("output") ? merged["output"] : std::vector<std::string>{};
+    };
+    auto inputs_of = [&](const Job& job) {
+        Values merged = defaults;
+        for (const auto& [name, values] : job.values) merged[name] = values;
+        std::vector<std::string> inputs;
+        for (const auto& [name, values] : merged) {
+            if (kPathOptions.count(name) && name != "output") inputs.insert(inputs.end(), values.begin(), values.end());
+        }
+        return inputs;
+    };
+    auto outputs_exist = [&](const Job& job) {
+        const auto outputs = outputs_of(job);
+        return !outputs.empty() && std::all_of(outputs.begin(), outputs.end(), [](const std::string& f) { return fs::exists(f); });
+    };
+
+    if (command.dry_run) {
+        for (std::size_t i : selected) {
+            const Job& job = jobs[i];
+            std::cout << "row " << job.row << ": " << quoted_command(job_arguments(command.command, defaults, job, options, threads_per_job))
+                      << (command.resume && outputs_exist(job) ? "  # skipped: its outputs exist" : "") << "\n";
+        }
+        return;
+    }
+
+    std::vector<Outcome> outcomes(jobs.size());
+    std::atomic<std::size_t> next{0};
+    std::atomic<bool> stop{false};
+    auto worker = [&] {
+        for (;;) {
+            const std::size_t k = next.fetch_add(1);
+            if (k >= selected.size() || stop.load()) return;
+            const Job& job = jobs[selected[k]];
+            Outcome& outcome = outcomes[job.row];
+            if (command.resume && outputs_exist(job)) {
+                outcome.status = "skipped";
+                continue;
+            }
+            const auto start = std::chrono::steady_clock::now();
+            outcome.error = run_job(command.command, job_arguments(command.command, defaults, job, options, threads_per_job));
+            outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            outcome.status = outcome.error.empty() ? "done" : "failed";
+            if (!outcome.error.empty() && command.fail_fast) stop = true;
+        }
+    };
+    std::vector<std::thread> pool;
+    for (int w = 0; w < std::min<int>(workers, static_cast<int>(selected.size())); ++w) pool.emplace_back(worker);
+    for (auto& thread : pool) thread.join();
+
+    std::size_t done = 0, skipped = 0, failed = 0, not_run = 0;
+    std::vector<std::string> first_errors;
+    for (std::size_t i : selected) {
+        const Outcome& o = outcomes[i];
+        if (o.status == "done") ++done;
+        if (o.status == "skipped") ++skipped;
+        if (o.status == "not run") ++not_run;
+        if (o.status == "failed") {
+            ++failed;
+            if (first_errors.size() < 5) first_errors.push_back("row " + std::to_string(i) + ": " + o.error);
+        }
+    }
+    if (!command.report.empty()) {
+        io::write_file_atomically(command.report, [&](std::ostream& out) {
+            for (std::size_t i : selected) {
+                const Outcome& o = outcomes[i];
+                nlohmann::ordered_json line;
+                line["row"] = i;
+                line["inputs"] = inputs_of(jobs[i]);
+                line["outputs"] = outputs_of(jobs[i]);
+                line["status"] = o.status;
+                line["error"] = o.error;
+                line["seconds"] = o.seconds;
+                out << line.dump() << "\n";
+            }
+        });
+    }
+    std::string summary = "batch: " + std::to_string(selected.size()) + " job(s): " + std::to_string(done) + " done, " +
+                          std::to_string(skipped) + " skipped, " + std::to_string(failed) + " failed";
+    if (not_run > 0) summary += ", " + std::to_string(not_run) + " not run (--fail-fast)";
+    std::cerr << summary << "\n";
+    for (const auto& error : first_errors) std::cerr << "  " << error << "\n";
+    if (failed > 0) throw ExitStatus(3, "");
+}
+
+}  // namespace
+
+void register_batch_command(CLI::App& app) {
+    auto command = std::make_shared<BatchCommand>();
+    CLI::App* sub = app.add_subcommand("batch", "Run affine, flow, resample or sample over the rows of a manifest, in one process");
+    sub->add_option("COMMAND", command->command, "affine, flow, resample or sample")->required();
+    sub->add_option("MANIFEST", command->manifest,
+                    ".csv/.tsv with a header row of COMMAND's long options, or .jsonl with one object per job")
+        ->required();
+    sub->add_option("--jobs", command->jobs, "Jobs run at once (default: one per core, each on one thread)")->check(CLI::Range(1, 4096));
+    sub->add_option("--report", command->report, "Write one JSON line per job: row, inputs, outputs, status, error, seconds");
+    sub->add_flag("--resume", command->resume, "Skip the jobs whose outputs all exist (they are complete: outputs are written atomically)");
+    sub->add_option("--shard", command->shard, "Only the rows i with i mod N == K: K/N, or 'slurm' for K and N from a Slurm array job");
+    sub->add_flag("--dry-run", command->dry_run, "Print each job's command line and write nothing");
+    sub->add_flag("--fail-fast", command->fail_fast, "Start no new job after the first failure");
+    sub->allow_extras();
+    sub->footer(
+        "Options after MANIFEST that are not the batch's own are COMMAND's, given to every job; a row's\n"
+        "cells override them. Relative paths in the manifest are relative to its folder.\n"
+        "Exit status: 0 all done (or skipped), 3 some jobs failed, 2 the batch could not start.\n"
+        "Examples:\n"
+        "  gridwarp batch affine jobs.csv --rotate 15 --mode cubic --jobs 2 --report report.jsonl\n"
+        "  gridwarp batch resample subjects.tsv --reference template.nii.gz --resume\n"
+        "  gridwarp batch resample subjects.jsonl --shard slurm --resume   # in an sbatch --array job");
+    sub->callback([command, sub] {
+        command->defaults = sub->remaining();
+        run_batch(*command);
+    });
+}
+
+}  // namespace gridwarp::cli
