@@ -16,6 +16,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "cli_common.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 
@@ -34,6 +36,7 @@ struct BatchCommand {
     bool dry_run = false;
     bool fail_fast = false;
     std::string shard;
+    std::string progress;               // "", "bar", "jsonl", "none"
     std::vector<std::string> defaults;  // COMMAND's options given on the command line
 };
 
@@ -385,6 +388,50 @@ std::string quoted_command(const std::vector<std::string>& args) {
     return text;
 }
 
+// Progress on stderr: a bar redrawn in place on a terminal, or one JSON event per finished job.
+class Progress {
+public:
+    Progress(std::string mode, std::size_t total) : mode_(std::move(mode)), total_(total), start_(std::chrono::steady_clock::now()) {}
+
+    void finished(std::size_t row, const std::string& status, const std::string& error, double seconds) {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        ++finished_;
+        if (status == "failed") ++failed_;
+        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+        if (mode_ == "jsonl") {
+            nlohmann::ordered_json event;
+            event["event"] = "job";
+            event["row"] = row;
+            event["status"] = status;
+            event["error"] = error;
+            event["seconds"] = seconds;
+            event["finished"] = finished_;
+            event["total"] = total_;
+            event["failed"] = failed_;
+            std::cerr << event.dump() << "\n";
+        } else if (mode_ == "bar" && (elapsed - last_draw_ >= 0.1 || finished_ == total_)) {
+            last_draw_ = elapsed;
+            const double rate = elapsed > 0 ? static_cast<double>(finished_) / elapsed : 0.0;
+            const double left = rate > 0 ? static_cast<double>(total_ - finished_) / rate : 0.0;
+            constexpr int kWidth = 30;
+            const int filled = total_ ? static_cast<int>(kWidth * finished_ / total_) : kWidth;
+            char line[256];
+            std::snprintf(line, sizeof line, "\r[%s%s] %zu/%zu  %.1f jobs/s  %.0f s left  %zu failed ",
+                          std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                          std::string(static_cast<std::size_t>(kWidth - filled), '.').c_str(), finished_, total_, rate, left, failed_);
+            std::cerr << line << std::flush;
+            if (finished_ == total_) std::cerr << "\n";
+        }
+    }
+
+private:
+    std::string mode_;
+    std::size_t total_, finished_ = 0, failed_ = 0;
+    std::chrono::steady_clock::time_point start_;
+    double last_draw_ = -1.0;
+    std::mutex mutex_;
+};
+
 struct Outcome {
     std::string status = "not run";  // done, skipped, failed, not run
     std::string error;
@@ -446,6 +493,10 @@ void run_batch(const BatchCommand& command) {
     }
 
     std::vector<Outcome> outcomes(jobs.size());
+    // A bar only where someone watches (stderr a terminal) unless asked; nothing extra in logs.
+    std::string mode = command.progress;
+    if (mode.empty()) mode = ::isatty(2) ? "bar" : "none";
+    Progress progress(mode, selected.size());
     std::atomic<std::size_t> next{0};
     std::atomic<bool> stop{false};
     auto worker = [&] {
@@ -456,12 +507,14 @@ void run_batch(const BatchCommand& command) {
             Outcome& outcome = outcomes[job.row];
             if (command.resume && outputs_exist(job)) {
                 outcome.status = "skipped";
+                progress.finished(job.row, outcome.status, "", 0.0);
                 continue;
             }
             const auto start = std::chrono::steady_clock::now();
             outcome.error = run_job(command.command, job_arguments(command.command, defaults, job, options, threads_per_job));
             outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             outcome.status = outcome.error.empty() ? "done" : "failed";
+            progress.finished(job.row, outcome.status, outcome.error, outcome.seconds);
             if (!outcome.error.empty() && command.fail_fast) stop = true;
         }
     };
@@ -519,6 +572,9 @@ void register_batch_command(CLI::App& app) {
     sub->add_option("--shard", command->shard, "Only the rows i with i mod N == K: K/N, or 'slurm' for K and N from a Slurm array job");
     sub->add_flag("--dry-run", command->dry_run, "Print each job's command line and write nothing");
     sub->add_flag("--fail-fast", command->fail_fast, "Start no new job after the first failure");
+    sub->add_option("--progress", command->progress,
+                    "bar (a progress bar on stderr; the default on a terminal), jsonl (one JSON event per job on stderr) or none")
+        ->check(CLI::IsMember({"bar", "jsonl", "none"}));
     sub->allow_extras();
     sub->footer(
         "Options after MANIFEST that are not the batch's own are COMMAND's, given to every job; a row's\n"

@@ -211,3 +211,31 @@ TEST_CASE("batch: shards K/N and slurm split the rows by index, every row exactl
         CHECK(r.status == 2);
     }
 }
+
+TEST_CASE("batch: --progress jsonl writes one event per job; without it nothing extra when stderr is a file", "[cli][batch]") {
+    TempDir dir;
+    make_inputs(dir.path());
+    write_text(dir / "jobs.csv", "input,output,rotate\na.png,out/a.png,10\nb.png,out/b.png,20\nmissing.png,out/m.png,5\n");
+    const RunResult quiet = run_gridwarp({"batch", "affine", (dir / "jobs.csv").string()});
+    CHECK(quiet.status == 3);
+    CHECK(line_count(quiet.err) == 2);  // the summary and the one failure
+    fs::remove_all(dir / "out");
+    fs::create_directories(dir / "out");
+    const RunResult events = run_gridwarp({"batch", "affine", (dir / "jobs.csv").string(), "--progress", "jsonl"});
+    CHECK(events.status == 3);
+    std::istringstream in(events.err);
+    std::string line;
+    std::set<std::size_t> rows;
+    std::size_t last_finished = 0;
+    while (std::getline(in, line)) {
+        if (line.empty() || line.front() != '{') continue;
+        const auto event = nlohmann::json::parse(line);
+        CHECK(event["event"] == "job");
+        CHECK(event["total"] == 3);
+        rows.insert(event["row"].get<std::size_t>());
+        CHECK(event["finished"].get<std::size_t>() == last_finished + 1);
+        last_finished = event["finished"].get<std::size_t>();
+        CHECK((event["status"] == "failed") == (event["row"] == 2));
+    }
+    CHECK(rows == std::set<std::size_t>{0, 1, 2});
+}
