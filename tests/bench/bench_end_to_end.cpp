@@ -6,6 +6,10 @@
 //   W-nii     256^3 float32 .nii, the same: gridwarp vs itk_resample_peer (float32)
 //   W-bmp     4096^2 RGB .bmp, rotate 30 and scale 0.8, linear: gridwarp affine vs opencv_affine_peer
 //   mrtransform (MRtrix3) on the two volume workloads when it is installed.
+//   W-batch   1,000 PNGs of 256x256 RGB, rotate 15 and scale 0.9, cubic: gridwarp batch vs a
+//             one-process python3-opencv loop (imread, warpAffine, imwrite; when python3-opencv is
+//             installed) and vs a shell loop running gridwarp once per file (on the first 100 files;
+//             compared per file); and `gridwarp --version`.
 // Runs are alternated (gridwarp, peer, gridwarp, ...) and the median of --reps is reported.
 //   bench_end_to_end [--reps 5] [--threads 2] [--workdir /tmp/gridwarp-e2e] [--bin DIR]
 #include <sys/resource.h>
@@ -247,5 +251,63 @@ int main(int argc, char** argv) {
                     r.gridwarp_rss, r.peer_rss, r.in_out_mb, r.note.c_str());
     }
     if (!mrtrix) std::printf("\nmrtransform (MRtrix3) is not installed: its rows are left out.\n");
+
+    // Many small files: one batch process against a Python loop and a shell loop.
+    const fs::path pngs = workdir / "png";
+    constexpr int kFiles = 1000, kShellFiles = 100;
+    if (!fs::exists(pngs / "999.png")) {
+        fs::create_directories(pngs);
+        for (int f = 0; f < kFiles; ++f) {
+            cv::Mat image(256, 256, CV_8UC3);
+            for (int y = 0; y < 256; ++y) {
+                for (int x = 0; x < 256; ++x) {
+                    image.at<cv::Vec3b>(y, x) = cv::Vec3b(static_cast<uchar>((x * 3 + f) & 255), static_cast<uchar>((y * 5 + 2 * f) & 255),
+                                                          static_cast<uchar>(((x / 32 + y / 32) % 2) ? 200 : 40));
+                }
+            }
+            cv::imwrite((pngs / (std::to_string(f) + ".png")).string(), image);
+        }
+    }
+    std::string manifest = "input,output\n";
+    for (int f = 0; f < kFiles; ++f) manifest += "png/" + std::to_string(f) + ".png,png_out/gw_" + std::to_string(f) + ".png\n";
+    write_text(workdir / "batch.csv", manifest);
+    write_text(workdir / "loop.py",
+               "import sys, cv2\n"
+               "cv2.setNumThreads(int(sys.argv[3]))\n"
+               "for f in range(int(sys.argv[2])):\n"
+               "    image = cv2.imread(f'{sys.argv[1]}/png/{f}.png', cv2.IMREAD_UNCHANGED)\n"
+               "    h, w = image.shape[:2]\n"
+               "    m = cv2.getRotationMatrix2D(((w - 1) / 2, (h - 1) / 2), 15, 0.9)\n"
+               "    cv2.imwrite(f'{sys.argv[1]}/png_out/py_{f}.png', cv2.warpAffine(image, m, (w, h), flags=cv2.INTER_CUBIC))\n");
+    std::string shell = "for f in $(seq 0 " + std::to_string(kShellFiles - 1) + "); do " + gridwarp + " affine -i " + (pngs / "$f.png").string() +
+                        " -o " + (workdir / "png_out" / "sh_$f.png").string() + " --rotate 15 --scale 0.9 --mode cubic --threads " + t +
+                        " -q || exit 1; done";
+    fs::create_directories(workdir / "png_out");
+    const bool python = std::system("/usr/bin/python3 -c 'import cv2' > /dev/null 2>&1") == 0;
+    const std::vector<std::string> batch_cmd{gridwarp, "batch", "affine", (workdir / "batch.csv").string(), "--rotate", "15", "--scale", "0.9",
+                                             "--mode", "cubic", "--progress", "none", "--jobs", t};
+    const std::vector<std::string> python_cmd{"/usr/bin/python3", (workdir / "loop.py").string(), workdir.string(), std::to_string(kFiles), t};
+    const std::vector<std::string> shell_cmd{"sh", "-c", shell};
+    const int batch_reps = std::max(1, reps / 2);
+    std::vector<double> gw_batch, py_loop, sh_loop, version;
+    run(batch_cmd);
+    for (int r = 0; r < batch_reps; ++r) {
+        gw_batch.push_back(run(batch_cmd).seconds);
+        if (python) py_loop.push_back(run(python_cmd).seconds);
+        sh_loop.push_back(run(shell_cmd).seconds);
+    }
+    for (int r = 0; r < 21; ++r) version.push_back(run({gridwarp, "--version"}).seconds);
+    const double per_file_batch = median(gw_batch) / kFiles, per_file_shell = median(sh_loop) / kShellFiles;
+    std::printf("\nMany files: %d PNGs of 256x256 RGB, rotate 15, scale 0.9, cubic; median of %d runs\n\n", kFiles, batch_reps);
+    std::printf("| way | ms per file | gridwarp batch's speed-up |\n|---|---|---|\n");
+    std::printf("| gridwarp batch (one process, --jobs %s) | %.2f | 1.00x |\n", t.c_str(), 1e3 * per_file_batch);
+    if (python) {
+        const double per_file_python = median(py_loop) / kFiles;
+        std::printf("| python3-opencv loop (one process, %s threads) | %.2f | %.2fx |\n", t.c_str(), 1e3 * per_file_python, per_file_python / per_file_batch);
+    } else {
+        std::printf("| python3-opencv loop | not installed (apt-get install python3-opencv) | - |\n");
+    }
+    std::printf("| shell loop, gridwarp per file (first %d files) | %.2f | %.2fx |\n", kShellFiles, 1e3 * per_file_shell, per_file_shell / per_file_batch);
+    std::printf("\n`gridwarp --version`: median %.1f ms, best %.1f ms (21 runs)\n", 1e3 * median(version), 1e3 * best(version));
     return 0;
 }
