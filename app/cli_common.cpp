@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <iostream>
+#include <sstream>
 #include <stdexcept>
 
 namespace gridwarp::cli {
@@ -31,6 +33,8 @@ void add_sampling_options(CLI::App& command, SamplingFlags& flags) {
     command.add_flag("--align-corners", flags.align_corners,
                      "-1 and 1 are the centres of the corner pixels (default: their outer edges)");
     command.add_option("--fill", flags.fill, "Value read outside the input under zeros padding (default 0)");
+    command.add_flag("--explain", flags.explain,
+                     "Print what would be read, the mapping, the sampling and the output grid; write nothing");
 }
 
 SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions& common) {
@@ -85,6 +89,44 @@ void sample_and_commit(io::PendingOutput& output, const std::filesystem::path& f
                                 ", spatial " + shape_to_string(image.spatial);
     output.commit();
     spdlog::info("wrote {} ({})", file.string(), summary);
+}
+
+void Explanation::print() const {
+    std::cout << command_ << ":\n";
+    for (const auto& [key, value] : lines_) std::cout << "  " << key << ": " << value << "\n";
+    std::cout.flush();
+}
+
+std::string describe_image(const io::Image& image) {
+    return std::string(io::file_kind_name(image.kind)) + " " + std::string(dtype_name(image.dtype())) + ", " +
+           std::to_string(image.channels) + " channel(s), spatial " + shape_to_string(image.spatial);
+}
+
+std::string describe_rows(const std::vector<double>& values, std::size_t rows, std::size_t columns) {
+    std::ostringstream out;
+    out.precision(10);
+    out << "[";
+    for (std::size_t r = 0; r < rows; ++r) {
+        out << (r ? ", [" : "[");
+        for (std::size_t c = 0; c < columns; ++c) out << (c ? ", " : "") << values[r * columns + c] + 0.0;
+        out << "]";
+    }
+    out << "]";
+    return out.str();
+}
+
+std::string describe_geometry(const io::Geometry& geometry) {
+    const std::size_t d = geometry.dimension();
+    const std::string spacing = describe_rows(geometry.spacing, 1, d), origin = describe_rows(geometry.origin, 1, d);
+    return "spacing " + spacing.substr(1, spacing.size() - 2) + " mm, origin " + origin.substr(1, origin.size() - 2) +
+           " mm (LPS), direction " + describe_rows(geometry.direction, d, d);
+}
+
+std::string describe_sampling(const SampleOptions& options) {
+    std::ostringstream out;
+    out << interpolation_name(options.mode) << ", padding " << padding_name(options.padding) << ", align_corners "
+        << (options.align_corners ? 1 : 0) << ", fill " << options.fill;
+    return out.str();
 }
 
 void report_warnings(const io::Image& image) {

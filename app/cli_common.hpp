@@ -32,9 +32,10 @@ struct SamplingFlags {
     std::string padding = "zeros";
     bool align_corners = false;
     double fill = 0.0;
+    bool explain = false;
 };
 
-// --mode, --padding, --align-corners, --fill.
+// --mode, --padding, --align-corners, --fill, --explain.
 void add_sampling_options(CLI::App& command, SamplingFlags& flags);
 // Parses the names (aliases included) into library options; throws std::invalid_argument.
 SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions& common);
@@ -53,6 +54,23 @@ io::WriteOptions to_write_options(const VolumeFlags& flags, const CommonOptions&
 void sample_and_commit(io::PendingOutput& output, const std::filesystem::path& file, const std::function<void(io::Image&)>& sample);
 // Logs what a reader wanted the user to know (a NIfTI file without orientation, ...).
 void report_warnings(const io::Image& image);
+
+// --explain: what a job would read, how it maps output points to input points, how it samples and
+// what it would write, printed on stdout instead of doing it.
+class Explanation {
+public:
+    explicit Explanation(std::string command) : command_(std::move(command)) {}
+    void add(const std::string& key, const std::string& value) { lines_.emplace_back(key, value); }
+    void print() const;
+
+private:
+    std::string command_;
+    std::vector<std::pair<std::string, std::string>> lines_;
+};
+std::string describe_image(const io::Image& image);     // "volume int16, 1 channel(s), spatial (D, H, W)"
+std::string describe_geometry(const io::Geometry& geometry);
+std::string describe_rows(const std::vector<double>& values, std::size_t rows, std::size_t columns);  // "[[a, b], [c, d]]"
+std::string describe_sampling(const SampleOptions& options);
 
 // Refuses to overwrite an input with the output (the run would destroy its own input).
 void check_output_differs(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs);

@@ -177,10 +177,16 @@ void run_affine(const AffineCommand& command) {
 
     std::unique_ptr<PositionSource> positions;
     Tensor theta;
+    std::string mapping;  // for --explain
     if (!command.theta.empty()) {
         theta = read_theta(command.theta, rank, input.batch);
         positions = std::make_unique<AffinePositions>(theta.view(), output_spatial, options.align_corners);
-    } else if (sources == 0) {  // --size alone: the identity in normalized space resizes
+        const Tensor first = convert_to(theta.view(), DType::Float64);
+        mapping = "theta " + describe_rows(std::vector<double>(first.data_as<double>(), first.data_as<double>() + rank * (rank + 1)),
+                                           static_cast<std::size_t>(rank), static_cast<std::size_t>(rank + 1)) +
+                  " (normalized, as ONNX AffineGrid; the first of " + std::to_string(theta.shape()[0]) + ")";
+    } else if (sources == 0) {
+        mapping = "the identity in normalized coordinates: the input's extent resized to the output size";  // --size alone: the identity in normalized space resizes
         std::vector<double> identity;
         for (std::int64_t n = 0; n < input.batch; ++n) {
             for (std::int64_t k = 0; k < rank; ++k) {
@@ -197,6 +203,8 @@ void run_affine(const AffineCommand& command) {
         for (std::int64_t n = 0; n < input.batch; ++n) per_batch.insert(per_batch.end(), matrix.begin(), matrix.end());
         positions = std::make_unique<AffinePositions>(per_batch, input.batch, output_spatial, options.align_corners,
                                                       DType::Float64, CoordinateSpace::Pixel);
+        mapping = describe_rows(matrix, static_cast<std::size_t>(rank), static_cast<std::size_t>(rank + 1)) +
+                  " (output pixel -> input pixel, x first)";
     }
 
     io::Image description = io::Image::describe_like(input, output_spatial);
@@ -204,6 +212,16 @@ void run_affine(const AffineCommand& command) {
         description.geometry = output_spatial == input.spatial
                                    ? *input.geometry
                                    : io::resampled_geometry(*input.geometry, input.spatial, output_spatial, options.align_corners);
+    }
+    if (command.sampling.explain) {
+        Explanation explanation("affine");
+        explanation.add("input", command.input.string() + " (" + describe_image(input) + ")");
+        explanation.add("mapping", mapping);
+        explanation.add("sampling", describe_sampling(options));
+        explanation.add("output", command.output.string() + ", spatial " + shape_to_string(output_spatial));
+        if (description.geometry) explanation.add("output grid", describe_geometry(*description.geometry));
+        explanation.print();
+        return;
     }
     io::PendingOutput output(command.output, std::move(description), to_write_options(command.volume, command.common));
     sample_and_commit(output, command.output, [&](io::Image& image) { grid_sample(input.nchw(), *positions, image.nchw(), options); });

@@ -484,10 +484,16 @@ void run_batch(const BatchCommand& command) {
     };
 
     if (command.dry_run) {
+        // Each job's command line, then what it would do (its --explain), one job after another.
         for (std::size_t i : selected) {
             const Job& job = jobs[i];
-            std::cout << "row " << job.row << ": " << quoted_command(job_arguments(command.command, defaults, job, options, threads_per_job))
-                      << (command.resume && outputs_exist(job) ? "  # skipped: its outputs exist" : "") << "\n";
+            auto args = job_arguments(command.command, defaults, job, options, threads_per_job);
+            const bool skip = command.resume && outputs_exist(job);
+            std::cout << "row " << job.row << ": " << quoted_command(args) << (skip ? "  # skipped: its outputs exist" : "") << std::endl;
+            if (skip) continue;
+            args.push_back("--explain");
+            const std::string error = run_job(command.command, args);
+            if (!error.empty()) std::cout << "  would fail: " << error << std::endl;
         }
         return;
     }

@@ -64,6 +64,16 @@ void run_flow(const FlowCommand& command) {
     io::Image description = io::Image::describe_like(input, output_spatial);
     // Output pixel i samples input pixel i + flow(i): the output grid is the input's grid, resized.
     if (input.geometry) description.geometry = input.geometry;
+    if (command.sampling.explain) {
+        Explanation explanation("flow");
+        explanation.add("input", command.input.string() + " (" + describe_image(input) + ")");
+        explanation.add("mapping", command.flow.string() + " (" + flow.format + ", field " + shape_to_string(flow.field.shape()) + ", " +
+                                       command.units + (command.absolute ? ", absolute positions" : ", displacements") + ")");
+        explanation.add("sampling", describe_sampling(options));
+        explanation.add("output", command.output.string() + ", spatial " + shape_to_string(output_spatial));
+        explanation.print();
+        return;
+    }
     io::PendingOutput output(command.output, std::move(description), to_write_options(command.volume, command.common));
     sample_and_commit(output, command.output, [&](io::Image& image) { grid_sample(input.nchw(), positions, image.nchw(), options); });
 }

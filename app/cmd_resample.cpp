@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <memory>
+#include <optional>
 
 #include "cli_common.hpp"
 #include "gridwarp/io/error.hpp"
@@ -103,6 +104,16 @@ void run_resample(const ResampleCommand& command) {
     } catch (const std::invalid_argument&) {
         throw io::FileError(command.input, "the image's direction and spacing are singular");
     }
+    // For --explain: the chain as one affine map from output index to moving index, when it is one.
+    std::optional<AffineMap> collapsed = index_to_point(output_geometry);
+    for (const auto& step : steps) {
+        if (!step.affine) {
+            collapsed.reset();
+            break;
+        }
+        collapsed = step.affine->after(*collapsed);
+    }
+    if (collapsed) collapsed = point_to_moving_index.after(*collapsed);
     const TransformChainPositions positions(index_to_point(output_geometry), std::move(steps), point_to_moving_index,
                                             grid.spatial);
     spdlog::debug("resampling {} onto a {} grid through {} transform(s){}", command.input.string(),
@@ -115,6 +126,32 @@ void run_resample(const ResampleCommand& command) {
     // An integer image asked for a floating output is sampled in that type, so the output keeps fractions.
     if (is_floating(output_type) && !is_floating(moving.dtype()) && moving.dtype() != output_type) {
         moving.pixels = convert_to(moving.pixels.view(), output_type);
+    }
+    if (command.sampling.explain) {
+        Explanation explanation("resample");
+        explanation.add("input", command.input.string() + " (" + describe_image(moving) + ")");
+        explanation.add("input grid", describe_geometry(moving_geometry));
+        std::string chain;
+        for (const auto& t : transforms) chain += (chain.empty() ? "" : ", then ") + t.file.string() + (t.inverse ? " (inverted)" : "");
+        explanation.add("transforms", chain.empty() ? "none: the two grids' geometry alone"
+                                                    : chain + " (listed as given: the last acts first on output points)");
+        if (collapsed) {
+            std::vector<double> rows;
+            for (std::size_t i = 0; i < dimension; ++i) {
+                for (std::size_t j = 0; j < dimension; ++j) rows.push_back(collapsed->matrix[i * dimension + j]);
+                rows.push_back(collapsed->offset[i]);
+            }
+            explanation.add("mapping", describe_rows(rows, dimension, dimension + 1) + " (output index -> input index, x first)");
+        } else {
+            explanation.add("mapping", "through a displacement field: not one affine map");
+        }
+        explanation.add("sampling", describe_sampling(options));
+        explanation.add("output", command.output.string() + " (" + std::string(dtype_name(output_type)) + ", spatial " +
+                                      shape_to_string(grid.spatial) + ")");
+        explanation.add("output grid", describe_geometry(output_geometry) +
+                                           (command.reference.empty() ? " (the input's)" : " (" + command.reference.string() + "'s)"));
+        explanation.print();
+        return;
     }
     io::Image description = io::Image::describe_like(moving, grid.spatial);
     description.geometry = output_geometry;

@@ -28,6 +28,16 @@ void run_sample(const SampleCommand& command) {
     spdlog::debug("input {}: {} {}", command.input.string(), dtype_name(input.dtype()), shape_to_string(input.shape()));
     spdlog::debug("grid {}: {} {}", command.grid.string(), dtype_name(grid.dtype()), shape_to_string(grid.shape()));
 
+    if (command.sampling.explain) {
+        Explanation explanation("sample");
+        explanation.add("input", command.input.string() + " (" + std::string(dtype_name(input.dtype())) + " " + shape_to_string(input.shape()) + ")");
+        explanation.add("mapping", command.grid.string() + " (" + std::string(dtype_name(grid.dtype())) + " " + shape_to_string(grid.shape()) +
+                                       ", normalized positions, as ONNX GridSample)");
+        explanation.add("sampling", describe_sampling(options));
+        explanation.add("output", command.output.string());
+        explanation.print();
+        return;
+    }
     Tensor output;
     try {
         output = grid_sample(input.view(), grid.view(), options);

@@ -169,8 +169,13 @@ TEST_CASE("batch: --resume skips the jobs whose outputs exist and leaves them un
     REQUIRE(fs::exists(dir / "out" / "b.png"));
     const RunResult dry = run_gridwarp({"batch", "affine", (dir / "jobs.csv").string(), "--resume", "--dry-run"});
     CHECK(dry.status == 0);
-    CHECK(line_count(dry.out) == 2);
-    CHECK(dry.out.find("skipped") != std::string::npos);
+    CHECK(dry.out.find("row 0: ") != std::string::npos);
+    CHECK(dry.out.find("row 1: ") != std::string::npos);
+    // Both outputs exist now: both skipped, so neither is explained.
+    std::size_t skipped = 0;
+    for (std::size_t at = dry.out.find("skipped"); at != std::string::npos; at = dry.out.find("skipped", at + 1)) ++skipped;
+    CHECK(skipped == 2);
+    CHECK(dry.out.find("mapping: ") == std::string::npos);
 }
 
 TEST_CASE("batch: shards K/N and slurm split the rows by index, every row exactly once", "[cli][batch]") {
@@ -186,6 +191,7 @@ TEST_CASE("batch: shards K/N and slurm split the rows by index, every row exactl
         std::istringstream in(dry.out);
         std::string line;
         while (std::getline(in, line)) {
+            if (line.rfind("row ", 0) != 0) continue;  // the jobs' explanations
             const std::string row = line.substr(0, line.find(':'));
             const int index = std::stoi(row.substr(4));
             CHECK(index % 3 == k);
@@ -238,4 +244,49 @@ TEST_CASE("batch: --progress jsonl writes one event per job; without it nothing 
         CHECK((event["status"] == "failed") == (event["row"] == 2));
     }
     CHECK(rows == std::set<std::size_t>{0, 1, 2});
+}
+
+TEST_CASE("explain: --explain prints the mapping, the sampling and the output, and writes nothing", "[cli][batch][explain]") {
+    TempDir dir;
+    make_inputs(dir.path());
+    // A pixel matrix given as a file is printed as it is (output pixel -> input pixel).
+    write_text(dir / "m.txt", "0.5 0.25 3\n-0.125 2 -4.5\n");
+    const RunResult affine = run_gridwarp({"affine", "-i", (dir / "a.png").string(), "-o", (dir / "out" / "x.png").string(), "--matrix",
+                                           (dir / "m.txt").string(), "--mode", "cubic", "--padding", "border", "--explain"});
+    INFO(describe(affine));
+    CHECK(affine.status == 0);
+    CHECK(affine.out.find("mapping: [[0.5, 0.25, 3], [-0.125, 2, -4.5]]") != std::string::npos);
+    CHECK(affine.out.find("sampling: cubic, padding border") != std::string::npos);
+    CHECK(affine.out.find("spatial (240, 320)") != std::string::npos);
+    // A translation of (2, -1, 0.5) mm on a 2 x 1 x 0.5 mm grid moves by (1, -1, 1) voxels along the
+    // axes when the direction is the identity; the fixture's direction is not, so compare with the
+    // LPS translation turned into voxels by the grid itself: the linear part stays the identity.
+    write_text(dir / "t.txt", "1 0 0 2\n0 1 0 -1\n0 0 1 0.5\n0 0 0 1\n");
+    const RunResult resample = run_gridwarp({"resample", "-i", (dir / "v.nii.gz").string(), "-o", (dir / "out" / "y.nii.gz").string(), "-t",
+                                             (dir / "t.txt").string(), "--explain"});
+    INFO(describe(resample));
+    CHECK(resample.status == 0);
+    // output index -> input index = i + (D S)^-1 t, with D orthonormal: offset_k = (D^T t)_k / s_k.
+    const auto info = nlohmann::json::parse(run_gridwarp({"info", "--json", (dir / "v.nii.gz").string()}).out);
+    const double t[3] = {2, -1, 0.5};
+    const auto begin = resample.out.find("mapping: [[");
+    REQUIRE(begin != std::string::npos);
+    std::string numbers = resample.out.substr(begin + 9, resample.out.find(" (output index", begin) - begin - 9);
+    for (char& c : numbers) {
+        if (c == '[' || c == ']' || c == ',') c = ' ';
+    }
+    std::istringstream values(numbers);
+    std::vector<double> m;
+    for (double v; values >> v;) m.push_back(v);
+    REQUIRE(m.size() == 12);
+    for (int k = 0; k < 3; ++k) {
+        for (int j = 0; j < 3; ++j) CHECK(std::abs(m[4 * k + j] - (j == k ? 1.0 : 0.0)) < 1e-12);
+        double expected = 0;
+        for (int i = 0; i < 3; ++i) expected += info["direction"][i][k].get<double>() * t[i];
+        expected /= info["spacing"][k].get<double>();
+        CHECK(std::abs(m[4 * k + 3] - expected) < 1e-6);  // a float32 header: D^T is D^-1 to ~1e-8
+    }
+    CHECK(resample.out.find("t.txt") != std::string::npos);
+    CHECK(fs::is_empty(dir / "out"));
+    CHECK(listing(dir.path()) == std::vector<std::string>{"a.png", "b.png", "m.txt", "out", "t.txt", "v.nii.gz"});
 }
