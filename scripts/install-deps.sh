@@ -10,6 +10,7 @@ packages=(
   catch2 nlohmann-json3-dev
   python3-nibabel python3-numpy  # NIfTI tests read gridwarp's outputs back with nibabel
   mrtrix3                  # ... and with MRtrix3; also a peer in bench_end_to_end
+  slurm-wlm munge          # the slurm test starts a single-node cluster
 )
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
