@@ -290,3 +290,20 @@ TEST_CASE("explain: --explain prints the mapping, the sampling and the output, a
     CHECK(fs::is_empty(dir / "out"));
     CHECK(listing(dir.path()) == std::vector<std::string>{"a.png", "b.png", "m.txt", "out", "t.txt", "v.nii.gz"});
 }
+
+TEST_CASE("batch: a reference and a transform shared by every row are read once", "[cli][batch]") {
+    TempDir dir;
+    make_inputs(dir.path());
+    write_text(dir / "shift.txt", "1 0 0 2\n0 1 0 -1\n0 0 1 0.5\n0 0 0 1\n");
+    write_text(dir / "jobs.csv", "output\nout/r0.nii.gz\nout/r1.nii.gz\nout/r2.nii.gz\n");
+    const RunResult r = run_gridwarp({"batch", "resample", (dir / "jobs.csv").string(), "--input", (dir / "v.nii.gz").string(), "--reference",
+                                      (dir / "v.nii.gz").string(), "--transform", (dir / "shift.txt").string(), "--jobs", "1"});
+    INFO(describe(r));
+    REQUIRE(r.status == 0);
+    // Rows 1 and 2 take the reference's header and the transform from memory: 4 reads saved.
+    CHECK(r.err.find("3 job(s): 3 done, 0 skipped, 0 failed; 4 reads of shared files answered from memory") != std::string::npos);
+    REQUIRE(run_gridwarp({"resample", "-i", (dir / "v.nii.gz").string(), "-r", (dir / "v.nii.gz").string(), "-t", (dir / "shift.txt").string(),
+                          "-o", (dir / "single.nii.gz").string()})
+                .status == 0);
+    for (const char* name : {"r0.nii.gz", "r1.nii.gz", "r2.nii.gz"}) CHECK(bytes_of(dir / "out" / name) == bytes_of(dir / "single.nii.gz"));
+}

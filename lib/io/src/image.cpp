@@ -5,6 +5,7 @@
 
 #include "backends.hpp"
 #include "formats.hpp"
+#include "shared_files_internal.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/npy.hpp"
@@ -266,12 +267,43 @@ Image read_image(const fs::path& file, const ReadOptions& options) {
     return detail::raster_backend().read(file);
 }
 
+namespace {
+
+// The description of an image without its pixels (an empty tensor of its dtype).
+Image header_copy(const Image& image) {
+    Image copy = Image::describe_like(image, image.spatial);
+    copy.geometry = image.geometry;
+    copy.warnings = image.warnings;
+    return copy;
+}
+
+Image read_header_of(const fs::path& file, const ReadOptions& options);
+
+}  // namespace
+
 Image read_image_header(const fs::path& file, const ReadOptions& options) {
     detail::require_readable_file(file);
+    // Many jobs of a batch share a reference grid: read its header once (shared_files.hpp).
+    const auto key = detail::shared_file_key(file, "header|" + std::to_string(static_cast<int>(options.nifti_geometry)));
+    if (key) {
+        if (auto hit = detail::shared_file_find(*key)) return header_copy(*std::any_cast<std::shared_ptr<const Image>>(*hit));
+    }
+    Image image = read_header_of(file, options);
+    if (key && image.pixels.numel() == 0) {
+        detail::shared_file_store(*key, std::shared_ptr<const Image>(std::make_shared<Image>(header_copy(image))), 4096);
+    }
+    return image;
+}
+
+namespace {
+
+Image read_header_of(const fs::path& file, const ReadOptions& options) {
     if (detail::is_nifti_path(file)) return detail::read_nifti(file, options, false);
     if (kind_for_path(file) == FileKind::Volume) return detail::itk_backend().read_volume(file, false);
     return read_image(file, options);
 }
+
+}  // namespace
 
 void write_image(const fs::path& file, const Image& image, const WriteOptions& options) {
     if (detail::is_nifti_path(file)) {

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "backends.hpp"
+#include "shared_files_internal.hpp"
 #include "formats.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
@@ -102,7 +103,31 @@ TransformFile read_displacement_field(const fs::path& file, std::size_t dimensio
 
 }  // namespace
 
+namespace {
+
+TransformFile read_transform_file(const fs::path& file, std::size_t dimension, bool invert, const ReadOptions& options);
+
+}  // namespace
+
 TransformFile read_transform(const fs::path& file, std::size_t dimension, bool invert, const ReadOptions& options) {
+    // Many jobs of a batch share their transforms: read each once (shared_files.hpp).
+    const auto key = detail::shared_file_key(file, "transform|" + std::to_string(dimension) + (invert ? "|inverse|" : "|forward|") +
+                                                       std::to_string(static_cast<int>(options.nifti_geometry)));
+    if (key) {
+        if (auto hit = detail::shared_file_find(*key)) return std::any_cast<TransformFile>(*hit);
+    }
+    TransformFile result = read_transform_file(file, dimension, invert, options);
+    if (key) {
+        std::size_t bytes = 4096;
+        for (const auto& buffer : result.buffers) bytes += buffer ? buffer->nbytes() : 0;
+        detail::shared_file_store(*key, result, bytes);
+    }
+    return result;
+}
+
+namespace {
+
+TransformFile read_transform_file(const fs::path& file, std::size_t dimension, bool invert, const ReadOptions& options) {
     detail::require_readable_file(file);
     if (dimension != 2 && dimension != 3) {
         throw FileError(file, "transforms apply to 2-D and 3-D images, got " + std::to_string(dimension) + "-D");
@@ -134,5 +159,7 @@ TransformFile read_transform(const fs::path& file, std::size_t dimension, bool i
     }
     return result;
 }
+
+}  // namespace
 
 }  // namespace gridwarp::io
