@@ -20,6 +20,7 @@
 
 #include "cli_common.hpp"
 #include "gridwarp/io/atomic_file.hpp"
+#include "gridwarp/io/image.hpp"
 #include "gridwarp/io/shared_files.hpp"
 
 namespace gridwarp::cli {
@@ -49,6 +50,9 @@ const std::map<std::string, Registrar>& batch_commands() {
                                                               {"sample", &register_sample_command}};
     return commands;
 }
+
+// A volume file from this size on is "big": by default such jobs run one at a time, on every core.
+constexpr std::uintmax_t kBigVolumeBytes = std::uintmax_t{4} << 20;
 
 // Options whose values are files: relative ones in a manifest are relative to the manifest's folder.
 const std::set<std::string> kPathOptions = {"input", "output", "reference", "transform", "flow", "theta", "matrix", "grid"};
@@ -462,7 +466,20 @@ void run_batch(const BatchCommand& command) {
         if (job.row % shard.count == shard.index) selected.push_back(job.row);
     }
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    const int workers = command.jobs > 0 ? command.jobs : static_cast<int>(cores);
+    // By default small files run side by side, a job per core, and big volumes one at a time with
+    // every core inside the job: as many jobs at once as there are cores would hold as many
+    // volumes in memory. The first job's input decides.
+    auto big_volume = [&] {
+        if (selected.empty()) return false;
+        Values merged = defaults;
+        for (const auto& [name, values] : jobs[selected.front()].values) merged[name] = values;
+        if (merged.count("input") == 0 || merged["input"].empty()) return false;
+        const fs::path input = merged["input"].front();
+        std::error_code error;
+        const auto size = fs::file_size(input, error);
+        return !error && io::kind_for_path(input) == io::FileKind::Volume && size >= kBigVolumeBytes;
+    };
+    const int workers = command.jobs > 0 ? command.jobs : big_volume() ? 1 : static_cast<int>(cores);
     const int threads_per_job = std::max(1, static_cast<int>(cores) / workers);
 
     auto outputs_of = [&](const Job& job) {
@@ -580,7 +597,10 @@ void register_batch_command(CLI::App& app) {
     sub->add_option("MANIFEST", command->manifest,
                     ".csv/.tsv with a header row of COMMAND's long options, or .jsonl with one object per job")
         ->required();
-    sub->add_option("--jobs", command->jobs, "Jobs run at once (default: one per core, each on one thread)")->check(CLI::Range(1, 4096));
+    sub->add_option("--jobs", command->jobs,
+                    "Jobs run at once (default: one per core on one thread each; one at a time on every core when the first "
+                    "job's input is a volume file of 4 MiB or more)")
+        ->check(CLI::Range(1, 4096));
     sub->add_option("--report", command->report, "Write one JSON line per job: row, inputs, outputs, status, error, seconds");
     sub->add_flag("--resume", command->resume, "Skip the jobs whose outputs all exist (they are complete: outputs are written atomically)");
     sub->add_option("--shard", command->shard, "Only the rows i with i mod N == K: K/N, or 'slurm' for K and N from a Slurm array job");

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "gridwarp/io/atomic_file.hpp"
 #include "support/support.hpp"
@@ -306,4 +307,21 @@ TEST_CASE("batch: a reference and a transform shared by every row are read once"
                           "-o", (dir / "single.nii.gz").string()})
                 .status == 0);
     for (const char* name : {"r0.nii.gz", "r1.nii.gz", "r2.nii.gz"}) CHECK(bytes_of(dir / "out" / name) == bytes_of(dir / "single.nii.gz"));
+}
+
+TEST_CASE("batch: by default small files run a job per core, a big volume one job on every core", "[cli][batch]") {
+    TempDir dir;
+    make_inputs(dir.path());
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    // A 5 MiB int16 volume, made by resizing the small fixture.
+    REQUIRE(run_gridwarp({"affine", "-i", (dir / "v.nii.gz").string(), "-o", (dir / "big.nii").string(), "--size", "160,160,100"}).status == 0);
+    REQUIRE(fs::file_size(dir / "big.nii") >= (std::uintmax_t{4} << 20));
+    write_text(dir / "small.csv", "input,output,rotate\na.png,out/a.png,5\n");
+    write_text(dir / "big.csv", "input,output,rotate\nbig.nii,out/big.nii,5\n");
+    const RunResult small = run_gridwarp({"batch", "affine", (dir / "small.csv").string(), "--dry-run"});
+    const RunResult big = run_gridwarp({"batch", "affine", (dir / "big.csv").string(), "--dry-run"});
+    CHECK(small.out.find("--threads 1 ") != std::string::npos);
+    CHECK(big.out.find("--threads " + std::to_string(cores) + " ") != std::string::npos);
+    const RunResult chosen = run_gridwarp({"batch", "affine", (dir / "big.csv").string(), "--dry-run", "--jobs", std::to_string(cores)});
+    CHECK(chosen.out.find("--threads 1 ") != std::string::npos);
 }
