@@ -14,6 +14,7 @@
 //   bench_end_to_end [--reps 5] [--threads 2] [--workdir /tmp/gridwarp-e2e] [--bin DIR]
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <opencv2/core.hpp>
@@ -50,6 +51,12 @@ Measurement run(const std::vector<std::string>& argv) {
     const auto start = std::chrono::steady_clock::now();
     const pid_t pid = fork();
     if (pid == 0) {
+        // The programs' own messages would interleave with the table: they are measured, not read.
+        const int null = ::open("/dev/null", O_WRONLY);
+        if (null >= 0) {
+            ::dup2(null, 1);
+            ::dup2(null, 2);
+        }
         execvp(args[0], args.data());
         _exit(127);
     }
