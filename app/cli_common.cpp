@@ -2,6 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -82,12 +86,66 @@ io::WriteOptions to_write_options(const VolumeFlags& flags, const CommonOptions&
     return options;
 }
 
-void sample_and_commit(io::PendingOutput& output, const std::filesystem::path& file, const std::function<void(io::Image&)>& sample) {
+CommandProgress::CommandProgress(const std::string& command, const CommonOptions& options)
+    : command_(command), active_(!options.quiet && ::isatty(2)), start_(std::chrono::steady_clock::now()) {
+    if (const char* after = std::getenv("GRIDWARP_PROGRESS_AFTER_MS"); after && *after) delay_ = std::chrono::milliseconds(std::atoi(after));
+    if (active_) thread_ = std::thread([this] { run(); });
+}
+
+CommandProgress::~CommandProgress() { finish(); }
+
+void CommandProgress::finish() {
+    if (!active_) return;
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        stop_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    if (drawn_) std::cerr << "\r\033[K" << std::flush;  // the line goes; the command's own messages follow
+    active_ = false;
+}
+
+void CommandProgress::phase(const char* name, int index, int count) {
+    if (!active_) return;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    phase_ = name;
+    index_ = index;
+    count_ = std::max(1, count);
+    if (std::chrono::steady_clock::now() - start_ >= delay_) draw_locked();
+}
+
+void CommandProgress::draw_locked() {
+    constexpr int kWidth = 20;
+    const int filled = kWidth * index_ / count_;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    char line[160];
+    std::snprintf(line, sizeof line, "\rgridwarp %s: [%s%s] %s (%d/%d)  %.1f s ", command_.c_str(),
+                  std::string(static_cast<std::size_t>(filled), '#').c_str(), std::string(static_cast<std::size_t>(kWidth - filled), '.').c_str(),
+                  phase_.c_str(), index_ + 1, count_, seconds);
+    std::cerr << line << std::flush;
+    drawn_ = true;
+}
+
+void CommandProgress::run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (wake_.wait_for(lock, delay_, [this] { return stop_; })) return;
+    while (!stop_) {
+        draw_locked();
+        wake_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stop_; });
+    }
+}
+
+void sample_and_commit(io::PendingOutput& output, const std::filesystem::path& file, const std::function<void(io::Image&)>& sample,
+                       CommandProgress* progress) {
+    if (progress) progress->phase("sampling", 1, 3);
     sample(output.image());
+    if (progress) progress->phase("writing", 2, 3);
     const io::Image& image = output.image();
     const std::string summary = std::string(io::file_kind_name(image.kind)) + " " + std::string(dtype_name(image.dtype())) +
                                 ", spatial " + shape_to_string(image.spatial);
     output.commit();
+    if (progress) progress->finish();
     spdlog::info("wrote {} ({})", file.string(), summary);
 }
 

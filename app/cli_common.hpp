@@ -5,7 +5,11 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
+#include <thread>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -49,9 +53,41 @@ struct VolumeFlags {
 void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes);
 io::ReadOptions to_read_options(const VolumeFlags& flags);
 io::WriteOptions to_write_options(const VolumeFlags& flags, const CommonOptions& common);
+// On a terminal, a command running longer than about a second shows on stderr which of its phases
+// (reading, sampling, writing) it is in, as a bar with the elapsed time, redrawn until it ends.
+// Off with --quiet, when stderr is not a terminal, and inside gridwarp batch (whose jobs are quiet).
+// GRIDWARP_PROGRESS_AFTER_MS sets the delay (default 1000).
+class CommandProgress {
+public:
+    CommandProgress(const std::string& command, const CommonOptions& options);
+    ~CommandProgress();
+    CommandProgress(const CommandProgress&) = delete;
+    CommandProgress& operator=(const CommandProgress&) = delete;
+    // Phase `index` of `count` (0-based) begins.
+    void phase(const char* name, int index, int count);
+    // Stops drawing and clears the line (the destructor does it too).
+    void finish();
+
+private:
+    void draw_locked();
+    void run();
+
+    std::string command_;
+    bool active_ = false;
+    std::chrono::steady_clock::time_point start_;
+    std::chrono::milliseconds delay_{1000};
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stop_ = false, drawn_ = false;
+    std::string phase_ = "starting";
+    int index_ = 0, count_ = 1;
+    std::thread thread_;
+};
+
 // Samples into `output` with `sample`, publishes it, and logs "wrote FILE (volume int16, spatial
-// (D, H, W))".
-void sample_and_commit(io::PendingOutput& output, const std::filesystem::path& file, const std::function<void(io::Image&)>& sample);
+// (D, H, W))"; tells `progress` (when given) when sampling and writing begin.
+void sample_and_commit(io::PendingOutput& output, const std::filesystem::path& file, const std::function<void(io::Image&)>& sample,
+                       CommandProgress* progress = nullptr);
 // Logs what a reader wanted the user to know (a NIfTI file without orientation, ...).
 void report_warnings(const io::Image& image);
 

@@ -145,6 +145,8 @@ std::vector<double> srt_matrix(const AffineCommand& command, const Shape& input_
 
 void run_affine(const AffineCommand& command) {
     apply_common_options(command.common);
+    CommandProgress progress("affine", command.common);
+    progress.phase("reading", 0, 3);
     const SampleOptions options = to_sample_options(command.sampling, command.common);
     const bool srt = command.rotate || command.scale || !command.shift.empty();
     const int sources = (command.theta.empty() ? 0 : 1) + (command.matrix.empty() ? 0 : 1) + (srt ? 1 : 0);
@@ -224,7 +226,8 @@ void run_affine(const AffineCommand& command) {
         return;
     }
     io::PendingOutput output(command.output, std::move(description), to_write_options(command.volume, command.common));
-    sample_and_commit(output, command.output, [&](io::Image& image) { grid_sample(input.nchw(), *positions, image.nchw(), options); });
+    sample_and_commit(
+        output, command.output, [&](io::Image& image) { grid_sample(input.nchw(), *positions, image.nchw(), options); }, &progress);
 }
 
 }  // namespace

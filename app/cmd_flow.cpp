@@ -31,6 +31,8 @@ FlowUnits parse_units(const std::string& name) {
 
 void run_flow(const FlowCommand& command) {
     apply_common_options(command.common);
+    CommandProgress progress("flow", command.common);
+    progress.phase("reading", 0, 3);
     const SampleOptions options = to_sample_options(command.sampling, command.common);
     const FlowUnits units = parse_units(command.units);
     check_output_differs(command.output, {command.input, command.flow});
@@ -75,7 +77,8 @@ void run_flow(const FlowCommand& command) {
         return;
     }
     io::PendingOutput output(command.output, std::move(description), to_write_options(command.volume, command.common));
-    sample_and_commit(output, command.output, [&](io::Image& image) { grid_sample(input.nchw(), positions, image.nchw(), options); });
+    sample_and_commit(
+        output, command.output, [&](io::Image& image) { grid_sample(input.nchw(), positions, image.nchw(), options); }, &progress);
 }
 
 }  // namespace

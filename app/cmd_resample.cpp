@@ -62,6 +62,8 @@ AffineMap index_to_point(const io::Geometry& geometry) {
 
 void run_resample(const ResampleCommand& command) {
     apply_common_options(command.common);
+    CommandProgress progress("resample", command.common);
+    progress.phase("reading", 0, 3);
     const SampleOptions options = to_sample_options(command.sampling, command.common);
     std::vector<TransformArgument> transforms;
     std::vector<std::filesystem::path> inputs{command.input};
@@ -176,7 +178,7 @@ void run_resample(const ResampleCommand& command) {
         grid_sample(moving.nchw(), positions, sampled.nchw(), options);
         sampled.pixels = convert_to(sampled.pixels.view(), output_type);
         copy_elements(sampled.nchw(), image.nchw());
-    });
+    }, &progress);
 }
 
 }  // namespace

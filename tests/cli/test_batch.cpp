@@ -325,3 +325,26 @@ TEST_CASE("batch: by default small files run a job per core, a big volume one jo
     const RunResult chosen = run_gridwarp({"batch", "affine", (dir / "big.csv").string(), "--dry-run", "--jobs", std::to_string(cores)});
     CHECK(chosen.out.find("--threads 1 ") != std::string::npos);
 }
+
+TEST_CASE("progress: a single command shows its phases on a terminal, and nothing otherwise", "[cli][progress]") {
+    TempDir dir;
+    make_inputs(dir.path());
+    // A terminal from util-linux's script(1); the delay set to 0 so that a short run shows the bar.
+    auto on_terminal = [&](const std::string& extra) {
+        const fs::path log = dir / "terminal.txt";
+        std::ostringstream command;  // (a stream: GCC 12 warns falsely on a long chain of string +)
+        command << "GRIDWARP_PROGRESS_AFTER_MS=0 script -qec \"'" << binary().string() << "' affine -i '" << (dir / "a.png").string()
+                << "' -o '" << (dir / "out" / "t.png").string() << "' --rotate 5" << extra << "\" /dev/null > '" << log.string() << "' 2>&1";
+        REQUIRE(std::system(command.str().c_str()) == 0);
+        return bytes_of(log);
+    };
+    const std::string shown = on_terminal("");
+    CHECK(shown.find("gridwarp affine: [") != std::string::npos);
+    CHECK(shown.find("sampling (2/3)") != std::string::npos);
+    CHECK(shown.find("writing (3/3)") != std::string::npos);
+    CHECK(fs::exists(dir / "out" / "t.png"));
+    CHECK(on_terminal(" --quiet").find("gridwarp affine: [") == std::string::npos);
+    const RunResult plain = run_gridwarp({"affine", "-i", (dir / "a.png").string(), "-o", (dir / "out" / "u.png").string(), "--rotate", "5"});
+    CHECK(plain.status == 0);
+    CHECK(plain.err.find('\r') == std::string::npos);
+}
