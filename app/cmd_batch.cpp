@@ -78,7 +78,8 @@ public:
     }
     const CLI::Option* find(const std::string& name) const { return sub_->get_option_no_throw("--" + name); }
     bool is_flag(const std::string& name) const { return find(name)->get_type_size() == 0; }
-    bool repeatable(const std::string& name) const { return find(name)->get_expected_max() > 1 && name == "transform"; }
+    // Only --transform repeats (--size and --shift take one comma-separated value).
+    bool repeatable(const std::string& name) const { return name == "transform"; }
 
 private:
     CLI::App app_;
@@ -303,11 +304,17 @@ Values parse_defaults(const std::string& command, const std::vector<std::string>
     return values;
 }
 
-// A job's full argument list: the defaults with the row's values over them.
-std::vector<std::string> job_arguments(const std::string& command, const Values& defaults, const Job& job, const CommandOptions& options,
-                                       int threads) {
+// The defaults with the row's values over them.
+Values merged_values(const Values& defaults, const Job& job) {
     Values merged = defaults;
     for (const auto& [name, values] : job.values) merged[name] = values;
+    return merged;
+}
+
+// A job's full argument list.
+std::vector<std::string> job_arguments(const std::string& command, const Values& defaults, const Job& job, const CommandOptions& options,
+                                       int threads) {
+    const Values merged = merged_values(defaults, job);
     std::vector<std::string> args{command};
     for (const auto& [name, values] : merged) {
         if (options.is_flag(name)) {
@@ -471,8 +478,7 @@ void run_batch(const BatchCommand& command) {
     // volumes in memory. The first job's input decides.
     auto big_volume = [&] {
         if (selected.empty()) return false;
-        Values merged = defaults;
-        for (const auto& [name, values] : jobs[selected.front()].values) merged[name] = values;
+        Values merged = merged_values(defaults, jobs[selected.front()]);
         if (merged.count("input") == 0 || merged["input"].empty()) return false;
         const fs::path input = merged["input"].front();
         std::error_code error;
@@ -483,13 +489,11 @@ void run_batch(const BatchCommand& command) {
     const int threads_per_job = std::max(1, static_cast<int>(cores) / workers);
 
     auto outputs_of = [&](const Job& job) {
-        Values merged = defaults;
-        for (const auto& [name, values] : job.values) merged[name] = values;
+        Values merged = merged_values(defaults, job);
         return merged.count("output") ? merged["output"] : std::vector<std::string>{};
     };
     auto inputs_of = [&](const Job& job) {
-        Values merged = defaults;
-        for (const auto& [name, values] : job.values) merged[name] = values;
+        const Values merged = merged_values(defaults, job);
         std::vector<std::string> inputs;
         for (const auto& [name, values] : merged) {
             if (kPathOptions.count(name) && name != "output") inputs.insert(inputs.end(), values.begin(), values.end());

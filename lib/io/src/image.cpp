@@ -78,18 +78,15 @@ Image Image::describe_like(const Image& prototype, const Shape& spatial) {
     return image;
 }
 
-void Image::allocate() {
-    Shape storage_shape;
-    if (layout == ChannelLayout::Interleaved) {
-        storage_shape = spatial;
-        storage_shape.insert(storage_shape.begin(), batch);
-        storage_shape.push_back(channels);
-        if (batch == 1) storage_shape.erase(storage_shape.begin());
-    } else {
-        storage_shape = nchw_shape(*this);
-    }
-    pixels = Tensor(pixels.dtype(), storage_shape);
+Shape Image::storage_shape() const {
+    if (layout == ChannelLayout::Planar) return nchw_shape(*this);
+    Shape shape = spatial;
+    if (batch != 1) shape.insert(shape.begin(), batch);
+    shape.push_back(channels);
+    return shape;
 }
+
+void Image::allocate() { pixels = Tensor(pixels.dtype(), storage_shape()); }
 
 Image Image::allocate_like(const Image& prototype, const Shape& spatial) {
     Image image = describe_like(prototype, spatial);

@@ -108,15 +108,11 @@ private:
     void* data_ = nullptr;
 };
 
-// Large buffers start on a huge-page boundary with transparent huge pages asked for (the sampler's
-// reads of a warped volume touch many pages; see tensor.cpp). Not zero-filled: inflate fills it.
+// A byte buffer from the core allocator (huge-page aligned, untouched pages when large), kept
+// alive by the returned pointer.
 std::shared_ptr<std::uint8_t> allocate_bytes(std::size_t bytes) {
-    constexpr std::size_t kHugePage = std::size_t{2} << 20;
-    const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + kHugePage - 1) / kHugePage * kHugePage;
-    void* memory = std::aligned_alloc(kHugePage, rounded);
-    if (!memory) throw std::bad_alloc();
-    ::madvise(memory, rounded, MADV_HUGEPAGE);
-    return std::shared_ptr<std::uint8_t>(static_cast<std::uint8_t*>(memory), [](std::uint8_t* p) { std::free(p); });
+    auto owner = std::make_shared<Tensor>(DType::UInt8, Shape{static_cast<std::int64_t>(bytes)});
+    return std::shared_ptr<std::uint8_t>(owner, owner->data_as<std::uint8_t>());
 }
 
 struct DtypeForDatatype {
@@ -277,14 +273,7 @@ Image read_nifti(const fs::path& file, const ReadOptions& options, bool with_pix
     if (scaled) image.scaling = ValueScaling{dtype, header->scl_slope, std::isnan(header->scl_inter) ? 0.0 : header->scl_inter};
     image.nifti = header;
 
-    Shape storage_shape;
-    if (image.layout == ChannelLayout::Planar) {
-        storage_shape = {1, image.channels};
-        storage_shape.insert(storage_shape.end(), image.spatial.begin(), image.spatial.end());
-    } else {
-        storage_shape = image.spatial;
-        storage_shape.push_back(image.channels);
-    }
+    const Shape storage_shape = image.storage_shape();
     const DType value_type = scaled ? DType::Float64 : dtype;
     if (!with_pixels) {
         image.pixels = Tensor(value_type, Shape(storage_shape.size(), 0));
@@ -293,17 +282,17 @@ Image read_nifti(const fs::path& file, const ReadOptions& options, bool with_pix
 
     const std::uint64_t voxel_bytes = static_cast<std::uint64_t>(shape_numel(storage_shape)) * dtype_size(dtype);
     const std::uint64_t offset = static_cast<std::uint64_t>(header->vox_offset);
-    MappedFile data_file(paths.data);
+    const auto data_file = std::make_shared<MappedFile>(paths.data);
     std::shared_ptr<void> storage;
     std::uint8_t* voxels = nullptr;
-    if (data_file.gzip()) {
+    if (data_file->gzip()) {
         const std::uint64_t needed = offset + voxel_bytes;
-        if (needed > kMaxDeflateRatio * data_file.size() + 4096) {
+        if (needed > kMaxDeflateRatio * data_file->size() + 4096) {
             throw FileError(paths.data, "truncated: the header describes " + std::to_string(voxel_bytes) + " bytes of voxels, more than the " +
-                                            std::to_string(data_file.size()) + " compressed bytes can hold");
+                                            std::to_string(data_file->size()) + " compressed bytes can hold");
         }
         auto buffer = allocate_bytes(static_cast<std::size_t>(needed));
-        gunzip_into(std::span<const std::uint8_t>(data_file.map(false), data_file.size()),
+        gunzip_into(std::span<const std::uint8_t>(data_file->map(false), data_file->size()),
                     std::span<std::uint8_t>(buffer.get(), static_cast<std::size_t>(needed)), paths.data);
         voxels = buffer.get() + offset;
         if (offset % 64 != 0) {  // keep the voxels aligned for the sampler
@@ -312,21 +301,20 @@ Image read_nifti(const fs::path& file, const ReadOptions& options, bool with_pix
         }
         storage = std::shared_ptr<void>(buffer, voxels);
     } else {
-        if (data_file.size() < offset + voxel_bytes) {
+        if (data_file->size() < offset + voxel_bytes) {
             throw FileError(paths.data, "truncated: the header describes " + std::to_string(voxel_bytes) + " bytes of voxels from byte " +
-                                            std::to_string(offset) + ", the file holds " + std::to_string(data_file.size()) + " bytes");
+                                            std::to_string(offset) + ", the file holds " + std::to_string(data_file->size()) + " bytes");
         }
         const std::size_t element = is_complex(dtype) ? dtype_size(dtype) / 2 : dtype_size(dtype);
         if (!header->big_endian && offset % element == 0 && voxel_bytes > 0) {
             // Zero copy: the sampler reads the file's pages, faulting them in from its threads as it
             // goes (populating the mapping up front, on one thread, made a float32 256^3 resample
             // 1.35x slower).
-            auto mapping = std::make_shared<MappedFile>(paths.data);
-            voxels = mapping->map(false) + offset;
-            storage = std::shared_ptr<void>(mapping, voxels);
+            voxels = data_file->map(false) + offset;
+            storage = std::shared_ptr<void>(data_file, voxels);
         } else {
             auto buffer = allocate_bytes(static_cast<std::size_t>(voxel_bytes));
-            const std::uint8_t* mapped = data_file.map(false);
+            const std::uint8_t* mapped = data_file->map(false);
             std::memcpy(buffer.get(), mapped + offset, static_cast<std::size_t>(voxel_bytes));
             voxels = buffer.get();
             storage = std::shared_ptr<void>(buffer, voxels);
@@ -527,14 +515,7 @@ std::optional<MappedOutput> map_nifti_output(const fs::path& file, const fs::pat
     std::size_t header_size = 0;
     const auto header_bytes = serialize_nifti_header(plan.header, header_size);
     const auto offset = static_cast<std::size_t>(plan.header.vox_offset);
-    Shape storage_shape;
-    if (description.layout == ChannelLayout::Planar) {
-        storage_shape = {description.batch, description.channels};
-        storage_shape.insert(storage_shape.end(), description.spatial.begin(), description.spatial.end());
-    } else {
-        storage_shape = description.spatial;
-        storage_shape.push_back(description.channels);
-    }
+    const Shape storage_shape = description.storage_shape();
     const std::size_t size = offset + static_cast<std::size_t>(shape_numel(storage_shape)) * dtype_size(description.dtype());
 
     const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);

@@ -272,14 +272,7 @@ Image read_volume(const fs::path& file, bool with_pixels) {
         image.geometry = geometry;
 
         const DType dtype = dtype_for_component(io->GetComponentType(), file);
-        Shape storage_shape;
-        if (image.layout == ChannelLayout::Planar) {
-            storage_shape = {1, image.channels};
-            storage_shape.insert(storage_shape.end(), image.spatial.begin(), image.spatial.end());
-        } else {
-            storage_shape = image.spatial;
-            storage_shape.push_back(image.channels);
-        }
+        const Shape storage_shape = image.storage_shape();
         if (!with_pixels) {
             image.pixels = Tensor(dtype, Shape(storage_shape.size(), 0));
             return image;

@@ -76,6 +76,9 @@ struct Image {
     static Image describe_like(const Image& prototype, const Shape& spatial);
     // Allocates zeroed pixels for the description's shape, layout and dtype.
     void allocate();
+    // The C-ordered shape of the pixel buffer: (N, C, D1..Dr) when planar, (D1..Dr, C) when
+    // interleaved (N first when N > 1).
+    Shape storage_shape() const;
     // A planar tensor image over (N, C, D1..Dr).
     static Image from_tensor(Tensor tensor);
 };
