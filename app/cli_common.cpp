@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "gridwarp/io/atomic_file.hpp"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -17,9 +19,12 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
     command.add_flag("-q,--quiet", options.quiet, "Print errors only");
     command.add_option("--threads", options.threads, "Worker threads (default: every core)")
         ->check(CLI::Range(0, 4096));
+    command.add_flag("--replace-special-output", options.replace_special_output,
+                     "Replace an output path that is a symbolic link, device or FIFO by a regular file (refused otherwise)");
 }
 
 void apply_common_options(const CommonOptions& options) {
+    io::replace_special_outputs(options.replace_special_output);
     if (options.quiet) {
         spdlog::set_level(spdlog::level::err);
     } else if (options.verbose) {
@@ -66,6 +71,12 @@ void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes) {
                        "or itk (ITK 5.2, as antsApplyTransforms reads it)")
         ->capture_default_str()
         ->check(CLI::IsMember({"standard", "itk"}));
+    command.add_option("--max-voxels", flags.max_voxels,
+                       "Most values (voxels x channels) read from compressed data or an encoded image, whose size the "
+                       "file cannot prove; 0: no limit")
+        ->capture_default_str();
+    command.add_flag("--allow-outside-data-files", flags.allow_outside_data_files,
+                     "Let a .nhdr/.mhd header name data files outside its own folder");
     if (writes) {
         command.add_option("--compression-level", flags.compression_level,
                            "gzip level for .nii.gz outputs: 0 (stored) to 12 (smallest); default 5, no larger than zlib's 6")
@@ -73,9 +84,26 @@ void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes) {
     }
 }
 
+void check_output_size(const std::vector<std::int64_t>& extents, std::uint64_t per_point, std::uint64_t limit,
+                       const std::string& option) {
+    if (limit == 0) limit = std::uint64_t{1} << 62;
+    std::uint64_t values = std::max<std::uint64_t>(per_point, 1);
+    for (const auto extent : extents) {
+        if (extent < 1) throw std::invalid_argument(option + ": expected positive sizes, got " + std::to_string(extent));
+        const auto size = static_cast<std::uint64_t>(extent);
+        if (size > limit || values > limit / size) {
+            throw std::invalid_argument(option + ": the output would hold more than --max-voxels " + std::to_string(limit) +
+                                        " values (raise it to write this size)");
+        }
+        values *= size;
+    }
+}
+
 io::ReadOptions to_read_options(const VolumeFlags& flags) {
     io::ReadOptions options;
     options.nifti_geometry = io::parse_nifti_geometry_rule(flags.nifti_geometry);
+    options.max_voxels = flags.max_voxels;
+    options.allow_outside_data_files = flags.allow_outside_data_files;
     return options;
 }
 

@@ -24,9 +24,10 @@ struct CommonOptions {
     bool verbose = false;
     bool quiet = false;
     int threads = 0;
+    bool replace_special_output = false;
 };
 
-// -v/--verbose, -q/--quiet, --threads N.
+// -v/--verbose, -q/--quiet, --threads N, --replace-special-output.
 void add_common_options(CLI::App& command, CommonOptions& options);
 // Applies the log level; call first in every run function.
 void apply_common_options(const CommonOptions& options);
@@ -47,9 +48,12 @@ SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions&
 struct VolumeFlags {
     std::string nifti_geometry = "standard";
     int compression_level = -1;
+    std::uint64_t max_voxels = io::kDefaultMaxVoxels;
+    bool allow_outside_data_files = false;
 };
 
-// --nifti-geometry (reading) and, for commands that write, --compression-level.
+// --nifti-geometry, --max-voxels, --allow-outside-data-files (reading) and, for commands that
+// write, --compression-level.
 void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes);
 io::ReadOptions to_read_options(const VolumeFlags& flags);
 io::WriteOptions to_write_options(const VolumeFlags& flags, const CommonOptions& common);
@@ -107,6 +111,11 @@ std::string describe_image(const io::Image& image);     // "volume int16, 1 chan
 std::string describe_geometry(const io::Geometry& geometry);
 std::string describe_rows(const std::vector<double>& values, std::size_t rows, std::size_t columns);  // "[[a, b], [c, d]]"
 std::string describe_sampling(const SampleOptions& options);
+
+// Refuses (std::invalid_argument naming `option`) an output of `extents` times `per_point` values
+// when an extent is not positive or the product passes `limit` (--max-voxels; 0: 2^62).
+void check_output_size(const std::vector<std::int64_t>& extents, std::uint64_t per_point, std::uint64_t limit,
+                       const std::string& option);
 
 // Refuses to overwrite an input with the output (the run would destroy its own input).
 void check_output_differs(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs);

@@ -46,6 +46,13 @@ Tensor read_theta(const std::filesystem::path& file, std::int64_t rank, std::int
                                           ", expected " + std::to_string(rank) + "x" + std::to_string(rank + 1) +
                                           " for a " + std::to_string(rank) + "-D input");
         }
+        if (text.rows == static_cast<std::size_t>(rank + 1)) {
+            for (std::int64_t j = 0; j <= rank; ++j) {
+                if (text.values[static_cast<std::size_t>(rank * (rank + 1) + j)] != (j == rank ? 1.0 : 0.0)) {
+                    throw io::FileError(file, "the last row of a homogeneous theta must be 0 ... 0 1");
+                }
+            }
+        }
         Tensor exact(DType::Float64, {1, rank, rank + 1});
         std::copy_n(text.values.begin(), rank * (rank + 1), exact.data_as<double>());
         theta = convert_to(exact.view(), DType::Float32);
@@ -53,6 +60,14 @@ Tensor read_theta(const std::filesystem::path& file, std::int64_t rank, std::int
     if (theta.rank() != 3 || theta.shape()[1] != rank || theta.shape()[2] != rank + 1) {
         throw io::FileError(file, "theta must have shape (N, " + std::to_string(rank) + ", " + std::to_string(rank + 1) +
                                       ") for a " + std::to_string(rank) + "-D input, got " + shape_to_string(theta.shape()));
+    }
+    if (is_complex(theta.dtype()) || theta.dtype() == DType::String) {
+        throw io::FileError(file, "theta must hold real numbers, got " + std::string(dtype_name(theta.dtype())));
+    }
+    // A warp by a NaN or infinite matrix is all fill: never what was meant.
+    const Tensor values = convert_to(theta.view(), DType::Float64);
+    for (std::int64_t i = 0; i < values.numel(); ++i) {
+        if (!std::isfinite(values.data_as<double>()[i])) throw io::FileError(file, "theta holds a non-finite value (NaN or infinity)");
     }
     if (theta.shape()[0] == 1 && batch > 1) {  // one matrix for every batch item
         Tensor repeated(theta.dtype(), {batch, rank, rank + 1});
@@ -84,6 +99,9 @@ std::vector<double> read_pixel_matrix(const std::filesystem::path& file, std::in
         }
     }
     std::vector<double> matrix(m.values.begin(), m.values.begin() + static_cast<std::ptrdiff_t>((columns - 1) * columns));
+    for (const double value : matrix) {
+        if (!std::isfinite(value)) throw io::FileError(file, "the matrix holds a non-finite value (NaN or infinity)");
+    }
     if (inverse) {
         try {
             matrix = invert_affine(matrix, rank);
@@ -154,6 +172,16 @@ void run_affine(const AffineCommand& command) {
         throw std::invalid_argument("give exactly one of --theta, --matrix, or --rotate/--scale/--shift (or only --size to resize)");
     }
     if (command.inverse && command.matrix.empty()) throw std::invalid_argument("--inverse applies to --matrix only");
+    // A non-finite angle or shift would reach integer conversions in the rotation.
+    if (command.rotate && !std::isfinite(*command.rotate)) {
+        throw std::invalid_argument("--rotate: expected a finite number of degrees, got " + std::to_string(*command.rotate));
+    }
+    for (const double shift : command.shift) {
+        if (!std::isfinite(shift)) throw std::invalid_argument("--shift: expected finite numbers, got " + std::to_string(shift));
+    }
+    for (auto extent : command.size) {
+        if (extent < 1) throw std::invalid_argument("--size: expected positive sizes, got " + std::to_string(extent));
+    }
     std::vector<std::filesystem::path> inputs{command.input};
     if (!command.theta.empty()) inputs.push_back(command.theta);
     if (!command.matrix.empty()) inputs.push_back(command.matrix);
@@ -171,10 +199,9 @@ void run_affine(const AffineCommand& command) {
             throw std::invalid_argument("--size needs " + std::to_string(rank) + " values (W,H" + (rank == 3 ? ",D" : "") +
                                         ") for " + command.input.string() + ", got " + std::to_string(command.size.size()));
         }
-        for (auto extent : command.size) {
-            if (extent < 1) throw std::invalid_argument("--size values must be positive");
-        }
         output_spatial.assign(command.size.rbegin(), command.size.rend());  // W,H,D -> (D, H, W)
+        // The output is allocated and written in full: the same limit as for what is read.
+        check_output_size(command.size, static_cast<std::uint64_t>(input.batch * input.channels), command.volume.max_voxels, "--size");
     }
 
     std::unique_ptr<PositionSource> positions;

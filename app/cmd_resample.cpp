@@ -89,6 +89,15 @@ void run_resample(const ResampleCommand& command) {
         throw io::FileError(command.reference, "the reference is " + std::to_string(grid.spatial.size()) + "-D but " +
                                                    command.input.string() + " is " + std::to_string(dimension) + "-D");
     }
+    if (!command.reference.empty()) {
+        // The output is allocated and written in full on the reference's grid.
+        try {
+            check_output_size(std::vector<std::int64_t>(grid.spatial.begin(), grid.spatial.end()),
+                              static_cast<std::uint64_t>(moving.channels), command.volume.max_voxels, "the reference grid");
+        } catch (const std::invalid_argument& e) {
+            throw io::FileError(command.reference, e.what());
+        }
+    }
     const io::Geometry output_geometry = geometry_or_identity(grid);
     const io::Geometry moving_geometry = geometry_or_identity(moving);
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -30,6 +31,18 @@
 #endif
 
 namespace gridwarp::detail {
+
+#ifdef GRIDWARP_AVX2_DISPATCH
+// 8 bytes from each of two addresses, `low` into the low half: the addresses need not be 8-byte
+// aligned (a float pair or a uint8 row), so the loads go through memcpy, which compiles to movq and
+// pinsrq, instead of dereferencing them as doubles.
+inline __m128i load_two_8_byte_blocks(const void* low, const void* high) {
+    std::int64_t low_bits = 0, high_bits = 0;
+    std::memcpy(&low_bits, low, 8);
+    std::memcpy(&high_bits, high, 8);
+    return _mm_set_epi64x(high_bits, low_bits);
+}
+#endif
 
 // Where and how the fast path writes a call's output, and the fill value.
 template <class S>

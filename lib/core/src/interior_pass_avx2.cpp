@@ -560,8 +560,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void gather_rows_x8(const float* con
         for (int j = 0; j < 4; ++j) {
             const std::int64_t even = offset[2 * j], odd = offset[2 * j + 1];
             for (int t = 0; t < T; ++t) {
-                const __m128 low = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(row[t] + even)));
-                pairs[t][j] = _mm_loadh_pi(low, reinterpret_cast<const __m64*>(row[t] + odd));
+                pairs[t][j] = _mm_castsi128_ps(load_two_8_byte_blocks(row[t] + even, row[t] + odd));
             }
         }
         for (int t = 0; t < T; ++t) {
@@ -873,8 +872,7 @@ GRIDWARP_TARGET_AVX2 inline Avx2ByteShuffles make_byte_shuffles(const ByteLayout
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void load_bytes_x8(const std::uint8_t* base, const std::int32_t* offset, __m256i& low, __m256i& high) {
     __m128i pair[4];
     for (int j = 0; j < 4; ++j) {
-        const __m128d first = _mm_load_sd(reinterpret_cast<const double*>(base + offset[2 * j]));
-        pair[j] = _mm_castpd_si128(_mm_loadh_pd(first, reinterpret_cast<const double*>(base + offset[2 * j + 1])));
+        pair[j] = load_two_8_byte_blocks(base + offset[2 * j], base + offset[2 * j + 1]);
     }
     low = _mm256_set_m128i(pair[2], pair[0]);
     high = _mm256_set_m128i(pair[3], pair[1]);

@@ -77,8 +77,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void gather_rows_x16(const float* 
         for (int j = 0; j < 8; ++j) {
             const std::int64_t even = offset[2 * j], odd = offset[2 * j + 1];
             for (int t = 0; t < T; ++t) {
-                const __m128 low = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(row[t] + even)));
-                pairs[t][j] = _mm_loadh_pi(low, reinterpret_cast<const __m64*>(row[t] + odd));
+                pairs[t][j] = _mm_castsi128_ps(load_two_8_byte_blocks(row[t] + even, row[t] + odd));
             }
         }
         const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -552,8 +551,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void load_bytes_x16(const std::uin
     for (int h = 0; h < 2; ++h) {
         __m128i pairs[4];
         for (int j = 0; j < 4; ++j) {
-            const __m128d low = _mm_load_sd(reinterpret_cast<const double*>(base + offset[8 * h + 2 * j]));
-            pairs[j] = _mm_castpd_si128(_mm_loadh_pd(low, reinterpret_cast<const double*>(base + offset[8 * h + 2 * j + 1])));
+            pairs[j] = load_two_8_byte_blocks(base + offset[8 * h + 2 * j], base + offset[8 * h + 2 * j + 1]);
         }
         half[h] = _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(pairs[0]), pairs[1], 1), pairs[2], 2), pairs[3], 3);
     }

@@ -10,6 +10,10 @@
 
 namespace gridwarp::io::detail {
 
+// The largest magnitude accepted in a file's geometry (spacings, origins, matrices, in mm): no
+// imaging geometry spans 10,000 km, and positions computed from larger values lose all precision.
+inline constexpr double kMaxGeometryMagnitude = 1e10;
+
 // A file's name in lower case, for matching extensions.
 std::string lowercase_filename(const std::filesystem::path& file);
 bool ends_with(const std::string& text, const std::string& suffix);
@@ -20,6 +24,17 @@ void require_readable_file(const std::filesystem::path& file);
 Image read_raster(const std::filesystem::path& file);                           // OpenCV
 void write_raster(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
 Image read_volume(const std::filesystem::path& file, bool with_pixels = true);  // ITK
+// The guarded entry points (read_guards.cpp): the header checked against the file, then the
+// decoder run with its stderr captured; anything it prints fails the read.
+Image read_itk_volume(const std::filesystem::path& file, const ReadOptions& options, bool with_pixels);
+Image read_raster_checked(const std::filesystem::path& file, const ReadOptions& options);
+// Runs `decode` with file descriptor 2 pointed at a temporary file; returns what was written there.
+std::string capture_stderr(const std::function<void()>& decode);
+// Runs a third-party writer (ITK, OpenCV) with its stderr captured: anything it prints (libtiff's
+// "No space left on device", a MetaIO complaint) fails the write with that line.
+void write_reporting_failures(const std::filesystem::path& target, const std::function<void()>& write);
+// The first non-empty line of a decoder's messages, shortened.
+std::string first_message_line(const std::string& text);
 Image read_nifti(const std::filesystem::path& file, const ReadOptions& options, bool with_pixels);
 void write_nifti(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image,
                  const WriteOptions& options);

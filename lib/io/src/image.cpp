@@ -210,6 +210,8 @@ void require_readable_file(const fs::path& file) {
     const auto status = fs::status(file, error);
     if (!fs::exists(status)) throw FileError(file, "no such file");
     if (fs::is_directory(status)) throw FileError(file, "is a directory, expected a file");
+    // A FIFO or device would block or never end (/dev/zero); only regular files are read.
+    if (!fs::is_regular_file(status)) throw FileError(file, "is not a regular file (a device, FIFO or socket)");
 }
 
 const void* pixels_in_layout(const Image& image, ChannelLayout layout, Tensor& scratch) {
@@ -258,10 +260,10 @@ Image read_image(const fs::path& file, const ReadOptions& options) {
             }
             return Image::from_tensor(std::move(tensor));
         }
-        case FileKind::Volume: return detail::itk_backend().read_volume(file, true);
-        case FileKind::Raster: return detail::raster_backend().read(file);
+        case FileKind::Volume: return detail::read_itk_volume(file, options, true);
+        case FileKind::Raster: break;
     }
-    return detail::raster_backend().read(file);
+    return detail::read_raster_checked(file, options);
 }
 
 namespace {
@@ -296,7 +298,7 @@ namespace {
 
 Image read_header_of(const fs::path& file, const ReadOptions& options) {
     if (detail::is_nifti_path(file)) return detail::read_nifti(file, options, false);
-    if (kind_for_path(file) == FileKind::Volume) return detail::itk_backend().read_volume(file, false);
+    if (kind_for_path(file) == FileKind::Volume) return detail::read_itk_volume(file, options, false);
     return read_image(file, options);
 }
 
@@ -312,10 +314,14 @@ void write_image(const fs::path& file, const Image& image, const WriteOptions& o
             write_npy(file, image.nchw());
             return;
         case FileKind::Volume:
-            write_path_atomically(file, [&](const fs::path& temporary) { detail::itk_backend().write_volume(temporary, file, image); });
+            write_path_atomically(file, [&](const fs::path& temporary) {
+                detail::write_reporting_failures(file, [&] { detail::itk_backend().write_volume(temporary, file, image); });
+            });
             return;
         case FileKind::Raster:
-            write_path_atomically(file, [&](const fs::path& temporary) { detail::raster_backend().write(temporary, file, image); });
+            write_path_atomically(file, [&](const fs::path& temporary) {
+                detail::write_reporting_failures(file, [&] { detail::raster_backend().write(temporary, file, image); });
+            });
             return;
     }
 }

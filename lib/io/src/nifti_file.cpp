@@ -275,22 +275,35 @@ Image read_nifti(const fs::path& file, const ReadOptions& options, bool with_pix
 
     const Shape storage_shape = image.storage_shape();
     const DType value_type = scaled ? DType::Float64 : dtype;
-    if (!with_pixels) {
-        image.pixels = Tensor(value_type, Shape(storage_shape.size(), 0));
-        return image;
-    }
-
+    // The data's size is checked even when only the header is wanted (a reference grid): a file
+    // that cannot hold its voxels is broken, whichever part of it is used.
     const std::uint64_t voxel_bytes = static_cast<std::uint64_t>(shape_numel(storage_shape)) * dtype_size(dtype);
     const std::uint64_t offset = static_cast<std::uint64_t>(header->vox_offset);
     const auto data_file = std::make_shared<MappedFile>(paths.data);
-    std::shared_ptr<void> storage;
-    std::uint8_t* voxels = nullptr;
     if (data_file->gzip()) {
         const std::uint64_t needed = offset + voxel_bytes;
         if (needed > kMaxDeflateRatio * data_file->size() + 4096) {
             throw FileError(paths.data, "truncated: the header describes " + std::to_string(voxel_bytes) + " bytes of voxels, more than the " +
                                             std::to_string(data_file->size()) + " compressed bytes can hold");
         }
+        const auto values = static_cast<std::uint64_t>(shape_numel(storage_shape));
+        if (options.max_voxels != 0 && values > options.max_voxels) {
+            throw FileError(paths.data, "declares " + std::to_string(values) + " compressed values, more than --max-voxels " +
+                                            std::to_string(options.max_voxels) + " (raise it to read this file)");
+        }
+    } else if (data_file->size() < offset + voxel_bytes) {
+        throw FileError(paths.data, "truncated: the header describes " + std::to_string(voxel_bytes) + " bytes of voxels from byte " +
+                                        std::to_string(offset) + ", the file holds " + std::to_string(data_file->size()) + " bytes");
+    }
+    if (!with_pixels) {
+        image.pixels = Tensor(value_type, Shape(storage_shape.size(), 0));
+        return image;
+    }
+
+    std::shared_ptr<void> storage;
+    std::uint8_t* voxels = nullptr;
+    if (data_file->gzip()) {
+        const std::uint64_t needed = offset + voxel_bytes;
         auto buffer = allocate_bytes(static_cast<std::size_t>(needed));
         gunzip_into(std::span<const std::uint8_t>(data_file->map(false), data_file->size()),
                     std::span<std::uint8_t>(buffer.get(), static_cast<std::size_t>(needed)), paths.data);
@@ -301,10 +314,6 @@ Image read_nifti(const fs::path& file, const ReadOptions& options, bool with_pix
         }
         storage = std::shared_ptr<void>(buffer, voxels);
     } else {
-        if (data_file->size() < offset + voxel_bytes) {
-            throw FileError(paths.data, "truncated: the header describes " + std::to_string(voxel_bytes) + " bytes of voxels from byte " +
-                                            std::to_string(offset) + ", the file holds " + std::to_string(data_file->size()) + " bytes");
-        }
         const std::size_t element = is_complex(dtype) ? dtype_size(dtype) / 2 : dtype_size(dtype);
         if (!header->big_endian && offset % element == 0 && voxel_bytes > 0) {
             // Zero copy: the sampler reads the file's pages, faulting them in from its threads as it

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "formats.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"
 #include "gridwarp/io/nifti.hpp"
@@ -443,6 +444,11 @@ Geometry nifti_geometry(const NiftiHeader& header, std::size_t dimension, NiftiG
     const char* source = header.sform_code > 0 ? "sform" : header.qform_code > 0 ? "qform" : "pixdim";
     for (double v : ras) {
         if (!std::isfinite(v)) throw FileError(file, std::string("the ") + source + " is not finite");
+        // No imaging geometry spans 10,000 km; such values are garbage, and far past the range in
+        // which positions computed from them stay meaningful.
+        if (std::abs(v) > detail::kMaxGeometryMagnitude) {
+            throw FileError(file, std::string("the ") + source + " holds " + std::to_string(v) + ", expected magnitudes below 1e10");
+        }
     }
     // RAS -> LPS: the first two world axes change sign.
     for (std::size_t j = 0; j < dimension; ++j) {

@@ -120,47 +120,6 @@ void check_png_chunks(const fs::path& file) {
     }
 }
 
-// Runs `decode` with the process's stderr (file descriptor 2) pointed at a temporary file and
-// returns what was written there: image decoders (libjpeg, libpng, OpenCV's own catch blocks) print
-// their complaints on stderr, and gridwarp reports a problem once, as a FileError.
-// File descriptor 2 belongs to the whole process, so captures are serialised: two decodes in
-// parallel (gridwarp batch) would otherwise swap each other's redirections and lose stderr.
-std::string capture_stderr(const std::function<void()>& decode) {
-    static std::mutex one_capture_at_a_time;
-    const std::lock_guard<std::mutex> lock(one_capture_at_a_time);
-    std::fflush(stderr);
-    std::cerr.flush();
-    std::FILE* sink = std::tmpfile();
-    const int saved = sink ? ::dup(2) : -1;
-    if (!sink || saved < 0 || ::dup2(::fileno(sink), 2) < 0) {
-        if (sink) std::fclose(sink);
-        if (saved >= 0) ::close(saved);
-        decode();
-        return "";
-    }
-    auto restore = [&] {
-        std::fflush(stderr);
-        std::cerr.flush();
-        ::dup2(saved, 2);
-        ::close(saved);
-    };
-    try {
-        decode();
-    } catch (...) {
-        restore();
-        std::fclose(sink);
-        throw;
-    }
-    restore();
-    std::string text;
-    std::rewind(sink);
-    char buffer[4096];
-    std::size_t got;
-    while ((got = std::fread(buffer, 1, sizeof buffer, sink)) > 0 && text.size() < 65536) text.append(buffer, got);
-    std::fclose(sink);
-    return text;
-}
-
 std::string first_line(const std::string& text) {
     const auto start = text.find_first_not_of(" \t\r\n");
     if (start == std::string::npos) return "";

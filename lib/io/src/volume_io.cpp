@@ -6,7 +6,6 @@
 #include <itkNiftiImageIOFactory.h>
 #include <itkNrrdImageIOFactory.h>
 
-#include <itk_zlib.h>
 
 #include <algorithm>
 #include <cctype>
@@ -94,102 +93,10 @@ void require_voxel_bytes(const fs::path& file, std::uint64_t available, std::uin
     }
 }
 
-// Bytes that `read` yields from a gzip stream (or a plain file: zlib reads those unchanged), after
-// the first `skip`; stops early once `enough` are counted.
-std::uint64_t gzip_bytes_after(const fs::path& file, std::uint64_t skip, std::uint64_t enough) {
-    {
-        // A plain file's size says it without reading the voxels a second time.
-        std::ifstream in(file, std::ios::binary);
-        unsigned char magic[2] = {0, 0};
-        in.read(reinterpret_cast<char*>(magic), 2);
-        if (!(magic[0] == 0x1f && magic[1] == 0x8b)) {
-            std::error_code error;
-            const std::uintmax_t size = fs::file_size(file, error);
-            if (error) throw FileError(file, "cannot read its size: " + error.message());
-            return size > skip ? size - skip : 0;
-        }
-    }
-    gzFile stream = gzopen(file.string().c_str(), "rb");
-    if (!stream) throw FileError(file, "cannot open for reading");
-    const std::unique_ptr<gzFile_s, int (*)(gzFile)> closer(stream, gzclose);
-    std::vector<char> buffer(1 << 16);
-    std::uint64_t total = 0;
-    while (total < skip + enough) {
-        const int got = gzread(stream, buffer.data(), static_cast<unsigned>(buffer.size()));
-        if (got <= 0) break;  // end of data, or a truncated or corrupt stream
-        total += static_cast<std::uint64_t>(got);
-    }
-    return total > skip ? total - skip : 0;
-}
-
-void check_nifti_complete(const fs::path& file, std::uint64_t voxel_bytes) {
-    unsigned char header[544] = {};
-    {
-        gzFile stream = gzopen(file.string().c_str(), "rb");
-        if (!stream) throw FileError(file, "cannot open for reading");
-        const std::unique_ptr<gzFile_s, int (*)(gzFile)> closer(stream, gzclose);
-        if (gzread(stream, header, sizeof header) < 348) throw FileError(file, "truncated NIfTI header");
-    }
-    auto field = [&](std::size_t offset, std::size_t size, bool swap) {
-        unsigned char bytes[8];
-        std::memcpy(bytes, header + offset, size);
-        if (swap) std::reverse(bytes, bytes + size);
-        return std::vector<unsigned char>(bytes, bytes + size);
-    };
-    auto as_i32 = [&](std::size_t offset, bool swap) {
-        const auto b = field(offset, 4, swap);
-        std::int32_t v;
-        std::memcpy(&v, b.data(), 4);
-        return v;
-    };
-    std::uint64_t offset = 0;
-    const bool swap = as_i32(0, false) != 348 && as_i32(0, false) != 540;
-    const std::int32_t header_size = as_i32(0, swap);
-    if (header_size == 348 && std::memcmp(header + 344, "n+1", 4) == 0) {
-        const auto b = field(108, 4, swap);
-        float v;
-        std::memcpy(&v, b.data(), 4);
-        offset = v >= 348 ? static_cast<std::uint64_t>(v) : 352;
-    } else if (header_size == 540 && std::memcmp(header + 4, "n+2", 3) == 0) {
-        const auto b = field(168, 8, swap);
-        std::int64_t v;
-        std::memcpy(&v, b.data(), 8);
-        offset = v >= 540 ? static_cast<std::uint64_t>(v) : 544;
-    } else {
-        return;  // not a single-file NIfTI: left to ITK
-    }
-    require_voxel_bytes(file, gzip_bytes_after(file, offset, voxel_bytes), voxel_bytes);
-}
-
 std::string trimmed(const std::string& text) {
     const auto first = text.find_first_not_of(" \t\r");
     if (first == std::string::npos) return "";
     return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
-}
-
-// Output bytes of the zlib (or gzip) stream in `file` from byte `offset`, up to `enough`.
-std::uint64_t inflated_bytes(const fs::path& file, std::uint64_t offset, std::uint64_t enough) {
-    std::ifstream in(file, std::ios::binary);
-    in.seekg(static_cast<std::streamoff>(offset));
-    z_stream z{};
-    if (inflateInit2(&z, 15 + 32) != Z_OK) throw FileError(file, "cannot start decompressing");
-    std::vector<unsigned char> input(1 << 16), output(1 << 16);
-    std::uint64_t total = 0;
-    int status = Z_OK;
-    while (status == Z_OK && total < enough && in) {
-        in.read(reinterpret_cast<char*>(input.data()), static_cast<std::streamsize>(input.size()));
-        z.next_in = input.data();
-        z.avail_in = static_cast<uInt>(in.gcount());
-        if (z.avail_in == 0) break;
-        while (z.avail_in > 0 && status == Z_OK) {
-            z.next_out = output.data();
-            z.avail_out = static_cast<uInt>(output.size());
-            status = inflate(&z, Z_NO_FLUSH);
-            total += output.size() - z.avail_out;
-        }
-    }
-    inflateEnd(&z);
-    return total;
 }
 
 void check_metaimage_complete(const fs::path& file, std::uint64_t voxel_bytes) {
@@ -224,7 +131,7 @@ void check_metaimage_complete(const fs::path& file, std::uint64_t voxel_bytes) {
     const std::uintmax_t size = fs::file_size(data, error);
     if (error) throw FileError(file, "cannot read its data file " + data.string() + ": " + error.message());
     const std::uint64_t stored = size > offset ? size - offset : 0;
-    require_voxel_bytes(file, compressed ? inflated_bytes(data, offset, voxel_bytes) : stored, voxel_bytes);
+    if (!compressed) require_voxel_bytes(file, stored, voxel_bytes);  // compressed data: check_volume_data_inflates
 }
 
 }  // namespace
@@ -288,7 +195,6 @@ Image read_volume(const fs::path& file, bool with_pixels) {
             region.SetSize(i, static_cast<itk::SizeValueType>(sizes[i]));
         }
         io->SetIORegion(region);
-        if (image.format == "nifti") check_nifti_complete(file, image.pixels.nbytes());
         if (image.format == "metaimage") check_metaimage_complete(file, image.pixels.nbytes());
         io->Read(image.pixels.data());
     } catch (const itk::ExceptionObject& e) {

@@ -20,6 +20,15 @@ void write_file_atomically(const std::filesystem::path& target, const std::funct
 void write_path_atomically(const std::filesystem::path& target,
                            const std::function<void(const std::filesystem::path& temporary)>& write);
 
+// Staging folders are named .gridwarp-HOST-PID-XXXXXX; the first write into a folder removes those
+// of processes of this host that no longer run (killed writers). A header and its data file are
+// published together: no reader finds one run's header beside another run's data.
+//
+// An existing target that is not a regular file (a device, FIFO or symbolic link) is refused with
+// a FileError unless replace_special_outputs(true) was called (--replace-special-output): then it
+// is replaced by the regular file written.
+void replace_special_outputs(bool replace);
+
 // Reads a whole file into memory; throws FileError when it cannot.
 std::string read_file_bytes(const std::filesystem::path& file);
 

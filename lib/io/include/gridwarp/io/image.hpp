@@ -7,6 +7,7 @@
 // nothing is converted or copied to be sampled. OpenCV and ITK appear in no public header.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -89,8 +90,18 @@ struct Image {
 Geometry resampled_geometry(const Geometry& geometry, const Shape& old_spatial, const Shape& new_spatial,
                             bool align_corners);
 
+// The default --max-voxels: OpenCV's own limit on decoded images.
+inline constexpr std::uint64_t kDefaultMaxVoxels = std::uint64_t{1} << 30;
+
 struct ReadOptions {
     NiftiGeometryRule nifti_geometry = NiftiGeometryRule::Standard;
+    // The most values (voxels times channels) read from data whose size the file cannot prove:
+    // compressed voxels, encoded images. Uncompressed data is checked against the file's size
+    // instead. 0: no limit. (--max-voxels)
+    std::uint64_t max_voxels = kDefaultMaxVoxels;
+    // Whether a detached header (.nhdr, .mhd) may name data files outside its own folder.
+    // (--allow-outside-data-files)
+    bool allow_outside_data_files = false;
 };
 
 struct WriteOptions {

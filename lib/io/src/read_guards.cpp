@@ -1,0 +1,197 @@
+// What stands between a file and the third-party decoders (ITK, OpenCV): sizes the file declares
+// are checked against the bytes it holds before a decoder allocates for them, and anything a
+// decoder prints on stderr (a warning about damaged data included) fails the read. See
+// docs/reliability.md.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <string>
+
+#include "backends.hpp"
+#include "formats.hpp"
+#include "gridwarp/io/error.hpp"
+#include "volume_header_check.hpp"
+
+namespace gridwarp::io::detail {
+
+namespace fs = std::filesystem;
+
+std::string capture_stderr(const std::function<void()>& decode) {
+    // File descriptor 2 belongs to the whole process, so captures are serialised: two decodes in
+    // parallel (gridwarp batch) would otherwise swap each other's redirections and lose stderr.
+    static std::mutex one_capture_at_a_time;
+    const std::lock_guard<std::mutex> lock(one_capture_at_a_time);
+    std::fflush(stderr);
+    std::cerr.flush();
+    std::FILE* sink = std::tmpfile();
+    const int saved = sink ? ::dup(2) : -1;
+    if (!sink || saved < 0 || ::dup2(::fileno(sink), 2) < 0) {
+        if (sink) std::fclose(sink);
+        if (saved >= 0) ::close(saved);
+        decode();
+        return "";
+    }
+    auto restore = [&] {
+        std::fflush(stderr);
+        std::cerr.flush();
+        ::dup2(saved, 2);
+        ::close(saved);
+    };
+    try {
+        decode();
+    } catch (...) {
+        restore();
+        std::fclose(sink);
+        throw;
+    }
+    restore();
+    std::string text;
+    std::rewind(sink);
+    char buffer[4096];
+    std::size_t got;
+    while ((got = std::fread(buffer, 1, sizeof buffer, sink)) > 0 && text.size() < 65536) text.append(buffer, got);
+    std::fclose(sink);
+    return text;
+}
+
+std::string first_message_line(const std::string& text) {
+    const auto start = text.find_first_not_of(" \t\r\n");
+    if (start == std::string::npos) return "";
+    const auto end = text.find_first_of("\r\n", start);
+    std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (line.size() > 300) line = line.substr(0, 300) + "...";
+    return line;
+}
+
+namespace {
+
+// What an encoded image's header declares, read without decoding it.
+struct DeclaredRaster {
+    std::string format;
+    std::uint64_t width = 0, height = 0, channels = 0;
+    std::uint64_t least_coded_bytes = 0;  // fewer stored bytes cannot hold the pixels
+    std::uint64_t coded_bytes = 0;        // the bytes the file has for them
+};
+
+std::uint32_t big_endian_32(const unsigned char* p) {
+    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+}
+
+// PNG: the IHDR chunk. The image data is deflate-compressed scanlines, so it needs at least
+// 1/1032 of their size.
+std::optional<DeclaredRaster> png_header(const std::string& head, std::uint64_t file_size) {
+    static const unsigned char magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    if (head.size() < 33 || head.compare(0, 8, reinterpret_cast<const char*>(magic), 8) != 0 || head.compare(12, 4, "IHDR") != 0) {
+        return std::nullopt;
+    }
+    const auto* p = reinterpret_cast<const unsigned char*>(head.data());
+    DeclaredRaster raster;
+    raster.format = "PNG";
+    raster.width = big_endian_32(p + 16);
+    raster.height = big_endian_32(p + 20);
+    const unsigned bit_depth = p[24];
+    switch (p[25]) {
+        case 0: case 3: raster.channels = 1; break;
+        case 4: raster.channels = 2; break;
+        case 2: raster.channels = 3; break;
+        case 6: raster.channels = 4; break;
+        default: return std::nullopt;  // left to the decoder to refuse
+    }
+    if (raster.width == 0 || raster.height == 0 || raster.width > (1u << 31) || raster.height > (1u << 31)) return raster;
+    const std::uint64_t row_bytes = 1 + (raster.width * raster.channels * bit_depth + 7) / 8;
+    raster.least_coded_bytes = raster.height * row_bytes / 1032;
+    raster.coded_bytes = file_size > 33 ? file_size - 33 : 0;
+    return raster;
+}
+
+// JPEG: the frame header (SOFn). Huffman coding spends at least one bit on every 8x8 block's DC
+// coefficient, so the coded data is at least (blocks / 8) bytes. (Arithmetic coding has no such
+// bound: only the size limit applies to it.)
+std::optional<DeclaredRaster> jpeg_header(const std::string& head, std::uint64_t file_size) {
+    const auto* p = reinterpret_cast<const unsigned char*>(head.data());
+    if (head.size() < 4 || p[0] != 0xFF || p[1] != 0xD8) return std::nullopt;
+    std::size_t at = 2;
+    while (at + 4 <= head.size()) {
+        if (p[at] != 0xFF) return std::nullopt;
+        const unsigned marker = p[at + 1];
+        if (marker == 0xFF) {  // fill byte
+            ++at;
+            continue;
+        }
+        const std::size_t length = (std::size_t{p[at + 2]} << 8) | p[at + 3];
+        const bool frame = marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
+        if (frame) {
+            if (at + 10 > head.size()) return std::nullopt;
+            DeclaredRaster raster;
+            raster.format = "JPEG";
+            raster.height = (std::uint64_t{p[at + 5]} << 8) | p[at + 6];
+            raster.width = (std::uint64_t{p[at + 7]} << 8) | p[at + 8];
+            raster.channels = p[at + 9];
+            const bool huffman = marker <= 0xC7;
+            const std::uint64_t blocks = ((raster.width + 7) / 8) * ((raster.height + 7) / 8);
+            raster.least_coded_bytes = huffman ? blocks / 8 : 0;
+            raster.coded_bytes = file_size > at ? file_size - at : 0;
+            return raster;
+        }
+        at += 2 + length;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
+    std::error_code error;
+    const std::uint64_t file_size = fs::file_size(file, error);
+    if (error) throw FileError(file, "cannot read its size: " + error.message());
+    std::string head(65536, '\0');
+    {
+        std::ifstream in(file, std::ios::binary);
+        in.read(head.data(), static_cast<std::streamsize>(head.size()));
+        head.resize(static_cast<std::size_t>(in.gcount()));
+    }
+    auto declared = png_header(head, file_size);
+    if (!declared) declared = jpeg_header(head, file_size);
+    if (declared) {
+        const std::string shape = std::to_string(declared->width) + "x" + std::to_string(declared->height);
+        if (declared->width == 0 || declared->height == 0) throw FileError(file, "the " + declared->format + " header declares an empty image (" + shape + ")");
+        const std::uint64_t values = declared->width * declared->height * std::max<std::uint64_t>(declared->channels, 1);
+        if (options.max_voxels != 0 && values > options.max_voxels) {
+            throw FileError(file, "a " + shape + " " + declared->format + " with " + std::to_string(declared->channels) +
+                                      " channels holds " + std::to_string(values) + " values, more than --max-voxels " +
+                                      std::to_string(options.max_voxels) + " (raise it to read this file)");
+        }
+        if (declared->coded_bytes < declared->least_coded_bytes) {
+            throw FileError(file, "truncated: a " + shape + " " + declared->format + " needs at least " +
+                                      std::to_string(declared->least_coded_bytes) + " bytes of coded data, the file holds " +
+                                      std::to_string(declared->coded_bytes));
+        }
+    }
+    // OpenCV's own limit for the other formats: read once, when its first decoder runs.
+    const std::string limit = std::to_string(options.max_voxels == 0 ? (std::uint64_t{1} << 62) : options.max_voxels);
+    ::setenv("OPENCV_IO_MAX_IMAGE_PIXELS", limit.c_str(), 0);
+    Image image;
+    const std::string messages = capture_stderr([&] { image = raster_backend().read(file); });
+    if (!messages.empty()) throw FileError(file, "the image decoder reported: " + first_message_line(messages));
+    return image;
+}
+
+Image read_itk_volume(const fs::path& file, const ReadOptions& options, bool with_pixels) {
+    const DeclaredVolume declared = check_volume_file(file, options);
+    if (with_pixels) check_volume_data_inflates(declared, file);
+    Image image;
+    const std::string messages = capture_stderr([&] { image = itk_backend().read_volume(file, with_pixels); });
+    if (!messages.empty()) throw FileError(file, "ITK's reader reported: " + first_message_line(messages));
+    return image;
+}
+
+void write_reporting_failures(const fs::path& target, const std::function<void()>& write) {
+    const std::string messages = capture_stderr(write);
+    if (!messages.empty()) throw FileError(target, "write failed: " + first_message_line(messages));
+}
+
+}  // namespace gridwarp::io::detail
