@@ -117,7 +117,8 @@ io::WriteOptions to_write_options(const VolumeFlags& flags, const CommonOptions&
 CommandProgress::CommandProgress(const std::string& command, const CommonOptions& options)
     : command_(command), active_(!options.quiet && ::isatty(2)), start_(std::chrono::steady_clock::now()) {
     if (const char* after = std::getenv("GRIDWARP_PROGRESS_AFTER_MS"); after && *after) delay_ = std::chrono::milliseconds(std::atoi(after));
-    if (active_) thread_ = std::thread([this] { run(); });
+    if (active_) terminal_ = ::dup(2);
+    if (terminal_ >= 0) thread_ = std::thread([this] { run(); });
 }
 
 CommandProgress::~CommandProgress() { finish(); }
@@ -130,8 +131,10 @@ void CommandProgress::finish() {
     }
     wake_.notify_all();
     if (thread_.joinable()) thread_.join();
-    if (drawn_) std::cerr << "\r\033[K" << std::flush;  // the line goes; the command's own messages follow
+    if (drawn_) write_to_terminal("\r\033[K");  // the line goes; the command's own messages follow
     active_ = false;
+    if (terminal_ >= 0) ::close(terminal_);
+    terminal_ = -1;
 }
 
 void CommandProgress::phase(const char* name, int index, int count) {
@@ -151,8 +154,17 @@ void CommandProgress::draw_locked() {
     std::snprintf(line, sizeof line, "\rgridwarp %s: [%s%s] %s (%d/%d)  %.1f s ", command_.c_str(),
                   std::string(static_cast<std::size_t>(filled), '#').c_str(), std::string(static_cast<std::size_t>(kWidth - filled), '.').c_str(),
                   phase_.c_str(), index_ + 1, count_, seconds);
-    std::cerr << line << std::flush;
+    write_to_terminal(line);
     drawn_ = true;
+}
+
+void CommandProgress::write_to_terminal(const std::string& text) const {
+    std::size_t done = 0;
+    while (terminal_ >= 0 && done < text.size()) {
+        const ssize_t n = ::write(terminal_, text.data() + done, text.size() - done);
+        if (n <= 0) break;
+        done += static_cast<std::size_t>(n);
+    }
 }
 
 void CommandProgress::run() {

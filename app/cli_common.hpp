@@ -74,10 +74,14 @@ public:
 
 private:
     void draw_locked();
+    void write_to_terminal(const std::string& text) const;
     void run();
 
     std::string command_;
     bool active_ = false;
+    // A copy of the terminal's descriptor, taken at the start: readers point file descriptor 2 at a
+    // capture file while a decoder runs (the bar must not land in the decoder's messages).
+    int terminal_ = -1;
     std::chrono::steady_clock::time_point start_;
     std::chrono::milliseconds delay_{1000};
     std::mutex mutex_;

@@ -537,9 +537,8 @@ TEST_CASE("npy: the writer's descr, shape text and data layout", "[io][npy]") {
         CHECK(parts.total % 64 == 0);
         CHECK(parts.spaces < 64);
         CHECK(bytes.size() == parts.total + 1);
-        const Tensor back = io::parse_npy(bytes, "long.npy");
-        CHECK(back.shape() == many_ones);
-        CHECK(back.data_as<std::uint8_t>()[0] == 42);
+        // The reader takes at most 32 dimensions (NumPy 1.x's limit; a rank this large only makes work).
+        CHECK_THROWS_WITH(io::parse_npy(bytes, "long.npy"), Contains("more than 32 dimensions"));
 
         const Shape fewer(21000, 1);  // 63000 characters: still version 1.0
         CHECK(io::encode_npy(Tensor(DType::UInt8, fewer).view())[6] == 1);
@@ -805,7 +804,7 @@ TEST_CASE("npy: write_npy is atomic", "[io][npy]") {
     }
     SECTION("onto a directory: FileError, the directory stays, no temporary is left") {
         fs::create_directory(dir / "taken.npy");
-        require_file_error([&] { io::write_npy(dir / "taken.npy", t.view()); }, dir / "taken.npy", "cannot move");
+        require_file_error([&] { io::write_npy(dir / "taken.npy", t.view()); }, dir / "taken.npy", "is a directory");
         CHECK(fs::is_directory(dir / "taken.npy"));
         CHECK(listing(dir.path()) == std::set<std::string>{"taken.npy"});
     }
