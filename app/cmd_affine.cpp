@@ -190,6 +190,11 @@ void run_affine(const AffineCommand& command) {
     io::Image input = io::read_image(command.input, to_read_options(command.volume));
     report_warnings(input);
     const auto rank = static_cast<std::int64_t>(input.spatial.size());
+    try {
+        check_taps_per_point(options.mode, rank);
+    } catch (const std::invalid_argument& e) {
+        throw io::FileError(command.input, e.what());
+    }
     spdlog::debug("input {}: {} {}, {} channel(s), spatial {}", command.input.string(), io::file_kind_name(input.kind),
                   dtype_name(input.dtype()), input.channels, shape_to_string(input.spatial));
 

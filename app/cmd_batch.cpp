@@ -18,6 +18,7 @@
 
 #include <unistd.h>
 
+#include "batch_manifest.hpp"
 #include "cli_common.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/image.hpp"
@@ -54,21 +55,6 @@ const std::map<std::string, Registrar>& batch_commands() {
 // A volume file from this size on is "big": by default such jobs run one at a time, on every core.
 constexpr std::uintmax_t kBigVolumeBytes = std::uintmax_t{4} << 20;
 
-// Options whose values are files: relative ones in a manifest are relative to the manifest's folder.
-const std::set<std::string> kPathOptions = {"input", "output", "reference", "transform", "flow", "theta", "matrix", "grid"};
-
-// Problems with the manifest or the batch's own options: the batch does not start (exit status 2).
-class BatchSetupError : public std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
-using Values = std::map<std::string, std::vector<std::string>>;  // long option name -> values
-
-struct Job {
-    std::size_t row = 0;  // 0-based among the manifest's data rows
-    Values values;        // the row's own values, paths resolved
-};
-
 // The command's options, for checking manifest columns and building a job's arguments.
 class CommandOptions {
 public:
@@ -91,191 +77,11 @@ bool truthy(std::string value) {
     return value == "1" || value == "true" || value == "yes" || value == "on";
 }
 
-// A path from the manifest, relative to its folder; ITK-style "[FILE,1]" and "FILE,inverse" keep
-// their suffix.
-std::string resolve_path(const std::string& value, const fs::path& folder) {
-    std::string text = value, prefix, suffix;
-    if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
-        prefix = "[";
-        suffix = "]";
-        text = text.substr(1, text.size() - 2);
-    }
-    const auto comma = text.rfind(',');
-    if (comma != std::string::npos) {
-        const std::string flag = text.substr(comma + 1);
-        if (flag == "inverse" || flag == "forward" || flag == "0" || flag == "1") {
-            suffix = text.substr(comma) + suffix;
-            text.resize(comma);
-        }
-    }
-    const fs::path file(text);
-    return prefix + (file.is_absolute() || text.empty() ? text : (folder / file).string()) + suffix;
-}
-
-std::vector<std::string> split(const std::string& text, char separator) {
-    std::vector<std::string> parts;
-    std::string part;
-    std::istringstream in(text);
-    while (std::getline(in, part, separator)) parts.push_back(part);
-    if (!text.empty() && text.back() == separator) parts.emplace_back();
-    return parts;
-}
-
-// CSV rows (RFC 4180: quoted fields may hold separators, quotes doubled, and line breaks), with the
-// line each row starts on.
-std::vector<std::pair<std::size_t, std::vector<std::string>>> read_csv(const std::string& text, const fs::path& file) {
-    std::vector<std::pair<std::size_t, std::vector<std::string>>> rows;
-    std::vector<std::string> fields;
-    std::string field;
-    bool quoted = false, row_started = false;
-    std::size_t line = 1, row_line = 1;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        if (!row_started) {
-            row_started = true;
-            row_line = line;
-        }
-        if (quoted) {
-            if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-                field += '"';
-                ++i;
-            } else if (c == '"') {
-                quoted = false;
-            } else {
-                if (c == '\n') ++line;
-                field += c;
-            }
-        } else if (c == '"' && field.empty()) {
-            quoted = true;
-        } else if (c == ',') {
-            fields.push_back(field);
-            field.clear();
-        } else if (c == '\n' || c == '\r') {
-            if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-            fields.push_back(field);
-            field.clear();
-            if (!(fields.size() == 1 && fields[0].empty())) rows.emplace_back(row_line, fields);
-            fields.clear();
-            row_started = false;
-            ++line;
-        } else {
-            field += c;
-        }
-    }
-    if (quoted) throw BatchSetupError(file.string() + ": line " + std::to_string(row_line) + ": a quoted field is not closed");
-    if (row_started) {
-        fields.push_back(field);
-        if (!(fields.size() == 1 && fields[0].empty())) rows.emplace_back(row_line, fields);
-    }
-    return rows;
-}
-
-std::vector<std::pair<std::size_t, std::vector<std::string>>> read_tsv(const std::string& text) {
-    std::vector<std::pair<std::size_t, std::vector<std::string>>> rows;
-    std::istringstream in(text);
-    std::string line;
-    std::size_t number = 0;
-    while (std::getline(in, line)) {
-        ++number;
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (line.empty()) continue;
-        rows.emplace_back(number, split(line, '\t'));
-    }
-    return rows;
-}
-
-std::string lowercase_extension(const fs::path& file) {
-    std::string extension = file.extension().string();
-    std::transform(extension.begin(), extension.end(), extension.begin(), [](unsigned char c) { return std::tolower(c); });
-    return extension;
-}
-
 // The manifest's jobs. Throws BatchSetupError naming the file, row and column of the first problem.
 std::vector<Job> read_manifest(const fs::path& file, const CommandOptions& options) {
-    const std::string text = io::read_file_bytes(file);
-    const fs::path folder = file.parent_path().empty() ? fs::path(".") : file.parent_path();
-    const std::string extension = lowercase_extension(file);
-    auto check_column = [&](const std::string& name, std::size_t line, const std::string& where) {
-        if (name.empty() || name.front() == '-' || !options.find(name)) {
-            throw BatchSetupError(file.string() + ": line " + std::to_string(line) + ", " + where + ": '" + name +
-                                  "' is not an option of this command (columns are its long options without dashes)");
-        }
-        if (name == "help") throw BatchSetupError(file.string() + ": line " + std::to_string(line) + ", " + where + ": 'help' cannot be a column");
-    };
-    auto add = [&](Values& values, const std::string& name, const std::string& value) {
-        if (value.empty()) return;  // not given
-        if (kPathOptions.count(name) != 0) {
-            values[name].push_back(resolve_path(value, folder));
-        } else {
-            values[name].push_back(value);
-        }
-    };
-    std::vector<Job> jobs;
-    if (extension == ".jsonl") {
-        std::istringstream in(text);
-        std::string line;
-        std::size_t number = 0;
-        while (std::getline(in, line)) {
-            ++number;
-            if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-            nlohmann::json object;
-            try {
-                object = nlohmann::json::parse(line);
-            } catch (const nlohmann::json::parse_error& e) {
-                throw BatchSetupError(file.string() + ": line " + std::to_string(number) + ": not JSON (" + e.what() + ")");
-            }
-            if (!object.is_object()) throw BatchSetupError(file.string() + ": line " + std::to_string(number) + ": expected one JSON object per line");
-            Job job;
-            job.row = jobs.size();
-            for (const auto& [name, value] : object.items()) {
-                check_column(name, number, "key");
-                const auto as_text = [&](const nlohmann::json& v) -> std::string {
-                    if (v.is_string()) return v.get<std::string>();
-                    if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
-                    if (v.is_number()) return v.dump();
-                    throw BatchSetupError(file.string() + ": line " + std::to_string(number) + ", key '" + name +
-                                          "': expected a string, number, boolean or an array of them");
-                };
-                if (value.is_null()) continue;
-                if (value.is_array()) {
-                    if (!options.repeatable(name) && value.size() > 1) {
-                        throw BatchSetupError(file.string() + ": line " + std::to_string(number) + ", key '" + name + "': takes one value");
-                    }
-                    for (const auto& v : value) add(job.values, name, as_text(v));
-                } else {
-                    add(job.values, name, as_text(value));
-                }
-            }
-            jobs.push_back(std::move(job));
-        }
-        return jobs;
-    }
-    if (extension != ".csv" && extension != ".tsv") {
-        throw BatchSetupError(file.string() + ": expected a .csv, .tsv or .jsonl manifest, got '" + file.extension().string() + "'");
-    }
-    const auto rows = extension == ".csv" ? read_csv(text, file) : read_tsv(text);
-    if (rows.empty()) throw BatchSetupError(file.string() + ": empty manifest: expected a header row naming the options");
-    const std::vector<std::string>& header = rows.front().second;
-    for (std::size_t c = 0; c < header.size(); ++c) check_column(header[c], rows.front().first, "column " + std::to_string(c + 1));
-    for (std::size_t r = 1; r < rows.size(); ++r) {
-        const auto& [line, cells] = rows[r];
-        if (cells.size() != header.size()) {
-            throw BatchSetupError(file.string() + ": line " + std::to_string(line) + ": " + std::to_string(cells.size()) +
-                                  " cells, expected " + std::to_string(header.size()) + " (one per header column)");
-        }
-        Job job;
-        job.row = jobs.size();
-        for (std::size_t c = 0; c < cells.size(); ++c) {
-            const std::string& name = header[c];
-            if (options.repeatable(name)) {
-                for (const auto& value : split(cells[c], ';')) add(job.values, name, value);
-            } else {
-                add(job.values, name, cells[c]);
-            }
-        }
-        jobs.push_back(std::move(job));
-    }
-    return jobs;
+    const ManifestColumns columns{[&](const std::string& name) { return options.find(name) != nullptr; },
+                                  [&](const std::string& name) { return options.repeatable(name); }};
+    return parse_manifest(io::read_file_bytes(file), file, columns);
 }
 
 // The command line's defaults for COMMAND, as option name -> values.

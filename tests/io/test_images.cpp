@@ -726,7 +726,7 @@ TEST_CASE("flow: a .flo built byte by byte reads back", "[io][images][flow]") {
         marked[0] = 1e9f;             // pixel (0, 0): u unknown
         marked[2 * 3 + 1] = -1.5e9f;  // pixel (3, 0): v unknown
         marked[2 * 7] = 1e10f;        // pixel (2, 1): u unknown (what write_flo writes)
-        marked[2 * 8] = 9.9e8f;       // pixel (3, 1): large but known
+        marked[2 * 8] = 1.6e7f;       // pixel (3, 1): large but known (below 2^24; beyond it is refused)
         write_bytes(dir / "m.flo", flo_bytes(width, height, marked));
         const auto m = as_doubles(io::read_flow(dir / "m.flo").field.view());
         for (int p = 0; p < width * height; ++p) {

@@ -58,6 +58,19 @@ Padding parse_padding(std::string_view name) {
                                 "': expected zeros, border or reflection");
 }
 
+// The taps of a point are planned in a table (offsets and weights): past 2^20 per point the table
+// alone would take gigabytes per chunk of points.
+void check_taps_per_point(Interpolation mode, std::int64_t spatial_rank) {
+    const std::int64_t taps_per_axis = mode == Interpolation::Cubic ? 4 : mode == Interpolation::Linear ? 2 : 1;
+    std::int64_t taps_per_point = 1;
+    for (std::int64_t axis = 0; axis < spatial_rank && taps_per_point <= (std::int64_t{1} << 20); ++axis) taps_per_point *= taps_per_axis;
+    if (taps_per_point > (std::int64_t{1} << 20)) {
+        throw std::invalid_argument(std::string(interpolation_name(mode)) + " interpolation in " + std::to_string(spatial_rank) +
+                                    " spatial dimensions reads " + std::to_string(taps_per_axis) + "^" + std::to_string(spatial_rank) +
+                                    " values per point, more than the 2^20 supported");
+    }
+}
+
 std::string_view interpolation_name(Interpolation mode) {
     switch (mode) {
         case Interpolation::Linear: return "linear";
@@ -1343,6 +1356,7 @@ void grid_sample(const ConstTensorView& input, const PositionSource& positions, 
         throw std::invalid_argument("grid_sample(): " + std::string(interpolation_name(options.mode)) +
                                     " interpolation is not defined for string tensors; use nearest");
     }
+    check_taps_per_point(options.mode, static_cast<std::int64_t>(input.shape.size()) - 2);
     const DType coordinate = positions.coordinate_dtype();
     if (!is_floating(coordinate)) {
         throw std::invalid_argument("grid_sample(): positions must be float16, bfloat16, float32 or float64, got " +

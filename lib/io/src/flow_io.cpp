@@ -1,7 +1,10 @@
 #include "gridwarp/io/flow_io.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string_view>
 #include <limits>
 
 #include "formats.hpp"
@@ -17,6 +20,15 @@ namespace {
 
 constexpr char kFloMagic[4] = {'P', 'I', 'E', 'H'};  // the float 202021.25, little endian
 constexpr float kFloUnknown = 1e9f;
+// Beyond 2^24 a float32 cannot place a sample to the pixel, and no image gridwarp reads is that
+// large: a displacement from there up to the unknown mark is a damaged file, not a flow.
+constexpr float kFloLargestDisplacement = 16777216.0f;
+
+std::string format_float(float value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.9g", static_cast<double>(value));
+    return text;
+}
 
 std::string lowercase_name(const fs::path& file) {
     std::string name = file.filename().string();
@@ -37,20 +49,21 @@ std::int32_t read_i32(const char* p) {
     return out;
 }
 
-FlowField read_flo(const fs::path& file) {
-    const std::string bytes = read_file_bytes(file);
+}  // namespace
+
+FlowField parse_flo(std::string_view bytes, const fs::path& source) {
     if (bytes.size() < 12 || std::memcmp(bytes.data(), kFloMagic, 4) != 0) {
-        throw FileError(file, "not a Middlebury .flo file (expected the 'PIEH' tag at the start)");
+        throw FileError(source, "not a Middlebury .flo file (expected the 'PIEH' tag at the start)");
     }
     const std::int32_t width = read_i32(bytes.data() + 4), height = read_i32(bytes.data() + 8);
     if (width <= 0 || height <= 0 || width > (1 << 20) || height > (1 << 20)) {
-        throw FileError(file, "implausible .flo size " + std::to_string(width) + " x " + std::to_string(height));
+        throw FileError(source, "implausible .flo size " + std::to_string(width) + " x " + std::to_string(height));
     }
     const std::size_t count = static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 2;
     if (bytes.size() - 12 != count * 4) {
-        throw FileError(file, "truncated or oversized: a " + std::to_string(width) + " x " + std::to_string(height) +
-                                  " .flo holds " + std::to_string(count * 4) + " bytes of flow, found " +
-                                  std::to_string(bytes.size() - 12));
+        throw FileError(source, "truncated or oversized: a " + std::to_string(width) + " x " + std::to_string(height) +
+                                    " .flo holds " + std::to_string(count * 4) + " bytes of flow, found " +
+                                    std::to_string(bytes.size() - 12));
     }
     FlowField flow;
     flow.format = "flo";
@@ -58,20 +71,37 @@ FlowField read_flo(const fs::path& file) {
     float* out = flow.field.data_as<float>();
     for (std::size_t i = 0; i < count; ++i) {
         const std::int32_t bits = read_i32(bytes.data() + 12 + i * 4);
-        float value;
-        std::memcpy(&value, &bits, 4);
-        out[i] = value;
+        std::memcpy(&out[i], &bits, 4);
     }
     for (std::size_t i = 0; i < count; i += 2) {
-        if (!(std::fabs(out[i]) < kFloUnknown) || !(std::fabs(out[i + 1]) < kFloUnknown)) {
+        const float u = std::fabs(out[i]), v = std::fabs(out[i + 1]);
+        if (u < kFloLargestDisplacement && v < kFloLargestDisplacement) continue;  // false for NaN
+        if (std::isfinite(u) && std::isfinite(v) && (u >= kFloUnknown || v >= kFloUnknown)) {
             out[i] = out[i + 1] = std::numeric_limits<float>::quiet_NaN();
+            continue;
         }
+        const std::size_t pixel = i / 2, columns = static_cast<std::size_t>(width);
+        throw FileError(source, "pixel (x " + std::to_string(pixel % columns) + ", y " + std::to_string(pixel / columns) +
+                                    ") holds the flow (" + format_float(out[i]) + ", " + format_float(out[i + 1]) +
+                                    "): expected finite displacements below 2^24 pixels, or 1e9 and more (Middlebury's "
+                                    "mark for unknown flow)");
     }
     return flow;
 }
 
+namespace {
+
 // KITTI: 16-bit RGB PNG, u = (R - 2^15) / 64, v = (G - 2^15) / 64, B = 1 where the flow is valid.
 FlowField read_kitti(const fs::path& file) {
+    // OpenCV picks its decoder by the content, not the name: without this check a .png holding a
+    // DICOM or TIFF stream would reach that decoder (GDCM allocated what a fuzzed header declared).
+    constexpr std::string_view kPngSignature("\x89PNG\r\n\x1a\n", 8);
+    char head[8] = {};
+    std::ifstream in(file, std::ios::binary);
+    if (!in.read(head, sizeof head) || std::string_view(head, sizeof head) != kPngSignature) {
+        throw FileError(file, "not a KITTI flow PNG: expected the PNG signature at the start of the file");
+    }
+    in.close();
     const Image image = read_image(file);
     if (image.dtype() != DType::UInt16 || image.channels != 3) {
         throw FileError(file, "not a KITTI flow PNG: expected 16-bit with 3 channels, got " +
@@ -137,7 +167,7 @@ FlowField read_volume_flow(const fs::path& file) {
 FlowField read_flow(const fs::path& file) {
     detail::require_readable_file(file);
     const std::string name = lowercase_name(file);
-    if (has_suffix(name, ".flo")) return read_flo(file);
+    if (has_suffix(name, ".flo")) return parse_flo(read_file_bytes(file), file);
     if (has_suffix(name, ".png")) return read_kitti(file);
     switch (kind_for_path(file)) {
         case FileKind::Tensor: return read_npy_flow(file);
@@ -166,7 +196,7 @@ void write_flo(const fs::path& file, const ConstTensorView& field) {
         write_i32(height);
         const float* data = values.data_as<float>();
         for (std::int64_t i = 0; i < values.numel(); ++i) {
-            const float v = std::isnan(data[i]) ? 1e10f : data[i];
+            const float v = std::isfinite(data[i]) ? data[i] : 1e10f;  // non-finite: Middlebury's unknown
             std::int32_t bits;
             std::memcpy(&bits, &v, 4);
             write_i32(bits);

@@ -58,8 +58,6 @@ std::optional<MappedOutput> map_nifti_output(const std::filesystem::path& file, 
 std::filesystem::path make_staging_directory(const std::filesystem::path& target);
 void publish_staged(const std::filesystem::path& staging, const std::filesystem::path& target);
 std::vector<PointTransform> read_itk_transform(const std::filesystem::path& file, std::size_t dimension);  // ITK
-// ITK's text format for common linear kinds, without ITK; nullopt for anything else.
-std::optional<std::vector<PointTransform>> read_itk_text_transform(const std::filesystem::path& file, std::size_t dimension);
 void write_volume(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
 
 // The pixels of `image` as a C-ordered buffer in `layout` ((N, spatial..., C) or (N, C, spatial...)):

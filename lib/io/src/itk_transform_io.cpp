@@ -1,5 +1,7 @@
 // ITK transform files (.tfm, .txt, .mat, .h5): linear transforms, translations and composites of
-// them, as affine steps. Part of the ITK module (backends.hpp).
+// them, as affine steps. Part of the ITK module (backends.hpp). Text and Matlab files reach ITK only
+// after transform_io.cpp checked them; an HDF5 file's declarations are checked here, before ITK
+// builds transforms from them (it allocates whatever a B-spline's fixed parameters declare).
 #include <itkCompositeTransform.h>
 #include <itkHDF5TransformIOFactory.h>
 #include <itkMatlabTransformIOFactory.h>
@@ -9,11 +11,17 @@
 #include <itkTranslationTransform.h>
 #include <itkTxtTransformIOFactory.h>
 
+// HDF5's C interface, by its Debian path: ITK's own H5Cpp.h needs an include folder the module is not given.
+#include <hdf5/serial/hdf5.h>
+
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <mutex>
 
 #include "formats.hpp"
 #include "gridwarp/io/error.hpp"
+#include "gridwarp/io/transform_io.hpp"
 
 namespace gridwarp::io::detail {
 
@@ -63,10 +71,93 @@ bool append_itk_transform(const itk::TransformBaseTemplate<double>* transform, s
     return true;
 }
 
+// An HDF5 handle, closed when it goes out of scope.
+class Hdf5Handle {
+public:
+    Hdf5Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+    ~Hdf5Handle() {
+        if (id_ >= 0) close_(id_);
+    }
+    Hdf5Handle(const Hdf5Handle&) = delete;
+    Hdf5Handle& operator=(const Hdf5Handle&) = delete;
+    hid_t operator*() const { return id_; }
+    bool valid() const { return id_ >= 0; }
+
+private:
+    hid_t id_;
+    herr_t (*close_)(hid_t);
+};
+
+// What an ITK HDF5 transform file declares (/TransformGroup/N: TransformType, TransformParameters,
+// TransformFixedParameters, the last two also under the misspelled names ITK once wrote), read
+// without reading the parameters themselves: ITK's reader would allocate them, and the transform,
+// before anything is checked.
+std::vector<ItkTransformDeclaration> hdf5_declarations(const fs::path& file) {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // HDF5 prints its error stack on stderr; a FileError is the one report
+    auto exists = [](hid_t location, const std::string& path) { return H5Lexists(location, path.c_str(), H5P_DEFAULT) > 0; };
+    const Hdf5Handle h5(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    if (!h5.valid()) throw FileError(file, "not an HDF5 file, or HDF5 cannot open it");
+    if (!exists(*h5, "/TransformGroup")) throw FileError(file, "not an ITK transform file (no /TransformGroup)");
+    const Hdf5Handle group(H5Gopen2(*h5, "/TransformGroup", H5P_DEFAULT), H5Gclose);
+    H5G_info_t info{};
+    if (!group.valid() || H5Gget_info(*group, &info) < 0) throw FileError(file, "cannot read /TransformGroup");
+    std::vector<ItkTransformDeclaration> declarations;
+    for (hsize_t i = 0; i < info.nlinks && i <= 1024; ++i) {  // the check refuses more than 1024
+        ItkTransformDeclaration declaration;
+        declaration.where = "/TransformGroup/" + std::to_string(i);
+        const std::string type_path = declaration.where + "/TransformType";
+        if (!exists(*h5, declaration.where) || !exists(*h5, type_path)) {
+            throw FileError(file, declaration.where + ": expected a transform with a TransformType");
+        }
+        const Hdf5Handle type_set(H5Dopen2(*h5, type_path.c_str(), H5P_DEFAULT), H5Dclose);
+        const Hdf5Handle stored_type(type_set.valid() ? H5Dget_type(*type_set) : -1, H5Tclose);
+        const Hdf5Handle type_space(type_set.valid() ? H5Dget_space(*type_set) : -1, H5Sclose);
+        if (!stored_type.valid() || !type_space.valid() || H5Tget_class(*stored_type) != H5T_STRING ||
+            H5Tis_variable_str(*stored_type) <= 0 || H5Sget_simple_extent_npoints(*type_space) != 1) {
+            throw FileError(file, type_path + ": expected one variable-length string");
+        }
+        const Hdf5Handle text_type(H5Tcopy(H5T_C_S1), H5Tclose);
+        char* text = nullptr;
+        if (!text_type.valid() || H5Tset_size(*text_type, H5T_VARIABLE) < 0 ||
+            H5Dread(*type_set, *text_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text) < 0 || text == nullptr) {
+            throw FileError(file, type_path + ": cannot read the transform type");
+        }
+        declaration.type.assign(text, strnlen(text, 256));
+        H5free_memory(text);
+        // The length of a parameter list, under either of the names ITK has written.
+        auto list_length = [&](const char* name, const char* misspelled, bool& present) -> std::size_t {
+            const std::string path = declaration.where + (exists(*h5, declaration.where + name) ? name : misspelled);
+            present = exists(*h5, path);
+            if (!present) return 0;
+            const Hdf5Handle set(H5Dopen2(*h5, path.c_str(), H5P_DEFAULT), H5Dclose);
+            const Hdf5Handle stored(set.valid() ? H5Dget_type(*set) : -1, H5Tclose);
+            const Hdf5Handle space(set.valid() ? H5Dget_space(*set) : -1, H5Sclose);
+            hsize_t length = 0;
+            if (!stored.valid() || !space.valid() || H5Tget_class(*stored) != H5T_FLOAT ||
+                H5Sget_simple_extent_ndims(*space) != 1 || H5Sget_simple_extent_dims(*space, &length, nullptr) != 1) {
+                throw FileError(file, path + ": expected a list of floating-point numbers");
+            }
+            return static_cast<std::size_t>(length);
+        };
+        declaration.parameters = list_length("/TransformParameters", "/TranformParameters", declaration.has_parameters);
+        declaration.fixed_parameters =
+            list_length("/TransformFixedParameters", "/TranformFixedParameters", declaration.has_fixed_parameters);
+        declarations.push_back(std::move(declaration));
+    }
+    return declarations;
+}
+
+bool finite_map(const AffineMap& map) {
+    const auto finite = [](double v) { return std::isfinite(v); };
+    return std::all_of(map.matrix.begin(), map.matrix.end(), finite) && std::all_of(map.offset.begin(), map.offset.end(), finite);
+}
+
 }  // namespace
 
 std::vector<PointTransform> read_itk_transform(const fs::path& file, std::size_t dimension) {
     register_itk_transforms();
+    const std::string name = lowercase_filename(file);
+    if (ends_with(name, ".h5") || ends_with(name, ".hdf5")) check_itk_transform_declarations(hdf5_declarations(file), dimension, file);
     std::vector<PointTransform> steps;
     try {
         auto reader = itk::TransformFileReaderTemplate<double>::New();
@@ -92,6 +183,9 @@ std::vector<PointTransform> read_itk_transform(const fs::path& file, std::size_t
         throw FileError(file, "cannot read the transform: " + message);
     }
     if (steps.empty()) throw FileError(file, "the file holds no transform");
+    for (const auto& step : steps) {
+        if (!finite_map(*step.affine)) throw FileError(file, "the transform holds a non-finite value");
+    }
     return steps;
 }
 

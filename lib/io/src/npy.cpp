@@ -16,6 +16,9 @@ namespace gridwarp::io {
 namespace {
 
 constexpr std::string_view kMagic = "\x93NUMPY";
+// NumPy 1.x's NPY_MAXDIMS. Beyond it no array NumPy writes fits, and the rank alone (a shape of
+// ones costs nothing to declare) would drive the sampler's per-point work.
+constexpr std::size_t kMaxRank = 32;
 
 enum class StringKind { None, Unicode, Bytes };
 
@@ -113,6 +116,7 @@ private:
                 value = value * 10 + digit;
             }
             if (peek() == 'L') ++pos_;  // Python 2 long suffix
+            if (shape.size() == kMaxRank) fail("shape has more than " + std::to_string(kMaxRank) + " dimensions");
             shape.push_back(value);
             skip_space();
             if (peek() == ',') ++pos_;

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "backends.hpp"
 #include "formats.hpp"
@@ -142,6 +143,35 @@ std::optional<DeclaredRaster> jpeg_header(const std::string& head, std::uint64_t
     return std::nullopt;
 }
 
+// OpenCV picks a decoder by the content, not the name: a ".png" holding a DICOM stream goes to GDCM,
+// which trusts the lengths it declares. A file named as one of the common formats must start with
+// that format's signature.
+void require_signature_of_extension(const fs::path& file, const std::string& head) {
+    const std::string name = lowercase_filename(file);
+    auto starts = [&](std::string_view magic, std::size_t at = 0) {
+        return head.size() >= at + magic.size() && std::string_view(head).substr(at, magic.size()) == magic;
+    };
+    struct Expected {
+        const char* extension;
+        const char* format;
+        bool matches;
+    };
+    const Expected expected[] = {
+        {".png", "PNG", starts("\x89PNG\r\n\x1a\n")},
+        {".jpg", "JPEG", starts("\xff\xd8\xff")},
+        {".jpeg", "JPEG", starts("\xff\xd8\xff")},
+        {".bmp", "BMP", starts("BM")},
+        {".tif", "TIFF", starts(std::string_view("II*\0", 4)) || starts(std::string_view("MM\0*", 4))},
+        {".tiff", "TIFF", starts(std::string_view("II*\0", 4)) || starts(std::string_view("MM\0*", 4))},
+        {".webp", "WebP", starts("RIFF") && starts("WEBP", 8)},
+    };
+    for (const auto& [extension, format, matches] : expected) {
+        if (ends_with(name, extension) && !matches) {
+            throw FileError(file, std::string("named ") + extension + " but does not start with the " + format + " signature");
+        }
+    }
+}
+
 }  // namespace
 
 Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
@@ -154,6 +184,7 @@ Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
         in.read(head.data(), static_cast<std::streamsize>(head.size()));
         head.resize(static_cast<std::size_t>(in.gcount()));
     }
+    require_signature_of_extension(file, head);
     auto declared = png_header(head, file_size);
     if (!declared) declared = jpeg_header(head, file_size);
     if (declared) {

@@ -138,9 +138,15 @@ TransformFile read_transform_file(const fs::path& file, std::size_t dimension, b
         result = read_displacement_field(file, dimension, options);
     } else if (has_suffix(name, ".tfm") || has_suffix(name, ".h5") || has_suffix(name, ".hdf5") ||
                (has_suffix(name, ".txt") && is_itk_text(file)) || (has_suffix(name, ".mat") && !is_text(file))) {
-        // Common linear kinds in ITK's text format are read here; the rest through ITK itself.
+        // Text and Matlab files are checked here before ITK may read them (ITK allocates whatever
+        // they declare), and their common linear kinds computed here; HDF5 is ITK's alone.
         const bool text = has_suffix(name, ".tfm") || has_suffix(name, ".txt");
-        auto native = text ? detail::read_itk_text_transform(file, dimension) : std::nullopt;
+        const bool matlab = has_suffix(name, ".mat");
+        std::optional<std::vector<PointTransform>> native;
+        if (text || matlab) {
+            native = parse_itk_transform(read_file_bytes(file), text ? ItkTransformEncoding::Text : ItkTransformEncoding::Matlab,
+                                         file, dimension);
+        }
         result.steps = native ? std::move(*native) : detail::itk_backend().read_transform(file, dimension);
     } else {
         result.steps = read_matrix_transform(file, dimension);

@@ -18,6 +18,10 @@ enum class Padding { Zeros, Border, Reflection };
 // (bilinear, trilinear, bicubic). Throws std::invalid_argument listing the accepted names.
 Interpolation parse_interpolation(std::string_view name);
 Padding parse_padding(std::string_view name);
+
+// Every point reads taps^rank input values (2 per axis for linear, 4 for cubic); more than 2^20 per
+// point is refused (std::invalid_argument): cubic beyond 10 spatial dimensions, linear beyond 20.
+void check_taps_per_point(Interpolation mode, std::int64_t spatial_rank);
 std::string_view interpolation_name(Interpolation mode);
 std::string_view padding_name(Padding padding);
 

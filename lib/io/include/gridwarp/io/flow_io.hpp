@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <string_view>
 
 #include "gridwarp/io/image.hpp"
 
@@ -19,6 +20,11 @@ struct FlowField {
 // flow; invalid pixels read as NaN), .npy ((H, W, 2), (D, H, W, 3), or either with a leading N),
 // .nii/.nii.gz/.nrrd/.nhdr/.mha/.mhd (vector images with one component per spatial axis).
 FlowField read_flow(const std::filesystem::path& file);
+
+// The bytes of a Middlebury .flo file; `source` names it in errors. Throws FileError for a wrong
+// tag, a size that is implausible or disagrees with the byte count, and vectors that are NaN,
+// infinite, or 2^24 pixels and more without reaching the unknown mark (1e9).
+FlowField parse_flo(std::string_view bytes, const std::filesystem::path& source);
 
 // Middlebury .flo, for a field (1, H, W, 2) or (H, W, 2) of a real dtype (stored as float32).
 void write_flo(const std::filesystem::path& file, const ConstTensorView& field);

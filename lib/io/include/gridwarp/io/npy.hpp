@@ -13,7 +13,9 @@
 
 namespace gridwarp::io {
 
-// Parses the bytes of a .npy file; `source` names it in errors. Throws FileError.
+// Parses the bytes of a .npy file; `source` names it in errors. Throws FileError for anything
+// malformed, for shapes of more than 32 dimensions (NumPy 1.x's limit), and for shapes whose data
+// the bytes do not hold (checked before allocating).
 Tensor parse_npy(std::string_view bytes, const std::filesystem::path& source);
 Tensor read_npy(const std::filesystem::path& file);
 

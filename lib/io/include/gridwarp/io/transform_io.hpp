@@ -5,6 +5,9 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "gridwarp/io/image.hpp"
@@ -33,5 +36,33 @@ struct TransformFile {
 // field cannot be inverted here). Throws FileError naming the file and the problem.
 TransformFile read_transform(const std::filesystem::path& file, std::size_t dimension, bool invert,
                              const ReadOptions& options = {});
+
+enum class ItkTransformEncoding {
+    Text,    // "#Insight Transform File V1.0" (.tfm, .txt)
+    Matlab,  // ITK's Matlab v4 files (.mat)
+};
+
+// The bytes of an ITK transform file, read without ITK; `source` names it in errors. Every transform
+// must be a linear kind (or a translation, or a text file's heading CompositeTransform) for
+// `dimension`-D images, with exactly as many parameters as ITK's class takes and its centre as the
+// fixed parameters; anything else (B-splines, displacement field transforms, surplus or missing
+// parameters, non-finite values, sizes the bytes do not hold) throws FileError. Returns the steps,
+// or nullopt for a checked file holding a linear kind this reader leaves to ITK (read_transform
+// then reads it through ITK).
+std::optional<std::vector<PointTransform>> parse_itk_transform(std::string_view bytes, ItkTransformEncoding encoding,
+                                                               const std::filesystem::path& source, std::size_t dimension);
+
+// One transform as an ITK file declares it: its type as ITK names it ("AffineTransform_double_3_3")
+// and how many parameters and fixed parameters the file holds for it.
+struct ItkTransformDeclaration {
+    std::string type;
+    std::size_t parameters = 0, fixed_parameters = 0;
+    bool has_parameters = false, has_fixed_parameters = false;
+    std::string where;  // where the file declares it, for errors: "line 3", "matrix 1", "/TransformGroup/0"
+};
+// parse_itk_transform's rules, for readers that see only the declarations (ITK's HDF5 files): throws
+// FileError naming `source` unless every transform is one gridwarp can use for `dimension`-D images.
+void check_itk_transform_declarations(const std::vector<ItkTransformDeclaration>& transforms, std::size_t dimension,
+                                      const std::filesystem::path& source);
 
 }  // namespace gridwarp::io

@@ -1,0 +1,284 @@
+#!/usr/bin/python3
+"""Writes the fuzz targets' seed corpus, tests/fuzz/corpus/<target>/, from the bundled and test files
+and a few hand-made seeds (tests/fuzz/README.md). Deterministic: running it again gives the same files.
+
+Run with Debian's Python (numpy, nibabel, OpenCV): /usr/bin/python3 tests/fuzz/make_corpus.py
+Seeds of targets that take a selector byte (see each target's comment) start with that byte.
+"""
+import gzip
+import hashlib
+import io
+import shutil
+import struct
+import zlib
+from pathlib import Path
+
+import nibabel as nib
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "fuzz" / "corpus"
+LARGEST_SEED = 16 * 1024  # bigger seeds slow every execution; the interesting bytes are headers
+
+
+def put(target, name, data):
+    if len(data) > LARGEST_SEED:
+        raise SystemExit(f"seed {target}/{name} is {len(data)} bytes, more than {LARGEST_SEED}")
+    folder = CORPUS / target
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_bytes(data)
+
+
+def npy_bytes(array, fortran=False):
+    buffer = io.BytesIO()
+    np.save(buffer, np.asfortranarray(array) if fortran else array)
+    return buffer.getvalue()
+
+
+def npy_seeds():
+    for file in sorted((ROOT / "tests" / "data" / "npy").glob("*.npy")):
+        if file.stat().st_size <= 4096:
+            put("fuzz_npy", file.name, file.read_bytes())
+    # A few ONNX conformance and oracle inputs: real shapes of rank 3 to 5.
+    picked = 0
+    for file in sorted((ROOT / "tests" / "data" / "onnx").rglob("*.npy")):
+        if file.stat().st_size <= 2048 and picked < 12:
+            put("fuzz_npy", "onnx_" + hashlib.sha1(str(file.relative_to(ROOT)).encode()).hexdigest()[:10] + ".npy",
+                file.read_bytes())
+            picked += 1
+    put("fuzz_npy", "rank6_ones.npy", npy_bytes(np.zeros((1,) * 6, np.float32)))
+    put("fuzz_npy", "rank32.npy", npy_bytes(np.zeros((1,) * 32, np.uint8)))
+    put("fuzz_npy", "fortran_u2.npy", npy_bytes(np.arange(24, dtype=">u2").reshape(2, 3, 4), fortran=True))
+    put("fuzz_npy", "zero_extent.npy", npy_bytes(np.zeros((0, 3, 5), np.float64)))
+    header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"
+    header += b" " * (117 - len(header)) + b"\n"
+    put("fuzz_npy", "version2.npy", b"\x93NUMPY\x02\x00" + struct.pack("<I", len(header)) + header + bytes(24))
+    put("fuzz_npy", "version3_utf8.npy", b"\x93NUMPY\x03\x00" + struct.pack("<I", len(header)) + header + bytes(24))
+
+
+def flo_bytes(flow):
+    height, width, _ = flow.shape
+    return b"PIEH" + struct.pack("<ii", width, height) + flow.astype("<f4").tobytes()
+
+
+def flo_seeds():
+    # data/swirl.flo is 600 KB: its top-left corner, as a .flo of its own, keeps its values.
+    swirl = (ROOT / "data" / "swirl.flo").read_bytes()
+    width, height = struct.unpack("<ii", swirl[4:12])
+    field = np.frombuffer(swirl[12:], "<f4").reshape(height, width, 2)
+    put("fuzz_flo", "swirl_corner.flo", flo_bytes(field[:16, :16]))
+    put("fuzz_flo", "one_pixel.flo", flo_bytes(np.array([[[0.5, -1.25]]], np.float32)))
+    unknown = np.zeros((3, 4, 2), np.float32)
+    unknown[1, 2] = (1e10, 0)
+    unknown[2, 3] = (0, -1e9)
+    put("fuzz_flo", "unknown_marks.flo", flo_bytes(unknown))
+    put("fuzz_flo", "truncated.flo", flo_bytes(np.ones((2, 2, 2), np.float32))[:-4])
+
+
+def png_chunk(kind, body):
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+
+
+def png16_rgb(rgb):
+    """A 16-bit RGB PNG of an (H, W, 3) uint16 array, written chunk by chunk."""
+    height, width, _ = rgb.shape
+    rows = b"".join(b"\x00" + rgb[y].astype(">u2").tobytes() for y in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 16, 2, 0, 0, 0)) +
+            png_chunk(b"IDAT", zlib.compress(rows, 9)) + png_chunk(b"IEND", b""))
+
+
+def kitti_seeds():
+    rng = np.random.default_rng(25)
+    flow = np.zeros((4, 5, 3), np.uint16)
+    flow[..., 0] = 32768 + rng.integers(-640, 640, (4, 5))
+    flow[..., 1] = 32768 + rng.integers(-640, 640, (4, 5))
+    flow[..., 2] = rng.integers(0, 2, (4, 5))
+    put("fuzz_kitti_png", "kitti_4x5.png", b"\x00" + png16_rgb(flow))
+    put("fuzz_kitti_png", "kitti_1x1_invalid.png", b"\x00" + png16_rgb(np.array([[[40000, 20000, 0]]], np.uint16)))
+    put("fuzz_kitti_png", "kitti_bad_crc.png", b"\x01" + png16_rgb(flow)[:-1] + b"\x00")
+    # Not KITTI: 8-bit grey, and the bundled card's PNG header cut short (its IDAT is 56 KB).
+    grey = (b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 2, 8, 0, 0, 0, 0)) +
+            png_chunk(b"IDAT", zlib.compress(b"\x00\x01\x02\x00\x03\x04")) + png_chunk(b"IEND", b""))
+    put("fuzz_kitti_png", "grey8.png", b"\x00" + grey)
+    put("fuzz_kitti_png", "card_head.png", b"\x00" + (ROOT / "data" / "card.png").read_bytes()[:512])
+
+
+def text_matrix_seeds():
+    seeds = {
+        "affine_2x3.txt": "1 0 0\n0 1 0\n",
+        "homogeneous_4x4.txt": "# a comment\n0.98 -0.17 0 1.5\n0.17 0.98 0 -2\n0 0 1 0\n0 0 0 1\n",
+        "commas_tabs.txt": "1,\t0,\t3\r\n0,1,4 # trailing\r\n\r\n",
+        "semicolons.txt": "1;0;0;0\n0;1;0;0\n0;0;1;0\n",
+        "exponents.txt": "1e-3 -2.5E+2 .5\n-0 5. 1e308\n",
+        "ragged.txt": "1 2 3\n4 5\n",
+    }
+    for name, text in seeds.items():
+        put("fuzz_text_matrix", name, text.encode())
+
+
+def matlab_vector(name, values, single=False, big_endian=False):
+    """One Matlab v4 column vector as vnl_matlab_write writes it."""
+    order = ">" if big_endian else "<"
+    kind = (1000 if big_endian else 0) + (10 if single else 0)
+    encoded = name.encode() + b"\x00"
+    head = struct.pack(order + "5i", kind, len(values), 1, 0, len(encoded))
+    return head + encoded + np.asarray(values, order + ("f4" if single else "f8")).tobytes()
+
+
+def itk_text(transforms):
+    lines = ["#Insight Transform File V1.0"]
+    for index, (kind, parameters, fixed) in enumerate(transforms):
+        lines.append(f"#Transform {index}")
+        lines.append(f"Transform: {kind}")
+        if parameters is not None:
+            lines.append("Parameters: " + " ".join(repr(float(v)) for v in parameters))
+            lines.append("FixedParameters: " + " ".join(repr(float(v)) for v in fixed))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def itk_transform_seeds():
+    text, matlab, two_d, three_d = 0, 1, 0, 2
+    put("fuzz_itk_transform", "tilt.tfm", bytes([text | three_d]) + (ROOT / "data" / "tilt.tfm").read_bytes())
+    affine3 = [1, 0.1, 0, -0.1, 1, 0, 0, 0, 1.2, 5, -3, 2]
+    seeds3 = {
+        "euler3d.tfm": [("Euler3DTransform_double_3_3", [0.1, -0.2, 0.3, 1, 2, 3], [4, 5, 6, 0])],
+        "versor_rigid.tfm": [("VersorRigid3DTransform_double_3_3", [0.1, 0, 0.05, 1, 2, 3], [0, 0, 0])],
+        "similarity3d.tfm": [("Similarity3DTransform_double_3_3", [0, 0.2, 0, 1, 2, 3, 1.5], [1, 1, 1])],
+        "scale_versor.tfm": [("ScaleVersor3DTransform_double_3_3", [0, 0, 0.1, 1, 2, 3, 1, 1.1, 0.9], [0, 0, 0])],
+        "translation3d.tfm": [("TranslationTransform_double_3_3", [1, 2, 3], [])],
+        "composite.tfm": [("CompositeTransform_double_3_3", None, None),
+                          ("AffineTransform_double_3_3", affine3, [1, 2, 3]),
+                          ("TranslationTransform_float_3_3", [0.5, 0, 0], [])],
+        "bspline.tfm": [("BSplineTransform_double_3_3", [0] * 24, [2, 2, 2, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 0, 1])],
+    }
+    for name, transforms in seeds3.items():
+        put("fuzz_itk_transform", name, bytes([text | three_d]) + itk_text(transforms))
+    seeds2 = {
+        "affine2d.tfm": [("AffineTransform_double_2_2", [1, 0.2, -0.2, 1, 3, 4], [10, 20])],
+        "euler2d.tfm": [("Euler2DTransform_double_2_2", [0.3, 1, 2], [5, 5])],
+        "similarity2d.tfm": [("Similarity2DTransform_double_2_2", [1.2, 0.3, 1, 2], [5, 5])],
+        "centered_rigid2d.tfm": [("CenteredRigid2DTransform_double_2_2", [0.3, 5, 5, 1, 2], [])],
+    }
+    for name, transforms in seeds2.items():
+        put("fuzz_itk_transform", name, bytes([text | two_d]) + itk_text(transforms))
+    put("fuzz_itk_transform", "affine3d.mat", bytes([matlab | three_d]) +
+        matlab_vector("AffineTransform_double_3_3", affine3) + matlab_vector("fixed", [1, 2, 3]))
+    put("fuzz_itk_transform", "affine3d_float_be.mat", bytes([matlab | three_d]) +
+        matlab_vector("AffineTransform_float_3_3", affine3, single=True, big_endian=True) +
+        matlab_vector("fixed", [1, 2, 3], single=True, big_endian=True))
+    put("fuzz_itk_transform", "euler2d.mat", bytes([matlab | two_d]) +
+        matlab_vector("Euler2DTransform_double_2_2", [0.3, 1, 2]) + matlab_vector("fixed", [5, 5]))
+    put("fuzz_itk_transform", "two_transforms.mat", bytes([matlab | three_d]) +
+        matlab_vector("Euler3DTransform_double_3_3", [0.1, 0.2, 0.3, 1, 2, 3]) + matlab_vector("fixed", [0, 0, 0]) +
+        matlab_vector("ScaleTransform_double_3_3", [1, 2, 3]) + matlab_vector("fixed", [0, 0, 0]))
+
+
+def nifti_images():
+    """Small NIfTI images in the variants the codec reads: NIfTI-1/-2, both byte orders, scaling,
+    sform and qform, 4-D and 5-D vector data, RGB."""
+    rng = np.random.default_rng(2025)
+    affine = np.array([[-2, 0.1, 0, 30], [0, 2, 0.2, -40], [0, 0, 2.5, 12], [0, 0, 0, 1]], float)
+    images = {}
+    image = nib.Nifti1Image(rng.integers(-100, 100, (4, 3, 2)).astype(np.int16), affine)
+    image.header.set_qform(affine, 1)
+    image.header.set_sform(affine, 2)
+    images["n1_i2_sform_qform"] = image
+    scaled = nib.Nifti1Image(rng.integers(0, 255, (3, 3, 2)).astype(np.uint8), np.eye(4))
+    scaled.header.set_slope_inter(0.5, -3)
+    images["n1_u1_scaled"] = scaled
+    images["n2_f4"] = nib.Nifti2Image(rng.standard_normal((3, 2, 2)).astype(np.float32), affine)
+    images["n1_f8_series"] = nib.Nifti1Image(rng.standard_normal((2, 2, 2, 3)), affine)
+    field = nib.Nifti1Image(rng.standard_normal((3, 2, 2, 1, 3)).astype(np.float32), affine)
+    field.header.set_intent("vector")
+    images["n1_vector_field"] = field
+    images["n1_f4_2d"] = nib.Nifti1Image(rng.standard_normal((5, 4)).astype(np.float32), np.eye(4))
+    rgb = np.zeros((3, 2, 1), dtype=[("R", "u1"), ("G", "u1"), ("B", "u1")])
+    images["n1_rgb24"] = nib.Nifti1Image(rgb, np.eye(4))
+    encoded = {name: image.to_bytes() for name, image in images.items()}
+    # Big endian: nibabel writes the header in the byte order it is given.
+    values = rng.integers(0, 1000, (3, 2, 2)).astype(">i4")
+    header = nib.Nifti1Header(endianness=">")
+    header.set_data_dtype(">i4")
+    big_endian = nib.Nifti1Image(values, affine, header)
+    encoded["n1_i4_big_endian"] = big_endian.to_bytes()
+    if encoded["n1_i4_big_endian"][:4] != struct.pack(">i", 348):
+        raise SystemExit("nibabel wrote the big-endian seed little-endian")
+    return encoded
+
+
+def nifti_seeds():
+    for name, data in nifti_images().items():
+        header_length = 540 if name.startswith("n2") else 348
+        put("fuzz_nifti_header", name + ".hdr", data[:header_length])
+        put("fuzz_nifti_file", name + ".nii", b"\x00" + data)
+        put("fuzz_nifti_file", name + ".nii.gz", b"\x01" + gzip.compress(data, 6, mtime=0))
+        put("fuzz_nifti_file", name + ".gzme", b"\x02" + data)
+    for file in sorted((ROOT / "tests" / "data" / "images").glob("*.nii.gz")):
+        put("fuzz_nifti_file", file.name, b"\x01" + file.read_bytes())
+        put("fuzz_nifti_header", file.stem + ".hdr", gzip.decompress(file.read_bytes())[:348])
+    put("fuzz_nifti_header", "brain.hdr", gzip.decompress((ROOT / "data" / "brain.nii.gz").read_bytes())[:352])
+
+
+def batch_seeds():
+    csv, tsv, jsonl = b"\x00", b"\x01", b"\x02"
+    seeds = {
+        "simple.csv": csv + b"input,output\nin/a.png,out/a.png\nb.nii.gz,/tmp/b.nii.gz\n",
+        "quoted.csv": csv + b'input,output,rotate\r\n"a,b.png","c ""d"".png",15\r\n"multi\nline.png",e.png,\n',
+        "transforms.csv": csv + b"input,output,transform\na.nii,b.nii,[t1.mat,1];t2.tfm,inverse;field.nii.gz\n",
+        "unclosed.csv": csv + b'input,output\n"a.png,b.png\n',
+        "simple.tsv": tsv + b"input\toutput\tmode\na.png\tb.png\tcubic\n\nc.png\td.png\t\r\n",
+        "simple.jsonl": jsonl + b'{"input": "a.png", "output": "b.png", "rotate": 15, "align-corners": true}\n'
+                                b'{"input": "c.png", "output": "d.png", "transform": ["t1.tfm", "t2.mat,inverse"]}\n\n',
+        "nested.jsonl": jsonl + b'{"input": {"x": [1, 2]}, "output": null}\n',
+        "not_json.jsonl": jsonl + b"{input: a.png}\n[1, 2]\n",
+    }
+    for name, data in seeds.items():
+        put("fuzz_batch_manifest", name, data)
+
+
+def volume_header_seeds():
+    """Headers of the kinds ITK and Slicer write, and the data-file forms gridwarp checks."""
+    nrrd, nhdr, mha, mhd = b"\x00", b"\x01", b"\x02", b"\x03"
+    seeds = {
+        "attached.nrrd": nrrd + b"NRRD0004\ntype: short\ndimension: 3\nspace: left-posterior-superior\n"
+                                b"sizes: 4 5 6\nspace directions: (1,0,0) (0,1.5,0) (0,0,2)\nkinds: domain domain domain\n"
+                                b"endian: little\nencoding: gzip\nspace origin: (-1,2.5,3)\nkey:=value\n\n",
+        "vector.nrrd": nrrd + b"NRRD0005\n# a comment\ntype: float\ndimension: 4\nspace dimension: 3\nsizes: 3 4 4 4\n"
+                              b"space directions: none (1,0,0) (0,1,0) (0,0,1)\nencoding: raw\nbyte skip: -1\n\n",
+        "detached.nhdr": nhdr + b"NRRD0004\ntype: uchar\ndimension: 2\nsizes: 8 8\nspacings: 0.5 NaN\nencoding: raw\n"
+                                b"data file: volume.raw\n",
+        "pattern.nhdr": nhdr + b"NRRD0004\ntype: ushort\ndimension: 3\nsizes: 4 4 3\nencoding: raw\n"
+                               b"data file: slice%03d.raw 1 3 1 2\n",
+        "list.nhdr": nhdr + b"NRRD0004\ntype: int\ndimension: 3\nsizes: 2 2 2\nencoding: ascii\ndata file: LIST\na.txt\nb.txt\n",
+        "attached.mha": mha + b"ObjectType = Image\nNDims = 3\nBinaryData = True\nBinaryDataByteOrderMSB = False\n"
+                              b"CompressedData = True\nCompressedDataSize = 120\nTransformMatrix = 1 0 0 0 1 0 0 0 1\n"
+                              b"Offset = 0 0 0\nCenterOfRotation = 0 0 0\nElementSpacing = 1 1 2.5\nDimSize = 4 5 6\n"
+                              b"ElementNumberOfChannels = 3\nElementType = MET_FLOAT\nElementDataFile = LOCAL\n",
+        "detached.mhd": mhd + b"ObjectType = Image\nNDims = 2\nDimSize = 8 8\nElementType = MET_SHORT\nHeaderSize = -1\n"
+                              b"ElementDataFile = volume.raw\n",
+        "pattern.mhd": mhd + b"NDims = 3\nDimSize = 4 4 3\nElementType = MET_UCHAR\nElementDataFile = s%d.raw 0 2 1\n",
+        "list.mhd": mhd + b"NDims = 3\nDimSize = 2 2 2\nElementType = MET_DOUBLE\nElementDataFile = LIST 2D\na.raw\nb.raw\n",
+    }
+    for name, data in seeds.items():
+        put("fuzz_volume_header", name, data)
+
+
+def main():
+    shutil.rmtree(CORPUS, ignore_errors=True)
+    npy_seeds()
+    flo_seeds()
+    kitti_seeds()
+    text_matrix_seeds()
+    itk_transform_seeds()
+    nifti_seeds()
+    batch_seeds()
+    volume_header_seeds()
+    total = sum(f.stat().st_size for f in CORPUS.rglob("*") if f.is_file())
+    for folder in sorted(CORPUS.iterdir()):
+        files = list(folder.iterdir())
+        print(f"{folder.name}: {len(files)} seeds, {sum(f.stat().st_size for f in files)} bytes")
+    print(f"total: {total} bytes")
+
+
+if __name__ == "__main__":
+    main()

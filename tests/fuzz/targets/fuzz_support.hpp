@@ -1,0 +1,60 @@
+// What the fuzz targets share: scratch files for readers that take a path, and a quiet, single-
+// threaded process (libFuzzer runs one input at a time; idle OpenMP workers would only spin).
+#pragma once
+
+#include <sanitizer/common_interface_defs.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+
+namespace gridwarp::fuzz {
+
+// Call from LLVMFuzzerInitialize.
+inline void prepare_process() {
+    ::setenv("OMP_NUM_THREADS", "1", 0);
+    // Image decoders run with stderr pointed at a capture file (raster_io.cpp); sanitizer reports go
+    // to a copy of the real stderr so that they are never captured with the decoder's messages.
+    static const int real_stderr = ::dup(2);
+    if (real_stderr >= 0) __sanitizer_set_report_fd(reinterpret_cast<void*>(static_cast<std::intptr_t>(real_stderr)));
+}
+
+// A file in memory-backed /dev/shm (else the temporary folder) that this process reuses for every
+// input: `<prefix>-<pid><extension>`. Removed when the process exits normally.
+class ScratchFile {
+public:
+    explicit ScratchFile(std::string_view extension) {
+        std::error_code error;
+        const std::filesystem::path folder =
+            std::filesystem::is_directory("/dev/shm", error) ? std::filesystem::path("/dev/shm") : std::filesystem::temp_directory_path();
+        path_ = folder / ("gridwarp-fuzz-" + std::to_string(::getpid()) + std::string(extension));
+    }
+    ~ScratchFile() {
+        std::error_code error;
+        std::filesystem::remove(path_, error);
+    }
+    ScratchFile(const ScratchFile&) = delete;
+    ScratchFile& operator=(const ScratchFile&) = delete;
+
+    const std::filesystem::path& write(std::string_view bytes) const {
+        std::ofstream out(path_, std::ios::binary | std::ios::trunc);
+        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        out.close();
+        if (!out) std::abort();  // the harness itself failed: stop rather than fuzz nothing
+        return path_;
+    }
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
+inline std::string_view as_text(const std::uint8_t* data, std::size_t size) {
+    return {reinterpret_cast<const char*>(data), size};
+}
+
+}  // namespace gridwarp::fuzz
