@@ -117,6 +117,13 @@ public:
         return static_cast<std::uint64_t>(*value);
     }
 
+    // A count of axes: 1 to 16 (NRRD's own limit, and more than any image gridwarp reads).
+    std::size_t axis_count(const std::string& field, std::string_view text) const {
+        const std::uint64_t count = positive_integer(field, text);
+        if (count > 16) fail(field, "expected 1 to 16 axes, found " + std::to_string(count));
+        return static_cast<std::size_t>(count);
+    }
+
     double finite_real(const std::string& field, std::string_view text) const {
         const auto value = parse_real(text);
         if (!value) fail(field, "expected a number, found " + shown(text));
@@ -352,9 +359,7 @@ DeclaredVolume parse_nrrd(std::string_view header, std::uint64_t header_end, con
             if (dimension == 0) checker.fail(field, "comes before 'dimension'");
         };
         if (field == "dimension") {
-            const std::uint64_t d = checker.positive_integer(field, value);
-            if (d > 16) checker.fail(field, "expected 1 to 16 axes, found " + std::to_string(d));
-            dimension = static_cast<std::size_t>(d);
+            dimension = checker.axis_count(field, value);
         } else if (field == "type") {
             checker.volume().component_bytes = nrrd_type_bytes(lower(value));
             if (checker.volume().component_bytes == 0) {
@@ -376,9 +381,7 @@ DeclaredVolume parse_nrrd(std::string_view header, std::uint64_t header_end, con
             space_dimension = nrrd_space_dimension(value);
             if (space_dimension == 0) checker.fail(field, "expected a known space (RAS, LPS, scanner-xyz, ...), found " + shown(value));
         } else if (field == "space dimension") {
-            const std::uint64_t d = checker.positive_integer(field, value);
-            if (d > 16) checker.fail(field, "expected 1 to 16, found " + std::to_string(d));
-            space_dimension = static_cast<std::size_t>(d);
+            space_dimension = checker.axis_count(field, value);
         } else if (field == "spacings") {
             need_dimension();
             if (items.size() != dimension) checker.fail(field, "expected " + std::to_string(dimension) + " spacings, found " + std::to_string(items.size()));
@@ -484,9 +487,7 @@ DeclaredVolume parse_metaimage(std::string_view header, std::uint64_t header_end
         if (key == "ObjectType") {
             if (lower(value) != "image") checker.fail(key, "expected Image, found " + shown(value));
         } else if (key == "NDims") {
-            const std::uint64_t d = checker.positive_integer(key, value);
-            if (d > 16) checker.fail(key, "expected 1 to 16 dimensions, found " + std::to_string(d));
-            dimension = static_cast<std::size_t>(d);
+            dimension = checker.axis_count(key, value);
         } else if (key == "DimSize") {
             need_dimension();
             checker.set_sizes(key, items, dimension);
