@@ -83,57 +83,6 @@ itk::IOComponentEnum component_for_dtype(DType type, const fs::path& file) {
     }
 }
 
-// NIfTI and MetaImage readers do not fail on a short file: nifticlib pads the voxels with zeros and
-// MetaIO prints a warning, and ITK goes on. So count the bytes that hold the voxels here and refuse
-// a file with fewer than the header describes.
-void require_voxel_bytes(const fs::path& file, std::uint64_t available, std::uint64_t needed) {
-    if (available < needed) {
-        throw FileError(file, "truncated: the header describes " + std::to_string(needed) + " bytes of voxels, the file holds " +
-                                  std::to_string(available));
-    }
-}
-
-std::string trimmed(const std::string& text) {
-    const auto first = text.find_first_not_of(" \t\r");
-    if (first == std::string::npos) return "";
-    return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
-}
-
-void check_metaimage_complete(const fs::path& file, std::uint64_t voxel_bytes) {
-    std::ifstream in(file, std::ios::binary);
-    bool compressed = false;
-    std::int64_t header_size = 0;
-    std::string data_file;
-    std::string line;
-    while (data_file.empty() && std::getline(in, line)) {
-        const auto equals = line.find('=');
-        if (equals == std::string::npos) continue;
-        const std::string key = trimmed(line.substr(0, equals)), value = trimmed(line.substr(equals + 1));
-        std::string lower = value;
-        std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-        if (key == "CompressedData") compressed = lower == "true";
-        if (key == "HeaderSize") header_size = std::atoll(value.c_str());
-        if (key == "ElementDataFile") data_file = value;
-    }
-    fs::path data = file;
-    std::uint64_t offset = 0;
-    if (data_file == "LOCAL" || data_file == "Local" || data_file == "local") {
-        if (!in) return;
-        offset = static_cast<std::uint64_t>(in.tellg());
-    } else if (data_file.empty() || data_file == "LIST" || data_file.find('%') != std::string::npos ||
-               data_file.find(' ') != std::string::npos || header_size < 0) {
-        return;  // data split over several files, or at the end of one: left to ITK
-    } else {
-        data = fs::path(data_file).is_absolute() ? fs::path(data_file) : file.parent_path() / data_file;
-        offset = static_cast<std::uint64_t>(header_size);
-    }
-    std::error_code error;
-    const std::uintmax_t size = fs::file_size(data, error);
-    if (error) throw FileError(file, "cannot read its data file " + data.string() + ": " + error.message());
-    const std::uint64_t stored = size > offset ? size - offset : 0;
-    if (!compressed) require_voxel_bytes(file, stored, voxel_bytes);  // compressed data: check_volume_data_inflates
-}
-
 }  // namespace
 
 Image read_volume(const fs::path& file, bool with_pixels) {
@@ -195,7 +144,6 @@ Image read_volume(const fs::path& file, bool with_pixels) {
             region.SetSize(i, static_cast<itk::SizeValueType>(sizes[i]));
         }
         io->SetIORegion(region);
-        if (image.format == "metaimage") check_metaimage_complete(file, image.pixels.nbytes());
         io->Read(image.pixels.data());
     } catch (const itk::ExceptionObject& e) {
         std::string message = e.GetDescription();
