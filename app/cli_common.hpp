@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -135,13 +136,15 @@ private:
     int code_;
 };
 
-// Each subcommand lives in its own file and registers itself here.
-void register_sample_command(CLI::App& app);
-void register_grid_command(CLI::App& app);
-void register_affine_command(CLI::App& app);
-void register_flow_command(CLI::App& app);
-void register_info_command(CLI::App& app);
-void register_resample_command(CLI::App& app);
-void register_batch_command(CLI::App& app);
+// Each subcommand lives in its own file and registers itself here: each adds its subcommand to APP
+// and returns the storage its options write into (the subcommand's callback holds it too; a caller
+// that replaces the callback must keep it).
+std::shared_ptr<void> register_sample_command(CLI::App& app);
+std::shared_ptr<void> register_grid_command(CLI::App& app);
+std::shared_ptr<void> register_affine_command(CLI::App& app);
+std::shared_ptr<void> register_flow_command(CLI::App& app);
+std::shared_ptr<void> register_info_command(CLI::App& app);
+std::shared_ptr<void> register_resample_command(CLI::App& app);
+std::shared_ptr<void> register_batch_command(CLI::App& app);
 
 }  // namespace gridwarp::cli

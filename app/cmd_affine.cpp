@@ -264,7 +264,7 @@ void run_affine(const AffineCommand& command) {
 
 }  // namespace
 
-void register_affine_command(CLI::App& app) {
+std::shared_ptr<void> register_affine_command(CLI::App& app) {
     auto command = std::make_shared<AffineCommand>();
     CLI::App* sub = app.add_subcommand("affine", "Warp an image, volume or tensor by an affine map");
     sub->add_option("-i,--input", command->input, "Image (.png, .jpg, .tif, ...), volume (.nii[.gz], .nrrd, .mha, ...) or .npy")
@@ -289,6 +289,7 @@ void register_affine_command(CLI::App& app) {
         "  gridwarp affine -i brain.nii.gz -o small.nii.gz --size 64,64,40   # resize, same extent\n"
         "  gridwarp affine -i X.npy -o Y.npy --theta theta.npy --align-corners   # = grid + sample");
     sub->callback([command] { run_affine(*command); });
+    return command;
 }
 
 }  // namespace gridwarp::cli

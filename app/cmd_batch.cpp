@@ -43,7 +43,7 @@ struct BatchCommand {
     std::vector<std::string> defaults;  // COMMAND's options given on the command line
 };
 
-using Registrar = void (*)(CLI::App&);
+using Registrar = std::shared_ptr<void> (*)(CLI::App&);
 const std::map<std::string, Registrar>& batch_commands() {
     static const std::map<std::string, Registrar> commands = {{"affine", &register_affine_command},
                                                               {"flow", &register_flow_command},
@@ -87,10 +87,11 @@ std::vector<Job> read_manifest(const fs::path& file, const CommandOptions& optio
 // The command line's defaults for COMMAND, as option name -> values.
 Values parse_defaults(const std::string& command, const std::vector<std::string>& tokens) {
     CLI::App app;
-    batch_commands().at(command)(app);
+    // The replaced callback held the options' storage: the new one keeps it alive while parsing.
+    std::shared_ptr<void> storage = batch_commands().at(command)(app);
     CLI::App* sub = app.get_subcommand(command);
     for (CLI::Option* option : sub->get_options()) option->required(false);
-    sub->callback([] {});
+    sub->callback([storage] {});
     std::vector<std::string> args{"gridwarp", command};
     args.insert(args.end(), tokens.begin(), tokens.end());
     std::vector<char*> argv;
@@ -400,7 +401,7 @@ void run_batch(const BatchCommand& command) {
 
 }  // namespace
 
-void register_batch_command(CLI::App& app) {
+std::shared_ptr<void> register_batch_command(CLI::App& app) {
     auto command = std::make_shared<BatchCommand>();
     CLI::App* sub = app.add_subcommand("batch", "Run affine, flow, resample or sample over the rows of a manifest, in one process");
     sub->add_option("COMMAND", command->command, "affine, flow, resample or sample")->required();
@@ -432,6 +433,7 @@ void register_batch_command(CLI::App& app) {
         command->defaults = sub->remaining();
         run_batch(*command);
     });
+    return command;
 }
 
 }  // namespace gridwarp::cli

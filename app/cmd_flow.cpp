@@ -83,7 +83,7 @@ void run_flow(const FlowCommand& command) {
 
 }  // namespace
 
-void register_flow_command(CLI::App& app) {
+std::shared_ptr<void> register_flow_command(CLI::App& app) {
     auto command = std::make_shared<FlowCommand>();
     CLI::App* sub = app.add_subcommand("flow", "Warp an image or volume by a flow field: out(x) = in(x + flow(x))");
     sub->add_option("-i,--input", command->input, "Image, volume or .npy tensor to warp")->required();
@@ -103,6 +103,7 @@ void register_flow_command(CLI::App& app) {
         "  gridwarp flow -i moving.nii.gz -f displacement.nii.gz -o warped.nii.gz --padding border\n"
         "  gridwarp flow -i X.npy -f grid.npy -o Y.npy --units normalized --absolute   # = sample");
     sub->callback([command] { run_flow(*command); });
+    return command;
 }
 
 }  // namespace gridwarp::cli

@@ -98,7 +98,7 @@ void run_grid(const GridCommand& command) {
 
 }  // namespace
 
-void register_grid_command(CLI::App& app) {
+std::shared_ptr<void> register_grid_command(CLI::App& app) {
     auto command = std::make_shared<GridCommand>();
     CLI::App* sub = app.add_subcommand("grid", "Make the sampling grid of an affine map (ONNX AffineGrid)");
     sub->add_option("-t,--theta", command->theta,
@@ -117,6 +117,7 @@ void register_grid_command(CLI::App& app) {
         "  printf '0.8 -0.2 0.1\\n0.2 0.8 0\\n' > theta.txt\n"
         "  gridwarp grid --theta theta.txt --size 1,1,480,640 --output grid.npy --align-corners");
     sub->callback([command] { run_grid(*command); });
+    return command;
 }
 
 }  // namespace gridwarp::cli

@@ -268,7 +268,7 @@ void run_info(const InfoCommand& command) {
 
 }  // namespace
 
-void register_info_command(CLI::App& app) {
+std::shared_ptr<void> register_info_command(CLI::App& app) {
     auto command = std::make_shared<InfoCommand>();
     CLI::App* sub = app.add_subcommand("info", "Describe an image, volume, tensor, flow or transform file");
     sub->add_option("file", command->file, "The file to describe")->required();
@@ -281,6 +281,7 @@ void register_info_command(CLI::App& app) {
         "  gridwarp info data/tilt.tfm\n"
         "  gridwarp info photo.png --json | python3 -m json.tool");
     sub->callback([command] { run_info(*command); });
+    return command;
 }
 
 }  // namespace gridwarp::cli

@@ -192,7 +192,7 @@ void run_resample(const ResampleCommand& command) {
 
 }  // namespace
 
-void register_resample_command(CLI::App& app) {
+std::shared_ptr<void> register_resample_command(CLI::App& app) {
     auto command = std::make_shared<ResampleCommand>();
     CLI::App* sub = app.add_subcommand("resample", "Resample a moving image onto a reference grid in physical space");
     sub->add_option("-i,--input", command->input, "Moving image or volume (.nii[.gz], .nrrd, .mha, ...)")->required();
@@ -215,6 +215,7 @@ void register_resample_command(CLI::App& app) {
         "  gridwarp resample -i labels.nii.gz -r fixed.nii.gz -o labels_moved.nii.gz -t affine.tfm,inverse --mode nearest\n"
         "  gridwarp resample -i t1.nii.gz -r template.nii.gz -o t1_in_template.nii.gz --mode cubic --output-type float");
     sub->callback([command] { run_resample(*command); });
+    return command;
 }
 
 }  // namespace gridwarp::cli

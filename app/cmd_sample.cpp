@@ -50,7 +50,7 @@ void run_sample(const SampleCommand& command) {
 
 }  // namespace
 
-void register_sample_command(CLI::App& app) {
+std::shared_ptr<void> register_sample_command(CLI::App& app) {
     auto command = std::make_shared<SampleCommand>();
     CLI::App* sub = app.add_subcommand("sample", "Sample a tensor at the positions of a grid (ONNX GridSample)");
     sub->add_option("-i,--input", command->input, "Input tensor X (N, C, D1..Dr) as .npy, any dtype")->required();
@@ -64,6 +64,7 @@ void register_sample_command(CLI::App& app) {
         "  gridwarp sample -i X.npy -g G.npy -o Y.npy --mode cubic --padding reflection --align-corners\n"
         "  gridwarp sample -i labels.npy -g G.npy -o out.npy --mode nearest --fill 255");
     sub->callback([command] { run_sample(*command); });
+    return command;
 }
 
 }  // namespace gridwarp::cli

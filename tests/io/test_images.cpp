@@ -640,6 +640,46 @@ TEST_CASE("images: corrupt, truncated and wrong-kind files are refused with a Fi
         write_bytes(dir / "trailing.png", bytes + "trailing bytes");
         CHECK(compare_exact(io::read_image(dir / "trailing.png").pixels.view(), noise.pixels.view()) == "");
     }
+    SECTION("a BMP whose header declares more pixels than the file holds or than --max-voxels") {
+        // A 54-byte header (BITMAPINFOHEADER, 24 bits, uncompressed) and no pixel rows.
+        auto bmp_header = [](std::int32_t width, std::int32_t height) {
+            std::string h(54, '\0');
+            auto put32 = [&](std::size_t at, std::uint32_t v) {
+                for (int b = 0; b < 4; ++b) h[at + b] = static_cast<char>((v >> (8 * b)) & 0xff);
+            };
+            h[0] = 'B';
+            h[1] = 'M';
+            put32(2, 54);
+            put32(10, 54);  // pixel data offset
+            put32(14, 40);  // info header size
+            put32(18, static_cast<std::uint32_t>(width));
+            put32(22, static_cast<std::uint32_t>(height));
+            h[26] = 1;   // planes
+            h[28] = 24;  // bits per pixel
+            return h;
+        };
+        auto message_of = [](const fs::path& file, const io::ReadOptions& options) {
+            try {
+                (void)io::read_image(file, options);
+            } catch (const io::FileError& e) {
+                return std::string(e.what());
+            }
+            return std::string("(read without an error)");
+        };
+        // Rows of 30000 pixels at 3 bytes are 90000 bytes (a multiple of 4): 30000 of them.
+        write_bytes(dir / "huge.bmp", bmp_header(30000, -30000));
+        io::ReadOptions unlimited;
+        unlimited.max_voxels = 0;
+        const std::string huge = message_of(dir / "huge.bmp", unlimited);
+        CHECK_THAT(huge, Catch::Contains("needs at least 2700000000 bytes") && Catch::Contains("holds 0"));
+        // 100 x 100 pixels, 3 channels: 30000 values.
+        write_bytes(dir / "small.bmp", bmp_header(100, 100) + std::string(300 * 100, '\0'));
+        io::ReadOptions limited;
+        limited.max_voxels = 29999;
+        CHECK_THAT(message_of(dir / "small.bmp", limited), Catch::Contains("30000 values, more than --max-voxels 29999"));
+        limited.max_voxels = 30000;
+        CHECK(io::read_image(dir / "small.bmp", limited).pixels.numel() == 30000);
+    }
     SECTION("a truncated .nii.gz and .nii") {
         for (const std::string extension : {".nii.gz", ".nii", ".nrrd", ".mha"}) {
             const fs::path whole = dir / ("whole" + extension);

@@ -604,7 +604,7 @@ GRIDWARP_ALWAYS_INLINE void fast_plan_kind(const C* xyz, std::int64_t count, con
 }
 
 template <class C, class Interp, class Pad, int Rank>
-GRIDWARP_ALWAYS_INLINE void fast_plan_body(const C* xyz, std::int64_t count, const InputGeometry& geometry,
+GRIDWARP_STAGE void fast_plan_body(const C* xyz, std::int64_t count, const InputGeometry& geometry,
                                            FastBlock<C>& block) {
     if (geometry.space == CoordinateSpace::Pixel) {
         fast_plan_kind<PositionKind::Pixel, C, Interp, Pad, Rank>(xyz, count, geometry, block);
@@ -664,7 +664,7 @@ GRIDWARP_ALWAYS_INLINE void plan_listed_kind(const C* xyz, std::int64_t edges, c
 }
 
 template <class C, class Interp, class Pad, int Rank>
-GRIDWARP_ALWAYS_INLINE void plan_listed_body(const C* xyz, std::int64_t edges, const InputGeometry& geometry,
+GRIDWARP_STAGE void plan_listed_body(const C* xyz, std::int64_t edges, const InputGeometry& geometry,
                                              FastBlock<C>& block) {
     if (geometry.space == CoordinateSpace::Pixel) {
         plan_listed_kind<PositionKind::Pixel, C, Interp, Pad, Rank>(xyz, edges, geometry, block);
@@ -731,7 +731,7 @@ GRIDWARP_ALWAYS_INLINE R tap_weight(const C* __restrict axis_weight, int t, std:
 // once for all channels by tap_weights_body). (Called through dense_gather_channel[_avx2]: GCC
 // vectorises where the restrict pointers are the parameters of a function that is not inlined.)
 template <bool Precomputed, class S, class C, int K, int Rank>
-GRIDWARP_ALWAYS_INLINE void dense_gather_body(std::int64_t count, const std::int32_t* __restrict base,
+GRIDWARP_STAGE void dense_gather_body(std::int64_t count, const std::int32_t* __restrict base,
                                               const std::int32_t* __restrict tap_offset,
                                               const C* __restrict axis_weight,
                                               const typename real_of<typename compute_type<S>::type>::type* __restrict tap_weights,
@@ -809,7 +809,7 @@ GRIDWARP_DENSE_FUNCTIONS(_avx2, GRIDWARP_TARGET_AVX2)
 #endif
 
 template <bool Avx2, class S, class C, int K, int Rank>
-GRIDWARP_ALWAYS_INLINE void fast_gather_body(const FastBlock<C>& block, const S* input, S* output,
+GRIDWARP_STAGE void fast_gather_body(const FastBlock<C>& block, const S* input, S* output,
                                              const FastOutput<S>& out) {
     constexpr int T = static_cast<int>(int_pow(K, Rank));
     const std::int64_t ops = out.output_point_stride;

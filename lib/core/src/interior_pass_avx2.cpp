@@ -428,7 +428,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE bool plan_lanes_avx2(const Coordinat
 // Plans 8 points into `group` (a float or two double halves); false as plan_lanes_avx2. StandIn:
 // also tap_holds[o][k], the lanes whose stand-in tap k of outer tap o holds one of their taps.
 template <PositionKind Kind, class Interp, int Rank, class C, Planning Plan, bool StandIn = false>
-GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE bool plan_group_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
+GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE bool plan_group_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
                                                                  const PlannerAxes<C, Rank>& axes, Avx2Group<Rank, Interp::taps>& group,
                                                                  unsigned (*tap_holds)[2] = nullptr) {
     constexpr int K = Interp::taps;
@@ -514,7 +514,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE bool plan_out_of_reach_lanes_avx2(co
 
 // The same for 8 points into `group` (offsets, and every active point a fill point of zeros padding).
 template <PositionKind Kind, class Interp, int Rank, class C>
-GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE bool plan_out_of_reach_group_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
+GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE bool plan_out_of_reach_group_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
                                                                               const PlannerAxes<C, Rank>& axes,
                                                                               Avx2Group<Rank, Interp::taps>& group) {
     if constexpr (std::is_same_v<C, float>) {
@@ -637,7 +637,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_channel_avx2(const Avx2G
 }
 
 template <int Rank, int K, bool Masked = false>
-GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_group_avx2(const Avx2Group<Rank, K>& group, int lanes,
+GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE void sample_group_avx2(const Avx2Group<Rank, K>& group, int lanes,
                                                                    const std::int32_t* outer_offset, const float* input, float* output,
                                                                    const FastOutput<float>& out, unsigned fill, bool stream = false,
                                                                    const unsigned (*tap_holds)[K] = nullptr) {
@@ -747,7 +747,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void plan_near_lanes_avx2(const Coor
 
 // Samples the `edge` points of a group that are near, writes them, and returns which they are.
 template <PositionKind Kind, class Interp, class Pad, int Rank, class C>
-GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE unsigned sample_near_group_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
+GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE unsigned sample_near_group_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
                                                                             unsigned edge, const InputGeometry& geometry, const float* input,
                                                                             float* output, const FastOutput<float>& out) {
     constexpr int K = Interp::taps;
@@ -920,7 +920,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void store_group_bytes(std::uint8_t*
 
 // (The channel count is a template parameter so that the per-channel sums stay in registers.)
 template <int Rank, int K, int Channels>
-GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_byte_group_avx2(const Avx2Group<Rank, K>& group, int lanes,
+GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE void sample_byte_group_avx2(const Avx2Group<Rank, K>& group, int lanes,
                                                                         const std::int32_t* outer_offset, const std::uint8_t* input,
                                                                         std::uint8_t* output, const FastOutput<std::uint8_t>& out,
                                                                         const ByteLayout& layout, const Avx2ByteShuffles& shuffles,
@@ -969,7 +969,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_byte_group_avx2(const Av
 }
 
 template <int Rank, int K>
-GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_byte_group_avx2(const Avx2Group<Rank, K>& group, int lanes,
+GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE void sample_byte_group_avx2(const Avx2Group<Rank, K>& group, int lanes,
                                                                         const std::int32_t* outer_offset, const std::uint8_t* input,
                                                                         std::uint8_t* output, const FastOutput<std::uint8_t>& out,
                                                                         const ByteLayout& layout, const Avx2ByteShuffles& shuffles,
@@ -1007,7 +1007,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void fill_group_avx2(int lanes, std:
 
 // The groups of points [from, to) of a row of `count` (from a multiple of 8): fill points only.
 template <class S>
-GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void fill_groups_avx2(S* output, std::int64_t from, std::int64_t to, std::int64_t count,
+GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE void fill_groups_avx2(S* output, std::int64_t from, std::int64_t to, std::int64_t count,
                                                                   const FastOutput<S>& out, const ByteLayout& layout) {
     for (std::int64_t p = from; p < to; p += 8) {
         fill_group_avx2(static_cast<int>(std::min<std::int64_t>(8, count - p)), output + p * out.output_point_stride, out, layout);
@@ -1017,7 +1017,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void fill_groups_avx2(S* output, std
 // Samples the full group of interior points waiting in `waiting` (first point late_at; none if
 // negative), reading its offsets and weights from memory (see interior_run_avx2).
 template <int Rank, int K>
-GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_late_group_avx2(const Avx2Group<Rank, K>& waiting, std::int64_t& late_at,
+GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE void sample_late_group_avx2(const Avx2Group<Rank, K>& waiting, std::int64_t& late_at,
                                                                         const std::int32_t* outer_offset, const float* input,
                                                                         float* output, const FastOutput<float>& out, bool stream) {
     if (late_at < 0) return;
@@ -1042,7 +1042,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_late_group_avx2(const Av
 // (whose other half is not the run's), so that no ordinary store (fill values, points near an
 // edge, the edge stage) ever meets a line still in flight.
 template <PositionKind Kind, class Interp, int Rank, class C>
-GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE std::int64_t interior_run_avx2(const CoordinateReader<C>& coordinates, std::int64_t p,
+GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE std::int64_t interior_run_avx2(const CoordinateReader<C>& coordinates, std::int64_t p,
                                                                            std::int64_t count, const IndexSpan& known_interior,
                                                                            const PlannerAxes<C, Rank>& axes, const std::int32_t* outer_offset,
                                                                            const float* input, float* output, const FastOutput<float>& out,
@@ -1083,7 +1083,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE std::int64_t interior_run_avx2(const
 // the last first-tap offset whose 8-byte loads stay inside the input; a group reaching past it
 // reads from last_safe instead and the row is redone by the generic stages (Redo).
 template <PositionKind Kind, class Interp, class Pad, int Rank, class S, class C>
-GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row_avx2(const CoordinateReader<C>& coordinates, std::int64_t count,
+GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE PassResult interior_pass_row_avx2(const CoordinateReader<C>& coordinates, std::int64_t count,
                                                                               const PlannerAxes<C, Rank>& axes,
                                                                               const std::int32_t* outer_offset, std::int64_t last_safe,
                                                                               const InputGeometry& geometry, const S* input, S* output,

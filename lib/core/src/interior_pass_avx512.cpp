@@ -406,7 +406,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_lanes(const CoordinateRe
 }
 
 template <PositionKind Kind, class Interp, int Rank, class C, bool KnownInterior>
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_group(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
+GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE void plan_group(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
                                                               const PlannerAxes<C, Rank>& axes,
                                                               PlannedGroup<Rank, Interp::taps>& group) {
     constexpr int K = Interp::taps;
@@ -467,7 +467,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE bool plan_interior_lanes(const Coo
 
 // plan_interior_lanes for 16 points: false, with nothing planned, where some point is not interior.
 template <PositionKind Kind, class Interp, int Rank, class C, bool Known>
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE bool plan_interior_group(const CoordinateReader<C>& reader, std::int64_t p,
+GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE bool plan_interior_group(const CoordinateReader<C>& reader, std::int64_t p,
                                                                        const PlannerAxes<C, Rank>& axes,
                                                                        PlannedGroup<Rank, Interp::taps>& group) {
     constexpr int K = Interp::taps;
@@ -525,7 +525,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_channel(const PlannedG
 }
 
 template <int Rank, int K>
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGroup<Rank, K>& group, const std::int32_t* offset,
+GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE void sample_group(const PlannedGroup<Rank, K>& group, const std::int32_t* offset,
                                                                 int lanes, const std::int32_t* outer_offset, const float* input,
                                                                 float* output, const FastOutput<float>& out, __mmask16 fill) {
     // One channel apart: in a loop over channels GCC loads the 16 offsets once for all channels,
@@ -606,7 +606,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512 byte_values(const __m512i* 
 
 // (The channel count is a template parameter so that the per-channel sums stay in registers.)
 template <int Rank, int K, int Channels>
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_byte_group(const PlannedGroup<Rank, K>& group, int lanes,
+GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE void sample_byte_group(const PlannedGroup<Rank, K>& group, int lanes,
                                                                      const std::int32_t* outer_offset,
                                                                      const std::uint8_t* input, std::uint8_t* output,
                                                                      const FastOutput<std::uint8_t>& out,
@@ -662,7 +662,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_byte_group(const Plann
 }
 
 template <int Rank, int K>
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_group(const PlannedGroup<Rank, K>& group, int lanes,
+GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE void sample_group(const PlannedGroup<Rank, K>& group, int lanes,
                                                                 const std::int32_t* outer_offset,
                                                                 const std::uint8_t* input, std::uint8_t* output,
                                                                 const FastOutput<std::uint8_t>& out,
@@ -801,7 +801,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_near_lanes(const Coordin
 // Samples the `edge` points of a group (float32 pixels) that are near, writes them, and returns
 // which they are.
 template <PositionKind Kind, class Interp, class Pad, int Rank, class C>
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE unsigned sample_near_group(const CoordinateReader<C>& reader, std::int64_t p,
+GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE unsigned sample_near_group(const CoordinateReader<C>& reader, std::int64_t p,
                                                                          int lanes, unsigned edge,
                                                                          const InputGeometry& geometry, const float* input,
                                                                          float* output, const FastOutput<float>& out) {
@@ -893,7 +893,7 @@ struct LateGroup {
 // kept in registers until the next group, GCC spilled some of the eight; stored and loaded
 // instead, W5 23.7-23.9 -> 23.0-23.1 ms on two threads).
 template <int Rank, int K>
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_late_group(LateGroup<Rank, K>& late, const std::int32_t* outer_offset,
+GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE void sample_late_group(LateGroup<Rank, K>& late, const std::int32_t* outer_offset,
                                                                      const float* input, float* output, const FastOutput<float>& out) {
     if (late.at < 0) return;
     // (The empty asm hides where the pointer came from, so that what it points to is loaded rather
@@ -923,7 +923,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_late_group(LateGroup<R
 // against 4.77-4.79 ms, W3 4.20-4.23 against 4.00-4.20. next_output: where the next row's output
 // starts (nullptr: no next row in this run), asked for, ready to be written, a group at a time.
 template <PositionKind Kind, class Interp, class Pad, int Rank, class S, class C>
-GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE PassResult interior_pass_row(const CoordinateReader<C>& coordinates, std::int64_t count,
+GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE PassResult interior_pass_row(const CoordinateReader<C>& coordinates, std::int64_t count,
                                                                            const PlannerAxes<C, Rank>& axes,
                                                                            const std::int32_t* outer_offset, std::int64_t last_safe,
                                                                            const InputGeometry& geometry,

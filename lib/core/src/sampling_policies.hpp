@@ -22,6 +22,17 @@
 #define GRIDWARP_NOINLINE
 #endif
 
+// A stage of a fast path (plan a group, sample a group, one row): inlined into its caller in
+// optimised builds, a function of its own where GRIDWARP_SPLIT_STAGES is defined (the sanitizer
+// build): instrumented with every stage inlined, each interior-pass file took GCC more than 30 CPU
+// minutes. Only for functions whose callers have the same target attributes, so that vector
+// arguments keep one calling convention.
+#if defined(GRIDWARP_SPLIT_STAGES)
+#define GRIDWARP_STAGE GRIDWARP_NOINLINE inline
+#else
+#define GRIDWARP_STAGE GRIDWARP_ALWAYS_INLINE
+#endif
+
 namespace gridwarp::detail {
 
 // ---------------------------------------------------------------------------------------------

@@ -4,6 +4,8 @@
 // docs/reliability.md.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -143,6 +145,48 @@ std::optional<DeclaredRaster> jpeg_header(const std::string& head, std::uint64_t
     return std::nullopt;
 }
 
+std::uint32_t little_endian_32(const unsigned char* p) {
+    return std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24);
+}
+
+// BMP: the info header. Uncompressed rows are stored whole, each padded to 4 bytes, so the file
+// must hold them all after the pixel data offset. (Run-length coded rows may end early: only the
+// size limit applies to them.) The channels are what OpenCV decodes to at most.
+std::optional<DeclaredRaster> bmp_header(const std::string& head, std::uint64_t file_size) {
+    if (head.size() < 26 || head.compare(0, 2, "BM") != 0) return std::nullopt;
+    const auto* p = reinterpret_cast<const unsigned char*>(head.data());
+    const std::uint32_t data_offset = little_endian_32(p + 10);
+    const std::uint32_t info_size = little_endian_32(p + 14);
+    DeclaredRaster raster;
+    raster.format = "BMP";
+    unsigned bits = 0;
+    std::uint32_t compression = 0;
+    if (info_size == 12) {  // OS/2 BITMAPCOREHEADER: 16-bit sizes
+        raster.width = std::uint64_t{p[18]} | (std::uint64_t{p[19]} << 8);
+        raster.height = std::uint64_t{p[20]} | (std::uint64_t{p[21]} << 8);
+        bits = p[24] | (p[25] << 8);
+    } else if (info_size >= 40 && head.size() >= 34) {
+        const auto width = static_cast<std::int32_t>(little_endian_32(p + 18));
+        const auto height = static_cast<std::int32_t>(little_endian_32(p + 22));  // negative: top-down rows
+        if (width < 0) return std::nullopt;  // left to the decoder to refuse
+        raster.width = static_cast<std::uint64_t>(width);
+        raster.height = static_cast<std::uint64_t>(std::abs(static_cast<std::int64_t>(height)));
+        bits = p[28] | (p[29] << 8);
+        compression = little_endian_32(p + 30);
+    } else {
+        return std::nullopt;
+    }
+    raster.channels = bits == 32 ? 4 : 3;
+    const bool rows_stored_whole = compression == 0 || compression == 3 || compression == 6;  // RGB, (alpha) bit fields
+    if (rows_stored_whole && bits != 0 && bits <= 32) {
+        const std::uint64_t row_bytes = (raster.width * bits + 31) / 32 * 4;  // width < 2^31: no overflow
+        const unsigned __int128 pixel_bytes = static_cast<unsigned __int128>(row_bytes) * raster.height;
+        raster.least_coded_bytes = static_cast<std::uint64_t>(std::min<unsigned __int128>(pixel_bytes, UINT64_MAX));
+        raster.coded_bytes = file_size > data_offset ? file_size - data_offset : 0;
+    }
+    return raster;
+}
+
 // OpenCV picks a decoder by the content, not the name: a ".png" holding a DICOM stream goes to GDCM,
 // which trusts the lengths it declares. A file named as one of the common formats must start with
 // that format's signature.
@@ -187,13 +231,17 @@ Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
     require_signature_of_extension(file, head);
     auto declared = png_header(head, file_size);
     if (!declared) declared = jpeg_header(head, file_size);
+    if (!declared) declared = bmp_header(head, file_size);
     if (declared) {
         const std::string shape = std::to_string(declared->width) + "x" + std::to_string(declared->height);
         if (declared->width == 0 || declared->height == 0) throw FileError(file, "the " + declared->format + " header declares an empty image (" + shape + ")");
-        const std::uint64_t values = declared->width * declared->height * std::max<std::uint64_t>(declared->channels, 1);
+        // (Sizes up to 2^32 each: the product can pass 2^64.)
+        const unsigned __int128 values = static_cast<unsigned __int128>(declared->width) * declared->height *
+                                         std::max<std::uint64_t>(declared->channels, 1);
         if (options.max_voxels != 0 && values > options.max_voxels) {
+            const std::string count = values > UINT64_MAX ? "more than 2^64" : std::to_string(static_cast<std::uint64_t>(values));
             throw FileError(file, "a " + shape + " " + declared->format + " with " + std::to_string(declared->channels) +
-                                      " channels holds " + std::to_string(values) + " values, more than --max-voxels " +
+                                      " channels holds " + count + " values, more than --max-voxels " +
                                       std::to_string(options.max_voxels) + " (raise it to read this file)");
         }
         if (declared->coded_bytes < declared->least_coded_bytes) {
