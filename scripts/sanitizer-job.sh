@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# The sanitizer job (docs/reliability.md): a second tree built with AddressSanitizer and
-# UndefinedBehaviorSanitizer, where any report fails. Not yet part of .ci/run: GCC 12 takes more
-# than 30 minutes of CPU per interior-pass file with the sanitizers on, which does not fit CI.
+# The sanitizer job (docs/reliability.md), the last step of .ci/run: a second tree built with
+# AddressSanitizer and UndefinedBehaviorSanitizer, where any report fails.
 # Usage: scripts/sanitizer-job.sh [BUILD_DIR]   (default build-sanitize)
 set -euo pipefail
 cd "$(dirname "$0")/.."
