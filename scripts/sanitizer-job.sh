@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The sanitizer job (docs/reliability.md), the last step of .ci/run: a second tree built with
-# AddressSanitizer and UndefinedBehaviorSanitizer, where any report fails.
+# The sanitizer job (docs/reliability.md), run by .ci/run before the release tests: a second
+# tree built with AddressSanitizer and UndefinedBehaviorSanitizer, where any report fails.
 # Usage: scripts/sanitizer-job.sh [BUILD_DIR]   (default build-sanitize)
 set -euo pipefail
 cd "$(dirname "$0")/.."
