@@ -15,7 +15,9 @@
 #include <limits>
 #include <type_traits>
 
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#if defined(__clang__) && defined(__x86_64__)
+#include <immintrin.h>
+#elif defined(__GNUC__) && defined(__x86_64__)
 // GCC 12 warns inside its own AVX-512 intrinsics (_mm512_undefined_*, GCC bug 105593).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
