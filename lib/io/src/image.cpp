@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "backends.hpp"
+#include "bmp.hpp"
 #include "formats.hpp"
 #include "shared_files_internal.hpp"
 #include "gridwarp/io/atomic_file.hpp"
@@ -320,6 +321,7 @@ void write_image(const fs::path& file, const Image& image, const WriteOptions& o
             return;
         case FileKind::Raster:
             write_path_atomically(file, [&](const fs::path& temporary) {
+                if (detail::write_plain_bmp(temporary, file, image)) return;
                 detail::write_reporting_failures(file, [&] { detail::raster_backend().write(temporary, file, image); });
             });
             return;

@@ -15,6 +15,7 @@
 
 #include "formats.hpp"
 #include "gzip.hpp"
+#include "output_file.hpp"
 #include "gridwarp/io/error.hpp"
 
 namespace gridwarp::io::detail {
@@ -181,35 +182,6 @@ bool is_scaled(const NiftiHeader& header) {
     return std::isfinite(header.scl_slope) && header.scl_slope != 0 &&
            !(header.scl_slope == 1 && (header.scl_inter == 0 || std::isnan(header.scl_inter)));
 }
-
-// Writes whole buffers to a file descriptor, failing on any short write (a full disk).
-class OutputFile {
-public:
-    OutputFile(const fs::path& file, const fs::path& target) : target_(target) {
-        fd_ = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-        if (fd_ < 0) throw FileError(target, std::string("cannot open for writing: ") + std::strerror(errno));
-    }
-    ~OutputFile() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    void write(std::span<const std::uint8_t> bytes) {
-        while (!bytes.empty()) {
-            const ssize_t n = ::write(fd_, bytes.data(), std::min<std::size_t>(bytes.size(), std::size_t{1} << 30));
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) throw FileError(target_, std::string("write failed: ") + (n < 0 ? std::strerror(errno) : "no space"));
-            bytes = bytes.subspan(static_cast<std::size_t>(n));
-        }
-    }
-    void close() {
-        const int fd = fd_;
-        fd_ = -1;
-        if (::close(fd) != 0) throw FileError(target_, std::string("write failed: ") + std::strerror(errno));
-    }
-
-private:
-    fs::path target_;
-    int fd_ = -1;
-};
 
 void write_bytes(const fs::path& file, const fs::path& target, const std::vector<std::span<const std::uint8_t>>& pieces, bool compress,
                  const WriteOptions& options) {

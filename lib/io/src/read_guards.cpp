@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "backends.hpp"
+#include "bmp.hpp"
 #include "formats.hpp"
 #include "gridwarp/io/error.hpp"
 #include "volume_header_check.hpp"
@@ -250,6 +251,7 @@ Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
                                       std::to_string(declared->coded_bytes));
         }
     }
+    if (auto image = read_plain_bmp(file, head, file_size)) return std::move(*image);
     // OpenCV's own limit for the other formats: read once, when its first decoder runs.
     const std::string limit = std::to_string(options.max_voxels == 0 ? (std::uint64_t{1} << 62) : options.max_voxels);
     ::setenv("OPENCV_IO_MAX_IMAGE_PIXELS", limit.c_str(), 0);
