@@ -442,6 +442,59 @@ TEST_CASE("the interior passes (AVX-512, AVX2) equal the reference path on large
     }
 }
 
+TEST_CASE("the interior pass equals the reference path for int16 volumes and images, 2-D and 3-D", "[fast][interior][int16]") {
+    // Whole blocks of interior points next to edge and fill points, int16 extremes (cubic overshoot
+    // saturates), fill values that round half to even or saturate, float32 and float64 positions.
+    std::mt19937 rng(1606);
+    for (const Shape& input_shape : {Shape{1, 2, 40, 300}, Shape{1, 1, 12, 20, 290}}) {
+        const auto rank = static_cast<std::int64_t>(input_shape.size()) - 2;
+        const Shape input_spatial(input_shape.begin() + 2, input_shape.end());
+        auto values = as_doubles(input_of(DType::Int16, input_shape, rng).view());
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            if (i % 7 == 0) values[i] = (i % 2 == 0) ? 32767 : -32768;
+        }
+        const Tensor x = tensor_from(DType::Int16, input_shape, values);
+        Shape out_spatial(input_spatial);
+        out_spatial.back() = 520;  // two full blocks and a partial one per row
+        std::vector<double> matrix;
+        for (std::int64_t k = 0; k < rank; ++k) {
+            for (std::int64_t j = 0; j <= rank; ++j) {
+                double entry = (j == k) ? (k == 0 ? 0.53 : 0.97) : 0.0;
+                if (k == 1 && j == 0) entry = 0.011;
+                if (k == 0 && j == 1) entry = -0.02;
+                if (j == rank) entry = k == 0 ? 1.25 : 0.5;
+                matrix.push_back(entry);
+            }
+        }
+        for (DType coordinates : {DType::Float32, DType::Float64}) {
+            const AffinePositions affine(matrix, 1, out_spatial, false, coordinates, CoordinateSpace::Pixel);
+            for (bool align_corners : {false, true}) {
+                const Tensor grid = normalized_grid_of(affine, input_spatial, out_spatial, align_corners, rng);
+                for (auto mode : kModes) {
+                    for (auto padding : kPaddings) {
+                        for (double fill : {0.0, 2.5, -40000.0}) {
+                            SampleOptions fast = options_for(mode, padding, align_corners, fill);
+                            fast.threads = 2;
+                            for (const char* isa_setting : kIsas) {
+                                IsaScope isa(isa_setting);
+                                INFO(shape_to_string(input_shape) << " " << dtype_name(coordinates) << " " << interpolation_name(mode)
+                                                                  << " " << padding_name(padding) << " ac " << align_corners << " fill "
+                                                                  << fill << " isa " << isa_setting);
+                                CHECK(compare_exact(grid_sample(x.view(), affine, fast).view(),
+                                                    grid_sample(x.view(), affine, reference_of(fast)).view()) == "");
+                                if (coordinates == DType::Float32) {
+                                    CHECK(compare_exact(grid_sample(x.view(), grid.view(), fast).view(),
+                                                        grid_sample(x.view(), grid.view(), reference_of(fast)).view()) == "");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("the interior passes equal the reference path on outputs large enough for streaming stores", "[fast][interior][stream]") {
     // 2-D outputs of 8 MiB and more (float32) are written with streaming stores where a whole
     // 64-byte line holds interior points only. These maps put fill regions, edges and interior

@@ -58,9 +58,12 @@ struct FastOutput {
     bool stream = false;  // write whole lines of interior points with streaming stores (AVX2 pass, float32, 2-D only)
 };
 
-// Pixel types of the interior passes (AVX-512 and AVX2).
+// Pixel types of the interior passes: float32 and uint8 (AVX-512 and AVX2), int16 (AVX-512 only).
 template <class S>
-inline constexpr bool kInteriorPassPixel = std::is_same_v<S, float> || std::is_same_v<S, std::uint8_t>;
+inline constexpr bool kInteriorPassPixel = std::is_same_v<S, float> || std::is_same_v<S, std::uint8_t> || std::is_same_v<S, std::int16_t>;
+// The pixel types whose passes read one channel at a time along a unit-stride row (planar).
+template <class S>
+inline constexpr bool kPlanarPassPixel = std::is_same_v<S, float> || std::is_same_v<S, std::int16_t>;
 
 // How far ahead the fast path asks for input, in rows of a tile, and how many requests it makes per
 // cache line's worth of points. Where a warp is not aligned with the input's axes, a few
@@ -284,7 +287,7 @@ struct ByteLayout {
 };
 
 // Whether an interior pass (AVX-512 or AVX2) can run, and the layout it reads and writes: the innermost axis of
-// unit stride (float32 pairs, and planar uint8) or interleaved uint8 channels; an output row of unit
+// unit stride (float32, int16 and planar uint8) or interleaved uint8 channels; an output row of unit
 // stride or interleaved uint8; every axis long enough to have interior points at all (otherwise the
 // clamped stand-ins could reach outside the input).
 template <class S, class Interp>
@@ -293,7 +296,7 @@ bool interior_pass_applies(const InputGeometry& geometry, const FastOutput<S>& o
         if (!(Interp::template interior_lo<float>() < Interp::template interior_hi<float>(geometry.extent[a]))) return false;
     }
     const std::int64_t inner = geometry.stride[geometry.rank - 1];
-    if constexpr (std::is_same_v<S, float>) {
+    if constexpr (kPlanarPassPixel<S>) {
         (void)layout;
         return inner == 1 && out.output_point_stride == 1;
     } else {
@@ -434,8 +437,8 @@ AvxInteriorPass<S, C> choose_interior_pass(Interpolation mode, Padding padding, 
 
 // The interior pass for this interpolation, padding, rank and kind of coordinates, or nullptr
 // where it does not serve this input and output (`layout`: set for uint8 pixels). Defined for S in
-// {float, uint8} and C in {float, double} by interior_pass_avx512.cpp (processors with AVX-512 F,
-// BW, VL and VBMI) and interior_pass_avx2.cpp (AVX2).
+// {float, uint8, int16} and C in {float, double} by interior_pass_avx512.cpp (processors with
+// AVX-512 F, BW, VL and VBMI), and for S in {float, uint8} by interior_pass_avx2.cpp (AVX2).
 template <class S, class C>
 AvxInteriorPass<S, C> select_avx512_pass(Interpolation mode, Padding padding, const InputGeometry& geometry,
                                          const FastOutput<S>& out, ByteLayout& layout);

@@ -1,4 +1,4 @@
-// The AVX-512 interior pass of the fast path: float32 and uint8 pixels, float32 and float64
+// The AVX-512 interior pass of the fast path: float32, int16 and uint8 pixels, float32 and float64
 // coordinates, ranks 2 and 3, chosen by grid_sample.cpp through select_avx512_pass (fast_path.hpp)
 // on processors with AVX-512 F, BW, VL and VBMI.
 //
@@ -111,6 +111,65 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void gather_rows_x16(const float* 
                 const __m512 low = _mm512_permutex2var_ps(quad[t][0], index, quad[t][1]);
                 const __m512 high = _mm512_permutex2var_ps(quad[t][2], index, quad[t][3]);
                 v[t][k] = _mm512_mask_mov_ps(low, 0xFF00, high);
+            }
+        }
+    }
+}
+
+// The same for int16 pixels: each point's K taps along x in one 16-, 32- or 64-bit load per row,
+// widened to int32 and converted to float (exact: float holds every int16). The taps are a point's
+// own, so no load reaches past them.
+template <int K, int T>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void gather_rows_x16(const std::int16_t* const* row, const std::int32_t* offset,
+                                                                   __m512 (*v)[K]) {
+    const auto load = [](const std::int16_t* p, auto word) {
+        decltype(word) bits;
+        std::memcpy(&bits, p, sizeof bits);
+        return bits;
+    };
+    for (int t = 0; t < T; ++t) {
+        const std::int16_t* p = row[t];
+        if constexpr (K == 1) {
+            // Four points' values per 64-bit word.
+            std::uint64_t word[4];
+            for (int j = 0; j < 4; ++j) {
+                word[j] = 0;
+                for (int i = 0; i < 4; ++i) word[j] |= std::uint64_t{load(p + offset[4 * j + i], std::uint16_t{})} << (16 * i);
+            }
+            const __m256i values = _mm256_setr_epi64x(static_cast<long long>(word[0]), static_cast<long long>(word[1]),
+                                                      static_cast<long long>(word[2]), static_cast<long long>(word[3]));
+            v[t][0] = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(values));
+        } else if constexpr (K == 2) {
+            // Point i's pair in 32-bit lane i: tap 0 in its low half, tap 1 in its high half.
+            std::uint64_t word[8];
+            for (int j = 0; j < 8; ++j) {
+                word[j] = std::uint64_t{load(p + offset[2 * j], std::uint32_t{})} |
+                          (std::uint64_t{load(p + offset[2 * j + 1], std::uint32_t{})} << 32);
+            }
+            const __m512i pairs = _mm512_setr_epi64(static_cast<long long>(word[0]), static_cast<long long>(word[1]),
+                                                    static_cast<long long>(word[2]), static_cast<long long>(word[3]),
+                                                    static_cast<long long>(word[4]), static_cast<long long>(word[5]),
+                                                    static_cast<long long>(word[6]), static_cast<long long>(word[7]));
+            v[t][0] = _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16));
+            v[t][1] = _mm512_cvtepi32_ps(_mm512_srai_epi32(pairs, 16));
+        } else {
+            static_assert(K == 4);
+            // Point i's four taps in 64-bit lane i % 8 of half[i / 8]; a word permutation picks tap k
+            // of all 16 points.
+            std::uint64_t word[16];
+            for (int i = 0; i < 16; ++i) word[i] = load(p + offset[i], std::uint64_t{});
+            __m512i half[2];
+            for (int h = 0; h < 2; ++h) {
+                const std::uint64_t* w = word + 8 * h;
+                half[h] = _mm512_setr_epi64(static_cast<long long>(w[0]), static_cast<long long>(w[1]), static_cast<long long>(w[2]),
+                                            static_cast<long long>(w[3]), static_cast<long long>(w[4]), static_cast<long long>(w[5]),
+                                            static_cast<long long>(w[6]), static_cast<long long>(w[7]));
+            }
+            for (int k = 0; k < 4; ++k) {
+                alignas(64) std::int16_t index[32] = {};
+                for (int i = 0; i < 16; ++i) index[i] = static_cast<std::int16_t>(i < 8 ? 4 * i + k : 32 + 4 * (i - 8) + k);
+                const __m512i picked = _mm512_permutex2var_epi16(half[0], _mm512_load_si512(index), half[1]);
+                v[t][k] = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(picked)));
             }
         }
     }
@@ -487,14 +546,39 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE bool plan_interior_group(const CoordinateR
     return true;
 }
 
-// ---- Sampling 16 planned points: float32 pixels.
+// ---- Sampling 16 planned points: float32 and int16 pixels (one channel at a time).
+
+// 16 sums stored as float32, the fill points given the fill value.
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void store_sums(float* o, __m512 sum, int lanes, float fill_stored, __mmask16 fill) {
+    sum = _mm512_mask_blend_ps(fill, sum, _mm512_set1_ps(fill_stored));
+    // (A masked store only for a partial group: on AMD processors it is far slower.)
+    if (lanes == 16) {
+        _mm512_storeu_ps(o, sum);
+    } else {
+        _mm512_mask_storeu_ps(o, static_cast<__mmask16>((1u << lanes) - 1u), sum);
+    }
+}
+
+// store_finite<int16_t> lane-wise: round half to even (given with the instruction, whatever the
+// caller's MXCSR says), then saturate. The sums are finite and within int32 (int16 taps, weights
+// summing to at most 3.4 in magnitude), so converting before saturating clamps the same way.
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void store_sums(std::int16_t* o, __m512 sum, int lanes, std::int16_t fill_stored,
+                                                              __mmask16 fill) {
+    const __m512i rounded = _mm512_cvt_roundps_epi32(sum, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256i values = _mm256_mask_blend_epi16(fill, _mm512_cvtsepi32_epi16(rounded), _mm256_set1_epi16(fill_stored));
+    if (lanes == 16) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), values);
+    } else {
+        _mm256_mask_storeu_epi16(o, static_cast<__mmask16>((1u << lanes) - 1u), values);
+    }
+}
 
 // One channel's 16 points: the taps from `in` at the first-tap offsets `offset` (the group's own,
 // or a copy of them), the sum written to `o`.
-template <int Rank, int K>
+template <int Rank, int K, class S>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_channel(const PlannedGroup<Rank, K>& group, const std::int32_t* offset,
-                                                                  int lanes, const std::int32_t* outer_offset, const float* in,
-                                                                  float* o, float fill_stored, __mmask16 fill) {
+                                                                  int lanes, const std::int32_t* outer_offset, const S* in,
+                                                                  S* o, S fill_stored, __mmask16 fill) {
     constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
     __m512 sum;
     if constexpr (K == 1) {
@@ -506,7 +590,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_channel(const PlannedG
         static_assert(kOuterTaps % kTogether == 0);
         sum = _mm512_setzero_ps();
         for (int t0 = 0; t0 < kOuterTaps; t0 += kTogether) {
-            const float* row[kTogether];
+            const S* row[kTogether];
             for (int t = 0; t < kTogether; ++t) row[t] = in + outer_offset[t0 + t];
             __m512 v[kTogether][K];
             gather_rows_x16<K, kTogether>(row, offset, v);
@@ -515,27 +599,21 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_channel(const PlannedG
             }
         }
     }
-    sum = _mm512_mask_blend_ps(fill, sum, _mm512_set1_ps(fill_stored));
-    // (A masked store only for a partial group: on AMD processors it is far slower.)
-    if (lanes == 16) {
-        _mm512_storeu_ps(o, sum);
-    } else {
-        _mm512_mask_storeu_ps(o, static_cast<__mmask16>((1u << lanes) - 1u), sum);
-    }
+    store_sums(o, sum, lanes, fill_stored, fill);
 }
 
-template <int Rank, int K>
+template <int Rank, int K, class S, std::enable_if_t<kPlanarPassPixel<S>, int> = 0>
 GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE void sample_group(const PlannedGroup<Rank, K>& group, const std::int32_t* offset,
-                                                                int lanes, const std::int32_t* outer_offset, const float* input,
-                                                                float* output, const FastOutput<float>& out, __mmask16 fill) {
+                                                                int lanes, const std::int32_t* outer_offset, const S* input,
+                                                                S* output, const FastOutput<S>& out, __mmask16 fill) {
     // One channel apart: in a loop over channels GCC loads the 16 offsets once for all channels,
     // which needs more registers than there are, and spills them.
     if (out.channels == 1) {
-        sample_channel<Rank, K>(group, offset, lanes, outer_offset, input, output, out.fill_stored, fill);
+        sample_channel<Rank, K, S>(group, offset, lanes, outer_offset, input, output, out.fill_stored, fill);
         return;
     }
     for (std::int64_t c = 0; c < out.channels; ++c) {
-        sample_channel<Rank, K>(group, offset, lanes, outer_offset, input + c * out.input_channel_stride,
+        sample_channel<Rank, K, S>(group, offset, lanes, outer_offset, input + c * out.input_channel_stride,
                                 output + c * out.output_channel_stride, out.fill_stored, fill);
     }
 }
@@ -688,6 +766,13 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void fill_group(int lanes, float* 
         } else {
             _mm512_mask_storeu_ps(o, static_cast<__mmask16>((1u << lanes) - 1u), fill);
         }
+    }
+}
+
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void fill_group(int lanes, std::int16_t* output,
+                                                              const FastOutput<std::int16_t>& out, const ByteLayout& /*layout*/) {
+    for (std::int64_t c = 0; c < out.channels; ++c) {
+        store_sums(output + c * out.output_channel_stride, _mm512_setzero_ps(), lanes, out.fill_stored, 0xFFFF);
     }
 }
 
@@ -892,20 +977,20 @@ struct LateGroup {
 // Samples the waiting group, if any, with its offsets read from memory (and in 3-D its weights:
 // kept in registers until the next group, GCC spilled some of the eight; stored and loaded
 // instead, W5 23.7-23.9 -> 23.0-23.1 ms on two threads).
-template <int Rank, int K>
+template <int Rank, int K, class S>
 GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE void sample_late_group(LateGroup<Rank, K>& late, const std::int32_t* outer_offset,
-                                                                     const float* input, float* output, const FastOutput<float>& out) {
+                                                                     const S* input, S* output, const FastOutput<S>& out) {
     if (late.at < 0) return;
     // (The empty asm hides where the pointer came from, so that what it points to is loaded rather
     // than taken out of the registers that stored it.)
     if constexpr (Rank == 3) {
         const LateGroup<Rank, K>* waiting = &late;
         asm("" : "+r"(waiting));
-        sample_group<Rank, K>(waiting->planned, waiting->offset, 16, outer_offset, input, output + late.at, out, 0);
+        sample_group<Rank, K, S>(waiting->planned, waiting->offset, 16, outer_offset, input, output + late.at, out, 0);
     } else {
         const std::int32_t* offset = late.offset;
         asm("" : "+r"(offset));
-        sample_group<Rank, K>(late.planned, offset, 16, outer_offset, input, output + late.at, out, 0);
+        sample_group<Rank, K, S>(late.planned, offset, 16, outer_offset, input, output + late.at, out, 0);
     }
     late.at = -1;
 }
@@ -949,7 +1034,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE PassResult interior_pass_row(const Coordin
         const int lanes = static_cast<int>(std::min<std::int64_t>(16, count - p));
         prefetch_next_row_coordinates<Rank>(next_xyz, p);
         if (next_output != nullptr) prefetch_line_for_write(reinterpret_cast<std::uintptr_t>(next_output + p * out.output_point_stride));
-        if constexpr (std::is_same_v<S, float> && K <= 2) {
+        if constexpr (kPlanarPassPixel<S> && K <= 2) {
             // A full group of interior points: planned without the tests and fill rules.
             // (A group of a searched row outside its interior run holds a point that is not
             // interior: it goes to the general planner without the interior planner's attempt,
@@ -992,7 +1077,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE PassResult interior_pass_row(const Coordin
             fill_group(lanes, output + p * out.output_point_stride, out, layout);
             continue;
         }
-        if constexpr (!std::is_same_v<S, float>) {
+        if constexpr (std::is_same_v<S, std::uint8_t>) {
             // Loads from past last_safe would pass the end of the input: read from last_safe
             // instead (inside the input, a wrong value), and let the generic stages redo the block.
             const __m512i offset = _mm512_load_si512(group.offset);
@@ -1003,19 +1088,22 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE PassResult interior_pass_row(const Coordin
             }
         }
         unsigned edge = ~interior & ~static_cast<unsigned>(fill) & active;
-        if constexpr (std::is_same_v<S, float>) {
-            sample_group<Rank, K>(group, group.offset, lanes, outer_offset, input, output + p, out, fill);
+        if constexpr (kPlanarPassPixel<S>) {
+            sample_group<Rank, K, S>(group, group.offset, lanes, outer_offset, input, output + p, out, fill);
             // Points across an edge whose taps map by one clamp or reflection (under zeros
-            // padding: whose taps are inside or read the fill value).
-            if (edge != 0) edge &= ~sample_near_group<Kind, Interp, Pad, Rank, C>(coordinates, p, lanes, edge, geometry,
-                                                                                input, output + p, out);
+            // padding: whose taps are inside or read the fill value). (int16: left to the
+            // generic stages.)
+            if constexpr (std::is_same_v<S, float>) {
+                if (edge != 0) edge &= ~sample_near_group<Kind, Interp, Pad, Rank, C>(coordinates, p, lanes, edge, geometry,
+                                                                                    input, output + p, out);
+            }
         } else {
             sample_group<Rank, K>(group, lanes, outer_offset, input, output + p * out.output_point_stride, out, layout, fill);
         }
         // Points to finish elsewhere.
         for (; edge != 0; edge &= edge - 1) edge_points[edge_count++] = static_cast<std::int32_t>(p + __builtin_ctz(edge));
     }
-    if constexpr (std::is_same_v<S, float> && K <= 2) sample_late_group(late, outer_offset, input, output, out);
+    if constexpr (kPlanarPassPixel<S> && K <= 2) sample_late_group(late, outer_offset, input, output, out);
     *edges = edge_count;
     if (redo) return PassResult::Redo;
     return edge_count == 0 ? PassResult::Complete : PassResult::EdgesLeft;
@@ -1040,7 +1128,7 @@ GRIDWARP_TARGET_AVX512 PassStop interior_pass_avx512(const PassRows<C>& rows, st
     outer_tap_offsets<K, Rank>(geometry, outer_offset);
     // The last first-tap offset whose 8-byte loads stay inside the input (uint8 only).
     std::int64_t last_safe = 0;
-    if constexpr (!std::is_same_v<S, float>) {
+    if constexpr (std::is_same_v<S, std::uint8_t>) {
         last_safe = last_safe_first_tap(input_span, outer_offset[kOuterTaps - 1], layout, out);
         // (An input too small for the loads: the caller samples the first row, and then the next,
         // by the generic stages.)
@@ -1129,6 +1217,8 @@ GRIDWARP_SELECT_AVX512_PASS(float, float)
 GRIDWARP_SELECT_AVX512_PASS(float, double)
 GRIDWARP_SELECT_AVX512_PASS(std::uint8_t, float)
 GRIDWARP_SELECT_AVX512_PASS(std::uint8_t, double)
+GRIDWARP_SELECT_AVX512_PASS(std::int16_t, float)
+GRIDWARP_SELECT_AVX512_PASS(std::int16_t, double)
 #undef GRIDWARP_SELECT_AVX512_PASS
 
 }  // namespace gridwarp::detail
