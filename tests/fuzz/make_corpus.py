@@ -103,6 +103,39 @@ def kitti_seeds():
     put("fuzz_kitti_png", "card_head.png", b"\x00" + (ROOT / "data" / "card.png").read_bytes()[:512])
 
 
+def bmp_bytes(width, height, bits, rows, palette=b"", info_size=40, compression=0):
+    """A BMP of `rows` (stored order, each padded to 4 bytes here) with a BITMAPINFOHEADER or a later one."""
+    stride = (width * bits + 31) // 32 * 4
+    data = b"".join(row + b"\x00" * (stride - len(row)) for row in rows) if compression == 0 else b"".join(rows)
+    offset = 14 + info_size + len(palette)
+    info = struct.pack("<IiiHHIIiiII", info_size, width, height, 1, bits, compression, len(data), 2835, 2835,
+                       len(palette) // 4, 0) + b"\x00" * (info_size - 40)
+    return b"BM" + struct.pack("<IHHI", offset + len(data), 0, 0, offset) + info + palette + data
+
+
+def bmp_seeds():
+    import cv2
+    rng = np.random.default_rng(9)
+    colour = rng.integers(0, 256, (5, 7, 3), np.uint8)
+    for channels, image in ((3, colour), (1, colour[..., 0].copy()), (4, np.dstack([colour, colour[..., :1]]))):
+        ok, encoded = cv2.imencode(".bmp", image)
+        assert ok
+        put("fuzz_bmp", f"opencv_c{channels}.bmp", encoded.tobytes())
+    rows24 = [bytes(rng.integers(0, 256, 9, np.uint8)) for _ in range(4)]
+    put("fuzz_bmp", "top_down_24.bmp", bmp_bytes(3, -4, 24, rows24))
+    put("fuzz_bmp", "v5_header_24.bmp", bmp_bytes(3, 4, 24, rows24, info_size=124))
+    grey_inverted = b"".join(bytes([255 - i] * 3 + [0]) for i in range(256))
+    rows8 = [bytes(rng.integers(0, 256, 5, np.uint8)) for _ in range(3)]
+    put("fuzz_bmp", "grey_inverted_8.bmp", bmp_bytes(5, 3, 8, rows8, grey_inverted))
+    colour_palette = b"".join(bytes([i, 255 - i, i // 2, 0]) for i in range(16))
+    put("fuzz_bmp", "colour_4.bmp", bmp_bytes(6, 2, 4, [b"\x01\x23\x45", b"\x67\x89\xab"], colour_palette))
+    # RLE8: a run of 4 of index 1, 2 literal pixels, end of line; then end of bitmap.
+    rle = [b"\x04\x01\x00\x02\x02\x03\x00\x00", b"\x06\x05\x00\x00", b"\x00\x01"]
+    put("fuzz_bmp", "rle8.bmp", bmp_bytes(6, 2, 8, rle, grey_inverted, compression=1))
+    put("fuzz_bmp", "os2_core.bmp", b"BM" + struct.pack("<IHHI", 26 + 12, 0, 0, 26) +
+        struct.pack("<IHHHH", 12, 2, 2, 1, 24) + b"\x01\x02\x03\x04\x05\x06\x00\x00" * 2)
+
+
 def text_matrix_seeds():
     seeds = {
         "affine_2x3.txt": "1 0 0\n0 1 0\n",
@@ -268,6 +301,7 @@ def main():
     npy_seeds()
     flo_seeds()
     kitti_seeds()
+    bmp_seeds()
     text_matrix_seeds()
     itk_transform_seeds()
     nifti_seeds()
