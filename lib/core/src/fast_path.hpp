@@ -58,7 +58,7 @@ struct FastOutput {
     bool stream = false;  // write whole lines of interior points with streaming stores (AVX2 pass, float32, 2-D only)
 };
 
-// Pixel types of the interior passes: float32 and uint8 (AVX-512 and AVX2), int16 (AVX-512 only).
+// Pixel types of the interior passes (AVX-512 and AVX2).
 template <class S>
 inline constexpr bool kInteriorPassPixel = std::is_same_v<S, float> || std::is_same_v<S, std::uint8_t> || std::is_same_v<S, std::int16_t>;
 // The pixel types whose passes read one channel at a time along a unit-stride row (planar).
@@ -438,7 +438,7 @@ AvxInteriorPass<S, C> choose_interior_pass(Interpolation mode, Padding padding, 
 // The interior pass for this interpolation, padding, rank and kind of coordinates, or nullptr
 // where it does not serve this input and output (`layout`: set for uint8 pixels). Defined for S in
 // {float, uint8, int16} and C in {float, double} by interior_pass_avx512.cpp (processors with
-// AVX-512 F, BW, VL and VBMI), and for S in {float, uint8} by interior_pass_avx2.cpp (AVX2).
+// AVX-512 F, BW, VL and VBMI) and interior_pass_avx2.cpp (AVX2).
 template <class S, class C>
 AvxInteriorPass<S, C> select_avx512_pass(Interpolation mode, Padding padding, const InputGeometry& geometry,
                                          const FastOutput<S>& out, ByteLayout& layout);

@@ -1153,10 +1153,8 @@ void run_fast(const Task& task) {
         if (isa.avx512) {
             interior_pass = select_avx512_pass<S, C>(options.mode, options.padding, geometry, fast_output, byte_layout);
         } else if (isa.avx2) {
-            // Without AVX-512: the AVX2 pass, for float32 and uint8 in the same layouts.
-            if constexpr (!std::is_same_v<S, std::int16_t>) {
-                interior_pass = select_avx2_pass<S, C>(options.mode, options.padding, geometry, fast_output, byte_layout);
-            }
+            // Without AVX-512: the AVX2 pass, for the same pixel types and layouts.
+            interior_pass = select_avx2_pass<S, C>(options.mode, options.padding, geometry, fast_output, byte_layout);
         }
         use_interior_pass = interior_pass != nullptr;
     }

@@ -1,4 +1,4 @@
-// The AVX2 interior pass of the fast path: float32 and uint8 pixels, float32 and float64
+// The AVX2 interior pass of the fast path: float32, int16 and uint8 pixels, float32 and float64
 // coordinates, ranks 2 and 3, for processors with AVX2 but without the AVX-512 pass (Haswell to
 // Alder Lake, Zen 1-3), chosen by grid_sample.cpp through select_avx2_pass (fast_path.hpp, which
 // also holds the pieces it shares with the AVX-512 pass).
@@ -592,13 +592,96 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void gather_rows_x8(const float* con
     }
 }
 
+// The same for int16 pixels: each point's K taps along x in one 16-, 32- or 64-bit load per row
+// (the point's own taps, so no load reaches past them), widened to int32 and converted to float
+// (exact: float holds every int16).
+template <int K, int T>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void gather_rows_x8(const std::int16_t* const* row, const std::int32_t* offset,
+                                                                __m256 (*v)[K]) {
+    const auto load = [](const std::int16_t* p, auto word) {
+        decltype(word) bits;
+        std::memcpy(&bits, p, sizeof bits);
+        return bits;
+    };
+    for (int t = 0; t < T; ++t) {
+        const std::int16_t* p = row[t];
+        if constexpr (K == 1) {
+            // Four points' values per 64-bit word.
+            std::uint64_t word[2];
+            for (int j = 0; j < 2; ++j) {
+                word[j] = 0;
+                for (int i = 0; i < 4; ++i) word[j] |= std::uint64_t{load(p + offset[4 * j + i], std::uint16_t{})} << (16 * i);
+            }
+            const __m128i values = _mm_set_epi64x(static_cast<long long>(word[1]), static_cast<long long>(word[0]));
+            v[t][0] = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(values));
+        } else if constexpr (K == 2) {
+            // Point i's pair in 32-bit lane i: tap 0 in its low half, tap 1 in its high half.
+            std::uint64_t word[4];
+            for (int j = 0; j < 4; ++j) {
+                word[j] = std::uint64_t{load(p + offset[2 * j], std::uint32_t{})} |
+                          (std::uint64_t{load(p + offset[2 * j + 1], std::uint32_t{})} << 32);
+            }
+            const __m256i pairs = _mm256_setr_epi64x(static_cast<long long>(word[0]), static_cast<long long>(word[1]),
+                                                     static_cast<long long>(word[2]), static_cast<long long>(word[3]));
+            v[t][0] = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(pairs, 16), 16));
+            v[t][1] = _mm256_cvtepi32_ps(_mm256_srai_epi32(pairs, 16));
+        } else {
+            static_assert(K == 4);
+            // quad[i]: the 4 taps of point i (low half) and of point i + 4 (high half), as floats;
+            // then the transpose of the float32 gather.
+            __m256 quad[4];
+            for (int i = 0; i < 4; ++i) {
+                const __m128i taps = _mm_set_epi64x(static_cast<long long>(load(p + offset[i + 4], std::uint64_t{})),
+                                                    static_cast<long long>(load(p + offset[i], std::uint64_t{})));
+                quad[i] = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(taps));
+            }
+            const __m256 taps01_of_01 = _mm256_unpacklo_ps(quad[0], quad[1]);
+            const __m256 taps23_of_01 = _mm256_unpackhi_ps(quad[0], quad[1]);
+            const __m256 taps01_of_23 = _mm256_unpacklo_ps(quad[2], quad[3]);
+            const __m256 taps23_of_23 = _mm256_unpackhi_ps(quad[2], quad[3]);
+            v[t][0] = _mm256_shuffle_ps(taps01_of_01, taps01_of_23, _MM_SHUFFLE(1, 0, 1, 0));
+            v[t][1] = _mm256_shuffle_ps(taps01_of_01, taps01_of_23, _MM_SHUFFLE(3, 2, 3, 2));
+            v[t][2] = _mm256_shuffle_ps(taps23_of_01, taps23_of_23, _MM_SHUFFLE(1, 0, 1, 0));
+            v[t][3] = _mm256_shuffle_ps(taps23_of_01, taps23_of_23, _MM_SHUFFLE(3, 2, 3, 2));
+        }
+    }
+}
+
+// 8 sums stored as float32 (stream: a whole group, with a streaming store).
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void store_sums_avx2(float* o, __m256 sum, int lanes, bool stream) {
+    if (lanes == 8) {
+        if (stream) {
+            _mm256_stream_ps(o, sum);
+        } else {
+            _mm256_storeu_ps(o, sum);
+        }
+    } else {
+        _mm256_maskstore_ps(o, first_words(lanes), sum);
+    }
+}
+
+// store_finite<int16_t> lane-wise: round half to even (given with the instruction, whatever the
+// caller's MXCSR says), then saturate. The sums are finite and within int32 (int16 taps, weights
+// summing to at most 3.4 in magnitude), so converting before saturating clamps the same way.
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void store_sums_avx2(std::int16_t* o, __m256 sum, int lanes, bool /*stream*/) {
+    const __m256i rounded = _mm256_cvtps_epi32(_mm256_round_ps(sum, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __m128i values = _mm_packs_epi32(_mm256_castsi256_si128(rounded), _mm256_extracti128_si256(rounded, 1));
+    if (lanes == 8) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o), values);
+    } else {
+        alignas(16) std::int16_t staged[8];
+        _mm_store_si128(reinterpret_cast<__m128i*>(staged), values);
+        std::memcpy(o, staged, sizeof(std::int16_t) * static_cast<std::size_t>(std::clamp(lanes, 0, 8)));
+    }
+}
+
 // One channel's 8 points: the taps from `in` at the group's first-tap offsets, the weighted sum
 // (fill points replaced by the fill value) written to `o`. Masked (linear only): tap k of outer
 // tap t adds +0 instead of its product in the lanes whose bit in tap_holds[t][k] is clear.
-template <int Rank, int K, bool Masked = false>
+template <int Rank, int K, class S, bool Masked = false>
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_channel_avx2(const Avx2Group<Rank, K>& group, int lanes,
-                                                                     const std::int32_t* outer_offset, const float* in, float* o,
-                                                                     float fill_stored, unsigned fill, bool stream = false,
+                                                                     const std::int32_t* outer_offset, const S* in, S* o,
+                                                                     S fill_stored, unsigned fill, bool stream = false,
                                                                      const unsigned (*tap_holds)[K] = nullptr) {
     constexpr int kOuterTaps = Avx2Group<Rank, K>::kOuterTaps;
     __m256 sum;
@@ -611,7 +694,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_channel_avx2(const Avx2G
         constexpr int kTogether = K == 4 ? 1 : kOuterTaps;
         sum = _mm256_setzero_ps();
         for (int t0 = 0; t0 < kOuterTaps; t0 += kTogether) {
-            const float* row[kTogether];
+            const S* row[kTogether];
             for (int t = 0; t < kTogether; ++t) row[t] = in + outer_offset[t0 + t];
             __m256 v[kTogether][K];
             gather_rows_x8<K, kTogether>(row, group.offset, v);
@@ -624,29 +707,22 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_channel_avx2(const Avx2G
             }
         }
     }
-    if (fill != 0) sum = _mm256_blendv_ps(sum, _mm256_set1_ps(fill_stored), lane_mask(fill));
-    if (lanes == 8) {
-        if (stream) {
-            _mm256_stream_ps(o, sum);
-        } else {
-            _mm256_storeu_ps(o, sum);
-        }
-    } else {
-        _mm256_maskstore_ps(o, first_words(lanes), sum);
-    }
+    // (An int16 fill value is exact in float and stays itself through rounding and saturation.)
+    if (fill != 0) sum = _mm256_blendv_ps(sum, _mm256_set1_ps(static_cast<float>(fill_stored)), lane_mask(fill));
+    store_sums_avx2(o, sum, lanes, stream);
 }
 
-template <int Rank, int K, bool Masked = false>
+template <int Rank, int K, class S, bool Masked = false>
 GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE void sample_group_avx2(const Avx2Group<Rank, K>& group, int lanes,
-                                                                   const std::int32_t* outer_offset, const float* input, float* output,
-                                                                   const FastOutput<float>& out, unsigned fill, bool stream = false,
+                                                                   const std::int32_t* outer_offset, const S* input, S* output,
+                                                                   const FastOutput<S>& out, unsigned fill, bool stream = false,
                                                                    const unsigned (*tap_holds)[K] = nullptr) {
     if (out.channels == 1) {
-        sample_channel_avx2<Rank, K, Masked>(group, lanes, outer_offset, input, output, out.fill_stored, fill, stream, tap_holds);
+        sample_channel_avx2<Rank, K, S, Masked>(group, lanes, outer_offset, input, output, out.fill_stored, fill, stream, tap_holds);
         return;
     }
     for (std::int64_t c = 0; c < out.channels; ++c) {
-        sample_channel_avx2<Rank, K, Masked>(group, lanes, outer_offset, input + c * out.input_channel_stride,
+        sample_channel_avx2<Rank, K, S, Masked>(group, lanes, outer_offset, input + c * out.input_channel_stride,
                                              output + c * out.output_channel_stride, out.fill_stored, fill, stream, tap_holds);
     }
 }
@@ -995,6 +1071,12 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void fill_group_avx2(int lanes, floa
     }
 }
 
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void fill_group_avx2(int lanes, std::int16_t* output, const FastOutput<std::int16_t>& out,
+                                                                 const ByteLayout&) {
+    const __m256 value = _mm256_set1_ps(static_cast<float>(out.fill_stored));
+    for (std::int64_t c = 0; c < out.channels; ++c) store_sums_avx2(output + c * out.output_channel_stride, value, lanes, false);
+}
+
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void fill_group_avx2(int lanes, std::uint8_t* output, const FastOutput<std::uint8_t>& out,
                                                                  const ByteLayout& layout) {
     const __m128i value = _mm_set1_epi8(static_cast<char>(out.fill_stored));
@@ -1016,20 +1098,20 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE void fill_groups_avx2(S* output, std::int64_
 
 // Samples the full group of interior points waiting in `waiting` (first point late_at; none if
 // negative), reading its offsets and weights from memory (see interior_run_avx2).
-template <int Rank, int K>
+template <int Rank, int K, class S>
 GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE void sample_late_group_avx2(const Avx2Group<Rank, K>& waiting, std::int64_t& late_at,
-                                                                        const std::int32_t* outer_offset, const float* input,
-                                                                        float* output, const FastOutput<float>& out, bool stream) {
+                                                                        const std::int32_t* outer_offset, const S* input,
+                                                                        S* output, const FastOutput<S>& out, bool stream) {
     if (late_at < 0) return;
     // (The empty asm hides where the group came from, so that its offsets are loaded rather than
     // taken out of the register that stored them.)
     const Avx2Group<Rank, K>* group = &waiting;
     asm("" : "+r"(group));
-    sample_group_avx2<Rank, K>(*group, 8, outer_offset, input, output + late_at * out.output_point_stride, out, 0, stream);
+    sample_group_avx2<Rank, K, S>(*group, 8, outer_offset, input, output + late_at * out.output_point_stride, out, 0, stream);
     late_at = -1;
 }
 
-// Float32 pixels: from point p on, the row's full groups of interior points, until a group with a
+// Float32 and int16 pixels: from point p on, the row's full groups of interior points, until a group with a
 // point that is not interior (which the caller then plans in general) or the last full group.
 // Returns the first point not sampled. A loop of its own with nothing else in it, so that its
 // values stay in registers: the general loop's bookkeeping around the same planning and sampling
@@ -1041,11 +1123,11 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE void sample_late_group_avx2(const Avx2Group<
 // line): its lines are written with streaming stores, all but a last group that starts a line
 // (whose other half is not the run's), so that no ordinary store (fill values, points near an
 // edge, the edge stage) ever meets a line still in flight.
-template <PositionKind Kind, class Interp, int Rank, class C>
+template <PositionKind Kind, class Interp, int Rank, class S, class C>
 GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE std::int64_t interior_run_avx2(const CoordinateReader<C>& coordinates, std::int64_t p,
                                                                            std::int64_t count, const IndexSpan& known_interior,
                                                                            const PlannerAxes<C, Rank>& axes, const std::int32_t* outer_offset,
-                                                                           const float* input, float* output, const FastOutput<float>& out,
+                                                                           const S* input, S* output, const FastOutput<S>& out,
                                                                            std::int32_t* first_taps, const C* next_xyz, bool stream) {
     constexpr int K = Interp::taps;
     Avx2Group<Rank, K> groups[2];
@@ -1061,16 +1143,16 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE std::int64_t interior_run_avx2(const Coordin
         }
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(first_taps + p), _mm256_load_si256(reinterpret_cast<const __m256i*>(group.offset)));
         if constexpr (Rank == 2) {
-            sample_late_group_avx2<Rank, K>(groups[current ^ 1], late_at, outer_offset, input, output, out, stream);
+            sample_late_group_avx2<Rank, K, S>(groups[current ^ 1], late_at, outer_offset, input, output, out, stream);
             late_at = p;
             current ^= 1;
         } else {
-            sample_group_avx2<Rank, K>(group, 8, outer_offset, input, output + p, out, 0);
+            sample_group_avx2<Rank, K, S>(group, 8, outer_offset, input, output + p, out, 0);
         }
     }
     if constexpr (Rank == 2) {
         const bool last_ends_line = late_at >= 0 && (reinterpret_cast<std::uintptr_t>(output + late_at) & 63) != 0;
-        sample_late_group_avx2<Rank, K>(groups[current ^ 1], late_at, outer_offset, input, output, out, stream && last_ends_line);
+        sample_late_group_avx2<Rank, K, S>(groups[current ^ 1], late_at, outer_offset, input, output, out, stream && last_ends_line);
     }
     return p;
 }
@@ -1105,11 +1187,11 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE PassResult interior_pass_row_avx2(const Coor
     }
     std::int64_t edge_count = 0;
     bool redo = false;
-    // Float32 pixels: runs of full interior groups go to interior_run_avx2, in 3-D only along
-    // affine rows (W6's stored 3-D grid was 3 % slower with runs; for uint8 a loop of their own
-    // was 4 % slower, W4 35.5 -> 37.0 ms on two threads). With streaming stores a run starts at a
-    // line: a row whose output is not 32-byte aligned streams nothing.
-    constexpr bool kRuns = std::is_same_v<S, float>;
+    // Float32 and int16 pixels: runs of full interior groups go to interior_run_avx2, in 3-D only
+    // along affine rows (W6's stored 3-D grid was 3 % slower with runs; for uint8 a loop of their
+    // own was 4 % slower, W4 35.5 -> 37.0 ms on two threads). With streaming stores a run starts
+    // at a line: a row whose output is not 32-byte aligned streams nothing.
+    constexpr bool kRuns = kPlanarPassPixel<S>;
     // Float32 pixels, zeros padding and linear taps: edge points from the stand-in taps (see
     // stand_in_weights_avx2).
     constexpr bool kStandInEdges = std::is_same_v<S, float> && std::is_same_v<Pad, ZerosPadding> && K == 2;
@@ -1125,7 +1207,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE PassResult interior_pass_row_avx2(const Coor
     for (std::int64_t p = planned.begin; p < planned.end; p += 8) {
         if constexpr (kRuns) {
             if (runs && (!stream || (reinterpret_cast<std::uintptr_t>(output + p) & 63) == 0)) {
-                p = interior_run_avx2<Kind, Interp, Rank, C>(coordinates, p, count, known_interior, axes, outer_offset, input, output,
+                p = interior_run_avx2<Kind, Interp, Rank, S, C>(coordinates, p, count, known_interior, axes, outer_offset, input, output,
                                                              out, first_taps, next_xyz, stream);
                 if (p >= planned.end) break;
             }
@@ -1153,18 +1235,21 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE PassResult interior_pass_row_avx2(const Coor
             continue;
         }
         unsigned edge = ~group.interior & ~fill & active;
-        if constexpr (std::is_same_v<S, float>) {
+        if constexpr (std::is_same_v<S, std::int16_t>) {
+            // Edge points are left to the generic stages.
+            sample_group_avx2<Rank, K, S>(group, lanes, outer_offset, input, o, out, fill);
+        } else if constexpr (std::is_same_v<S, float>) {
             // (Another fill value: the outside taps' terms are not +-0, so edge points take the
             // gathers. The fill value is read here, in edge groups only: a flag held across the
             // loop changed the register allocation of the whole pass, W5 1-2 % slower.)
             if (kStandInEdges && edge != 0 && out.fill_value == 0.0f) {
                 if constexpr (kStandInEdges) {
                     // (An edge point is within reach and finite: this finishes it.)
-                    sample_group_avx2<Rank, K, true>(group, lanes, outer_offset, input, o, out, fill, false, tap_holds);
+                    sample_group_avx2<Rank, K, S, true>(group, lanes, outer_offset, input, o, out, fill, false, tap_holds);
                     edge = 0;
                 }
             } else {
-                sample_group_avx2<Rank, K>(group, lanes, outer_offset, input, o, out, fill);
+                sample_group_avx2<Rank, K, S>(group, lanes, outer_offset, input, o, out, fill);
                 // Points across an edge whose taps map by one clamp or reflection (under zeros
                 // padding: whose taps are inside or read the fill value); the rest are finished elsewhere.
                 if (edge != 0) {
@@ -1203,7 +1288,7 @@ GRIDWARP_TARGET_AVX2 PassStop interior_pass_avx2(const PassRows<C>& rows, std::i
     outer_tap_offsets<K, Rank>(geometry, outer_offset);
     std::int64_t last_safe = 0;
     Avx2ByteShuffles shuffles;
-    if constexpr (!std::is_same_v<S, float>) {
+    if constexpr (std::is_same_v<S, std::uint8_t>) {
         last_safe = last_safe_first_tap(input_span, outer_offset[kOuterTaps - 1], layout, out);
         // (An input too small for the loads: the caller samples the first row, and then the next,
         // by the generic stages.)
@@ -1263,6 +1348,8 @@ GRIDWARP_SELECT_AVX2_PASS(float, float)
 GRIDWARP_SELECT_AVX2_PASS(float, double)
 GRIDWARP_SELECT_AVX2_PASS(std::uint8_t, float)
 GRIDWARP_SELECT_AVX2_PASS(std::uint8_t, double)
+GRIDWARP_SELECT_AVX2_PASS(std::int16_t, float)
+GRIDWARP_SELECT_AVX2_PASS(std::int16_t, double)
 #undef GRIDWARP_SELECT_AVX2_PASS
 
 }  // namespace gridwarp::detail

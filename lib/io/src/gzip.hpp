@@ -19,7 +19,7 @@ namespace gridwarp::io::detail {
 inline constexpr int kMinCompressionLevel = 0;
 inline constexpr int kMaxCompressionLevel = 12;
 // The default: files no larger than zlib level 6 writes (docs/design.md), at a fraction of its time.
-inline constexpr int kDefaultCompressionLevel = 5;
+inline constexpr int kDefaultCompressionLevel = 4;
 
 // Deflate cannot expand data more than this many times (a run of one byte): a stream of n bytes
 // never inflates to more than about kMaxDeflateRatio * n bytes.
