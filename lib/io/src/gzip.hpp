@@ -18,7 +18,7 @@ namespace gridwarp::io::detail {
 // The compression levels libdeflate offers: 0 stores, 12 compresses hardest.
 inline constexpr int kMinCompressionLevel = 0;
 inline constexpr int kMaxCompressionLevel = 12;
-// The default: files no larger than zlib level 6 writes (docs/design.md), at a fraction of its time.
+// The default: files within 1 % of zlib level 6's size (docs/design.md), at a fraction of its time.
 inline constexpr int kDefaultCompressionLevel = 4;
 
 // Deflate cannot expand data more than this many times (a run of one byte): a stream of n bytes

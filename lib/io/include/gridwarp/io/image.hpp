@@ -105,7 +105,7 @@ struct ReadOptions {
 };
 
 struct WriteOptions {
-    int compression_level = -1;  // gzip level 0..12 for .nii.gz / .img.gz; -1: the default (5)
+    int compression_level = -1;  // gzip level 0..12 for .nii.gz / .img.gz; -1: the default (4)
     int threads = 0;             // compression threads; 0: every core
 };
 
