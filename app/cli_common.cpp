@@ -99,8 +99,9 @@ void check_output_size(const std::vector<std::int64_t>& extents, std::uint64_t p
     }
 }
 
-io::ReadOptions to_read_options(const VolumeFlags& flags) {
+io::ReadOptions to_read_options(const VolumeFlags& flags, const CommonOptions& common) {
     io::ReadOptions options;
+    options.threads = common.threads;
     options.nifti_geometry = io::parse_nifti_geometry_rule(flags.nifti_geometry);
     options.max_voxels = flags.max_voxels;
     options.allow_outside_data_files = flags.allow_outside_data_files;

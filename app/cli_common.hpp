@@ -56,7 +56,7 @@ struct VolumeFlags {
 // --nifti-geometry, --max-voxels, --allow-outside-data-files (reading) and, for commands that
 // write, --compression-level.
 void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes);
-io::ReadOptions to_read_options(const VolumeFlags& flags);
+io::ReadOptions to_read_options(const VolumeFlags& flags, const CommonOptions& common);
 io::WriteOptions to_write_options(const VolumeFlags& flags, const CommonOptions& common);
 // On a terminal, a command running longer than about a second shows on stderr which of its phases
 // (reading, sampling, writing) it is in, as a bar with the elapsed time, redrawn until it ends.

@@ -187,7 +187,7 @@ void run_affine(const AffineCommand& command) {
     if (!command.matrix.empty()) inputs.push_back(command.matrix);
     check_output_differs(command.output, inputs);
 
-    io::Image input = io::read_image(command.input, to_read_options(command.volume));
+    io::Image input = io::read_image(command.input, to_read_options(command.volume, command.common));
     report_warnings(input);
     const auto rank = static_cast<std::int64_t>(input.spatial.size());
     try {

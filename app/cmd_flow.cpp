@@ -37,7 +37,7 @@ void run_flow(const FlowCommand& command) {
     const FlowUnits units = parse_units(command.units);
     check_output_differs(command.output, {command.input, command.flow});
 
-    io::Image input = io::read_image(command.input, to_read_options(command.volume));
+    io::Image input = io::read_image(command.input, to_read_options(command.volume, command.common));
     report_warnings(input);
     const io::FlowField flow = io::read_flow(command.flow);
     const auto rank = static_cast<std::int64_t>(input.spatial.size());

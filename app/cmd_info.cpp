@@ -169,7 +169,7 @@ void run_info(const InfoCommand& command) {
         info["dtype"] = std::string(dtype_name(flow.field.dtype()));
         range = value_range(flow.field.dtype(), flow.field.data(), flow.field.numel());
     } else {
-        const io::Image image = io::read_image(command.file, to_read_options(command.volume));
+        const io::Image image = io::read_image(command.file, to_read_options(command.volume, command.common));
         report_warnings(image);
         info["kind"] = std::string(io::file_kind_name(image.kind));
         info["format"] = image.format;

@@ -74,7 +74,7 @@ void run_resample(const ResampleCommand& command) {
     if (!command.reference.empty()) inputs.push_back(command.reference);
     check_output_differs(command.output, inputs);
 
-    const io::ReadOptions read_options = to_read_options(command.volume);
+    const io::ReadOptions read_options = to_read_options(command.volume, command.common);
     io::Image moving = io::read_image(command.input, read_options);
     report_warnings(moving);
     const std::size_t dimension = moving.spatial.size();

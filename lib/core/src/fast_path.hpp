@@ -34,6 +34,15 @@
 
 namespace gridwarp::detail {
 
+// A Word's bytes from an address of any alignment (an int16 point's taps), through memcpy, which
+// compiles to one load.
+template <class Word>
+inline Word load_unaligned(const void* p) {
+    Word bits;
+    std::memcpy(&bits, p, sizeof bits);
+    return bits;
+}
+
 #ifdef GRIDWARP_AVX2_DISPATCH
 // 8 bytes from each of two addresses, `low` into the low half: the addresses need not be 8-byte
 // aligned (a float pair or a uint8 row), so the loads go through memcpy, which compiles to movq and

@@ -536,6 +536,19 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE bool plan_out_of_reach_group_avx2(const Coor
     return true;
 }
 
+// quad[i] holds the 4 taps of point i (low half) and of point i + 4 (high half); one 4 x 4
+// transpose within each half puts tap k of points 0-3 | 4-7 into tap[k].
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void transpose_taps(const __m256 (&quad)[4], __m256 (&tap)[4]) {
+    const __m256 taps01_of_01 = _mm256_unpacklo_ps(quad[0], quad[1]);  // p0t0 p1t0 p0t1 p1t1
+    const __m256 taps23_of_01 = _mm256_unpackhi_ps(quad[0], quad[1]);
+    const __m256 taps01_of_23 = _mm256_unpacklo_ps(quad[2], quad[3]);
+    const __m256 taps23_of_23 = _mm256_unpackhi_ps(quad[2], quad[3]);
+    tap[0] = _mm256_shuffle_ps(taps01_of_01, taps01_of_23, _MM_SHUFFLE(1, 0, 1, 0));
+    tap[1] = _mm256_shuffle_ps(taps01_of_01, taps01_of_23, _MM_SHUFFLE(3, 2, 3, 2));
+    tap[2] = _mm256_shuffle_ps(taps23_of_01, taps23_of_23, _MM_SHUFFLE(1, 0, 1, 0));
+    tap[3] = _mm256_shuffle_ps(taps23_of_01, taps23_of_23, _MM_SHUFFLE(3, 2, 3, 2));
+}
+
 // The K taps from each of 8 points' offsets along the innermost axis (stride 1) in each of T rows,
 // tap k of row t into v[t][k]: one scalar load per point and row (32-bit for one tap, 64-bit for
 // a pair, 128-bit for four) and shuffles into place.
@@ -574,20 +587,12 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void gather_rows_x8(const float* con
     } else {
         static_assert(K == 4);
         for (int t = 0; t < T; ++t) {
-            // quad[i]: the 4 taps of point i (low half) and of point i + 4 (high half); one 4 x 4
-            // transpose within each half then gives tap k of points 0-3 | 4-7.
+            // quad[i]: the 4 taps of point i (low half) and of point i + 4 (high half).
             __m256 quad[4];
             for (int i = 0; i < 4; ++i) {
                 quad[i] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(row[t] + offset[i])), _mm_loadu_ps(row[t] + offset[i + 4]), 1);
             }
-            const __m256 taps01_of_01 = _mm256_unpacklo_ps(quad[0], quad[1]);  // p0t0 p1t0 p0t1 p1t1
-            const __m256 taps23_of_01 = _mm256_unpackhi_ps(quad[0], quad[1]);
-            const __m256 taps01_of_23 = _mm256_unpacklo_ps(quad[2], quad[3]);
-            const __m256 taps23_of_23 = _mm256_unpackhi_ps(quad[2], quad[3]);
-            v[t][0] = _mm256_shuffle_ps(taps01_of_01, taps01_of_23, _MM_SHUFFLE(1, 0, 1, 0));
-            v[t][1] = _mm256_shuffle_ps(taps01_of_01, taps01_of_23, _MM_SHUFFLE(3, 2, 3, 2));
-            v[t][2] = _mm256_shuffle_ps(taps23_of_01, taps23_of_23, _MM_SHUFFLE(1, 0, 1, 0));
-            v[t][3] = _mm256_shuffle_ps(taps23_of_01, taps23_of_23, _MM_SHUFFLE(3, 2, 3, 2));
+            transpose_taps(quad, v[t]);
         }
     }
 }
@@ -598,11 +603,6 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void gather_rows_x8(const float* con
 template <int K, int T>
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void gather_rows_x8(const std::int16_t* const* row, const std::int32_t* offset,
                                                                 __m256 (*v)[K]) {
-    const auto load = [](const std::int16_t* p, auto word) {
-        decltype(word) bits;
-        std::memcpy(&bits, p, sizeof bits);
-        return bits;
-    };
     for (int t = 0; t < T; ++t) {
         const std::int16_t* p = row[t];
         if constexpr (K == 1) {
@@ -610,7 +610,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void gather_rows_x8(const std::int16
             std::uint64_t word[2];
             for (int j = 0; j < 2; ++j) {
                 word[j] = 0;
-                for (int i = 0; i < 4; ++i) word[j] |= std::uint64_t{load(p + offset[4 * j + i], std::uint16_t{})} << (16 * i);
+                for (int i = 0; i < 4; ++i) word[j] |= std::uint64_t{load_unaligned<std::uint16_t>(p + offset[4 * j + i])} << (16 * i);
             }
             const __m128i values = _mm_set_epi64x(static_cast<long long>(word[1]), static_cast<long long>(word[0]));
             v[t][0] = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(values));
@@ -618,8 +618,8 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void gather_rows_x8(const std::int16
             // Point i's pair in 32-bit lane i: tap 0 in its low half, tap 1 in its high half.
             std::uint64_t word[4];
             for (int j = 0; j < 4; ++j) {
-                word[j] = std::uint64_t{load(p + offset[2 * j], std::uint32_t{})} |
-                          (std::uint64_t{load(p + offset[2 * j + 1], std::uint32_t{})} << 32);
+                word[j] = std::uint64_t{load_unaligned<std::uint32_t>(p + offset[2 * j])} |
+                          (std::uint64_t{load_unaligned<std::uint32_t>(p + offset[2 * j + 1])} << 32);
             }
             const __m256i pairs = _mm256_setr_epi64x(static_cast<long long>(word[0]), static_cast<long long>(word[1]),
                                                      static_cast<long long>(word[2]), static_cast<long long>(word[3]));
@@ -627,22 +627,14 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void gather_rows_x8(const std::int16
             v[t][1] = _mm256_cvtepi32_ps(_mm256_srai_epi32(pairs, 16));
         } else {
             static_assert(K == 4);
-            // quad[i]: the 4 taps of point i (low half) and of point i + 4 (high half), as floats;
-            // then the transpose of the float32 gather.
+            // quad[i]: the 4 taps of point i (low half) and of point i + 4 (high half), as floats.
             __m256 quad[4];
             for (int i = 0; i < 4; ++i) {
-                const __m128i taps = _mm_set_epi64x(static_cast<long long>(load(p + offset[i + 4], std::uint64_t{})),
-                                                    static_cast<long long>(load(p + offset[i], std::uint64_t{})));
+                const __m128i taps = _mm_set_epi64x(static_cast<long long>(load_unaligned<std::uint64_t>(p + offset[i + 4])),
+                                                    static_cast<long long>(load_unaligned<std::uint64_t>(p + offset[i])));
                 quad[i] = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(taps));
             }
-            const __m256 taps01_of_01 = _mm256_unpacklo_ps(quad[0], quad[1]);
-            const __m256 taps23_of_01 = _mm256_unpackhi_ps(quad[0], quad[1]);
-            const __m256 taps01_of_23 = _mm256_unpacklo_ps(quad[2], quad[3]);
-            const __m256 taps23_of_23 = _mm256_unpackhi_ps(quad[2], quad[3]);
-            v[t][0] = _mm256_shuffle_ps(taps01_of_01, taps01_of_23, _MM_SHUFFLE(1, 0, 1, 0));
-            v[t][1] = _mm256_shuffle_ps(taps01_of_01, taps01_of_23, _MM_SHUFFLE(3, 2, 3, 2));
-            v[t][2] = _mm256_shuffle_ps(taps23_of_01, taps23_of_23, _MM_SHUFFLE(1, 0, 1, 0));
-            v[t][3] = _mm256_shuffle_ps(taps23_of_01, taps23_of_23, _MM_SHUFFLE(3, 2, 3, 2));
+            transpose_taps(quad, v[t]);
         }
     }
 }

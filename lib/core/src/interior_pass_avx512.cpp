@@ -122,11 +122,6 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void gather_rows_x16(const float* 
 template <int K, int T>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void gather_rows_x16(const std::int16_t* const* row, const std::int32_t* offset,
                                                                    __m512 (*v)[K]) {
-    const auto load = [](const std::int16_t* p, auto word) {
-        decltype(word) bits;
-        std::memcpy(&bits, p, sizeof bits);
-        return bits;
-    };
     for (int t = 0; t < T; ++t) {
         const std::int16_t* p = row[t];
         if constexpr (K == 1) {
@@ -134,7 +129,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void gather_rows_x16(const std::in
             std::uint64_t word[4];
             for (int j = 0; j < 4; ++j) {
                 word[j] = 0;
-                for (int i = 0; i < 4; ++i) word[j] |= std::uint64_t{load(p + offset[4 * j + i], std::uint16_t{})} << (16 * i);
+                for (int i = 0; i < 4; ++i) word[j] |= std::uint64_t{load_unaligned<std::uint16_t>(p + offset[4 * j + i])} << (16 * i);
             }
             const __m256i values = _mm256_setr_epi64x(static_cast<long long>(word[0]), static_cast<long long>(word[1]),
                                                       static_cast<long long>(word[2]), static_cast<long long>(word[3]));
@@ -143,8 +138,8 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void gather_rows_x16(const std::in
             // Point i's pair in 32-bit lane i: tap 0 in its low half, tap 1 in its high half.
             std::uint64_t word[8];
             for (int j = 0; j < 8; ++j) {
-                word[j] = std::uint64_t{load(p + offset[2 * j], std::uint32_t{})} |
-                          (std::uint64_t{load(p + offset[2 * j + 1], std::uint32_t{})} << 32);
+                word[j] = std::uint64_t{load_unaligned<std::uint32_t>(p + offset[2 * j])} |
+                          (std::uint64_t{load_unaligned<std::uint32_t>(p + offset[2 * j + 1])} << 32);
             }
             const __m512i pairs = _mm512_setr_epi64(static_cast<long long>(word[0]), static_cast<long long>(word[1]),
                                                     static_cast<long long>(word[2]), static_cast<long long>(word[3]),
@@ -157,7 +152,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void gather_rows_x16(const std::in
             // Point i's four taps in 64-bit lane i % 8 of half[i / 8]; a word permutation picks tap k
             // of all 16 points.
             std::uint64_t word[16];
-            for (int i = 0; i < 16; ++i) word[i] = load(p + offset[i], std::uint64_t{});
+            for (int i = 0; i < 16; ++i) word[i] = load_unaligned<std::uint64_t>(p + offset[i]);
             __m512i half[2];
             for (int h = 0; h < 2; ++h) {
                 const std::uint64_t* w = word + 8 * h;

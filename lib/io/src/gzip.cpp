@@ -94,14 +94,14 @@ MemberResult inflate_member_with_zlib(std::span<const std::uint8_t> in, std::spa
 
 // Inflating runs on one thread, which faults in every page of the fresh output buffer as it
 // writes; on this project's VMs that first touch costs about as much as the inflating itself. A
-// second thread, where another core may be had, faults the buffer in from its far end meanwhile
+// second thread, where the caller allows one, faults the buffer in from its far end meanwhile
 // (MADV_POPULATE_WRITE: present pages are left as they are, so it never races the inflater's
 // writes) and stops when told or when it reaches the front.
 class BackgroundPrefault {
 public:
-    explicit BackgroundPrefault(std::span<std::uint8_t> buffer) {
+    BackgroundPrefault(std::span<std::uint8_t> buffer, int threads) {
         constexpr std::size_t kStep = std::size_t{2} << 20;
-        if (buffer.size() < 4 * kStep || omp_get_max_threads() < 2) return;
+        if (buffer.size() < 4 * kStep || threads == 1 || (threads == 0 && omp_get_num_procs() < 2)) return;
         worker_ = std::thread([this, buffer] {
             const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
             const auto begin = reinterpret_cast<std::uintptr_t>(buffer.data());
@@ -127,8 +127,8 @@ private:
 
 }  // namespace
 
-void gunzip_into(std::span<const std::uint8_t> compressed, std::span<std::uint8_t> out, const fs::path& file) {
-    const BackgroundPrefault prefault(out);
+void gunzip_into(std::span<const std::uint8_t> compressed, std::span<std::uint8_t> out, const fs::path& file, int threads) {
+    const BackgroundPrefault prefault(out, threads);
     const std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> decompressor(
         libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
     if (!decompressor) throw std::bad_alloc();

@@ -33,8 +33,10 @@ std::vector<std::uint8_t> gunzip_prefix(const std::filesystem::path& file, std::
 
 // Inflates the gzip data `compressed` (one member or several, concatenated) into `out`, which must
 // be filled exactly: throws FileError naming `file` when the data is corrupt or inflates to fewer
-// bytes. Data that inflates to more than `out` holds is accepted and the excess ignored.
-void gunzip_into(std::span<const std::uint8_t> compressed, std::span<std::uint8_t> out, const std::filesystem::path& file);
+// bytes. Data that inflates to more than `out` holds is accepted and the excess ignored. With
+// `threads` other than 1 (0: every core), a second thread faults `out` in while one inflates.
+void gunzip_into(std::span<const std::uint8_t> compressed, std::span<std::uint8_t> out, const std::filesystem::path& file,
+                 int threads = 1);
 
 // Compresses the concatenation of `pieces` into one gzip member, `threads` blocks at a time
 // (0: every core), and hands the compressed bytes to `sink` in order. `level` is 0..12.

@@ -278,7 +278,7 @@ Image read_nifti(const fs::path& file, const ReadOptions& options, bool with_pix
         const std::uint64_t needed = offset + voxel_bytes;
         auto buffer = allocate_bytes(static_cast<std::size_t>(needed));
         gunzip_into(std::span<const std::uint8_t>(data_file->map(false), data_file->size()),
-                    std::span<std::uint8_t>(buffer.get(), static_cast<std::size_t>(needed)), paths.data);
+                    std::span<std::uint8_t>(buffer.get(), static_cast<std::size_t>(needed)), paths.data, options.threads);
         voxels = buffer.get() + offset;
         if (offset % 64 != 0) {  // keep the voxels aligned for the sampler
             std::memmove(buffer.get(), voxels, static_cast<std::size_t>(voxel_bytes));

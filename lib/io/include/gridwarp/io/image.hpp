@@ -102,6 +102,7 @@ struct ReadOptions {
     // Whether a detached header (.nhdr, .mhd) may name data files outside its own folder.
     // (--allow-outside-data-files)
     bool allow_outside_data_files = false;
+    int threads = 0;  // threads a reader may use besides its own (0: every core; --threads)
 };
 
 struct WriteOptions {
