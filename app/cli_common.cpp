@@ -177,15 +177,28 @@ void CommandProgress::run() {
     }
 }
 
-void sample_and_commit(io::PendingOutput& output, const std::filesystem::path& file, const std::function<void(io::Image&)>& sample,
-                       CommandProgress* progress) {
+void sample_and_write(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options,
+                      const ConstTensorView& input, const PositionSource& positions, const SampleOptions& options,
+                      CommandProgress* progress) {
+    // (An output written a block at a time is sampled and written together: "sampling" to the end.)
     if (progress) progress->phase("sampling", 1, 3);
-    sample(output.image());
-    if (progress) progress->phase("writing", 2, 3);
-    const io::Image& image = output.image();
-    const std::string summary = std::string(io::file_kind_name(image.kind)) + " " + std::string(dtype_name(image.dtype())) +
-                                ", spatial " + shape_to_string(image.spatial);
-    output.commit();
+    const auto sample = [&](const Shape& start, const Shape& extent, const TensorView& pixels, int threads) {
+        SampleOptions window_options = options;
+        window_options.threads = threads;
+        const PositionWindow window(positions, start, extent);
+        if (pixels.dtype == input.dtype) {
+            grid_sample(input, window, pixels, window_options);
+            return;
+        }
+        const Tensor sampled = grid_sample(input, window, window_options);
+        const Tensor converted = convert_to(sampled.view(), pixels.dtype);
+        copy_elements(converted.view(), pixels);
+    };
+    const std::string summary = std::string(io::file_kind_name(description.kind)) + " " + std::string(dtype_name(description.dtype())) +
+                                ", spatial " + shape_to_string(description.spatial);
+    io::write_sampled(file, std::move(description), write_options, options.threads, sample, [&] {
+        if (progress) progress->phase("writing", 2, 3);
+    });
     if (progress) progress->finish();
     spdlog::info("wrote {} ({})", file.string(), summary);
 }

@@ -93,10 +93,14 @@ private:
     std::thread thread_;
 };
 
-// Samples into `output` with `sample`, publishes it, and logs "wrote FILE (volume int16, spatial
-// (D, H, W))"; tells `progress` (when given) when sampling and writing begin.
-void sample_and_commit(io::PendingOutput& output, const std::filesystem::path& file, const std::function<void(io::Image&)>& sample,
-                       CommandProgress* progress = nullptr);
+// Samples `input` (N, C, D1..Dr) at `positions` into the output `description` describes, writes
+// it to `file` (io::write_sampled: a block of rows at a time where the format allows), and logs
+// "wrote FILE (volume int16, spatial (D, H, W))"; tells `progress` (when given) when sampling
+// and writing begin. An output of another dtype than the input's is sampled in the input's, then rounded and
+// saturated into its own.
+void sample_and_write(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options,
+                      const ConstTensorView& input, const PositionSource& positions, const SampleOptions& options,
+                      CommandProgress* progress = nullptr);
 // Logs what a reader wanted the user to know (a NIfTI file without orientation, ...).
 void report_warnings(const io::Image& image);
 

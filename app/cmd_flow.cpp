@@ -76,9 +76,8 @@ void run_flow(const FlowCommand& command) {
         explanation.print();
         return;
     }
-    io::PendingOutput output(command.output, std::move(description), to_write_options(command.volume, command.common));
-    sample_and_commit(
-        output, command.output, [&](io::Image& image) { grid_sample(input.nchw(), positions, image.nchw(), options); }, &progress);
+    sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), input.nchw(), positions, options,
+                     &progress);
 }
 
 }  // namespace

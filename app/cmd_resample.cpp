@@ -176,18 +176,8 @@ void run_resample(const ResampleCommand& command) {
     }
     if (!command.output_type.empty()) description.scaling.reset();  // the values themselves, in that type
     description.pixels = Tensor(output_type, Shape{0});
-    io::PendingOutput output(command.output, std::move(description), to_write_options(command.volume, command.common));
-    sample_and_commit(output, command.output, [&](io::Image& image) {
-        if (image.dtype() == moving.dtype()) {
-            grid_sample(moving.nchw(), positions, image.nchw(), options);
-            return;
-        }
-        // Sampled in the moving image's type, then rounded and saturated into the output's.
-        io::Image sampled = io::Image::allocate_like(moving, grid.spatial);
-        grid_sample(moving.nchw(), positions, sampled.nchw(), options);
-        sampled.pixels = convert_to(sampled.pixels.view(), output_type);
-        copy_elements(sampled.nchw(), image.nchw());
-    }, &progress);
+    sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), moving.nchw(), positions, options,
+                     &progress);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "gridwarp/physical.hpp"
 #include "gridwarp/positions.hpp"
 #include "support/support.hpp"
 
@@ -720,5 +721,117 @@ TEST_CASE("fast paths equal the reference path where a tile's rows are of mixed 
                 }
             }
         }
+    }
+}
+
+namespace {
+
+// A rotation about all three axes with a shift, from output voxel index to input voxel index
+// through physical space (two geometries), as `gridwarp resample` builds it: rows cross the
+// input's edges at both ends.
+TransformChainPositions rigid_chain(const Shape& output_spatial) {
+    const std::size_t rank = output_spatial.size();
+    const double c = std::cos(0.12), s = std::sin(0.12);
+    AffineMap rotation = AffineMap::identity(rank);
+    rotation.matrix = rank == 3 ? std::vector<double>{c, -s, 0.05, s, c, -0.08, -0.05, 0.08, 1.0} : std::vector<double>{c, -s, s, c};
+    rotation.offset = rank == 3 ? std::vector<double>{3.5, -2.25, 1.75} : std::vector<double>{3.5, -2.25};
+    PointTransform step;
+    step.affine = std::make_shared<const AffineMap>(rotation);
+    std::vector<double> spacing(rank, 1.25), origin(rank, -4.0), direction(rank * rank, 0.0);
+    for (std::size_t k = 0; k < rank; ++k) direction[k * rank + k] = 1.0;
+    const AffineMap output_index_to_point = AffineMap::from_geometry(spacing, origin, direction);
+    const AffineMap point_to_input_index = AffineMap::from_geometry(std::vector<double>(rank, 1.0), std::vector<double>(rank, 0.0), direction).inverse();
+    return TransformChainPositions(output_index_to_point, {step}, point_to_input_index, output_spatial);
+}
+
+}  // namespace
+
+TEST_CASE("an affine transform chain samples through the interior passes as the reference path does", "[fast][chain]") {
+    // The chain hands its rows to the passes as linear rows (computed where needed); the reference
+    // path reads them through row().
+    std::mt19937 rng(2311);
+    for (const Shape& input_shape : {Shape{1, 1, 14, 40, 300}, Shape{1, 2, 60, 310}}) {
+        const Shape input_spatial(input_shape.begin() + 2, input_shape.end());
+        const TransformChainPositions chain = rigid_chain(input_spatial);
+        REQUIRE(chain.is_affine());
+        LinearRow row;
+        const std::int64_t outer[2] = {1, 1};
+        REQUIRE(chain.linear_row(0, outer, &row));
+        for (DType dtype : {DType::Float32, DType::Int16, DType::UInt8}) {
+            const Tensor x = input_of(dtype, input_shape, rng);
+            for (auto mode : kModes) {
+                for (auto padding : kPaddings) {
+                    SampleOptions fast = options_for(mode, padding, false);
+                    fast.threads = 2;
+                    for (const char* isa_setting : kIsas) {
+                        IsaScope isa(isa_setting);
+                        INFO(shape_to_string(input_shape) << " " << dtype_name(dtype) << " " << interpolation_name(mode) << " "
+                                                          << padding_name(padding) << " isa " << isa_setting);
+                        CHECK(compare_exact(grid_sample(x.view(), chain, fast).view(),
+                                            grid_sample(x.view(), chain, reference_of(fast)).view()) == "");
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("a position window samples the box of the whole output it covers", "[fast][window]") {
+    std::mt19937 rng(2511);
+    struct Box {
+        Shape start, extent;
+    };
+    for (const Shape& input_shape : {Shape{1, 1, 14, 40, 300}, Shape{1, 2, 60, 310}}) {
+        const Shape spatial(input_shape.begin() + 2, input_shape.end());
+        const std::int64_t rank = static_cast<std::int64_t>(spatial.size());
+        const TransformChainPositions chain = rigid_chain(spatial);
+        std::vector<double> matrix;
+        for (std::int64_t k = 0; k < rank; ++k) {
+            for (std::int64_t j = 0; j <= rank; ++j) matrix.push_back(j == k ? 0.9 : j == rank ? 1.5 : 0.03);
+        }
+        const AffinePositions affine(matrix, 1, spatial, false, DType::Float32, CoordinateSpace::Pixel);
+        const Tensor grid = normalized_grid_of(affine, spatial, spatial, false, rng);
+        const GridPositions stored(grid.view());
+        std::vector<Box> boxes;
+        if (rank == 3) {
+            boxes = {{{0, 0, 0}, {5, 40, 300}}, {{5, 0, 0}, {9, 40, 300}}, {{13, 7, 0}, {1, 20, 300}}, {{2, 39, 0}, {1, 1, 300}}};
+        } else {
+            boxes = {{{0, 0}, {17, 310}}, {{17, 0}, {43, 310}}, {{59, 0}, {1, 310}}};
+        }
+        const Tensor x = input_of(DType::Float32, input_shape, rng);
+        const std::vector<std::pair<const char*, const PositionSource*>> sources = {
+            {"chain", &chain}, {"affine", &affine}, {"grid", &stored}};
+        for (const auto& [name, source] : sources) {
+            for (auto mode : kModes) {
+                const SampleOptions options = options_for(mode, Padding::Zeros, false);
+                const Tensor whole = grid_sample(x.view(), *source, reference_of(options));
+                for (const Box& box : boxes) {
+                    INFO(name << " " << shape_to_string(input_shape) << " " << interpolation_name(mode) << " box at "
+                              << shape_to_string(box.start) << " extent " << shape_to_string(box.extent));
+                    const PositionWindow window(*source, box.start, box.extent);
+                    REQUIRE(window.output_shape() == box.extent);
+                    const Tensor part = grid_sample(x.view(), window, options);
+                    // The box of the whole output: the same strides, moved to the box's start.
+                    ConstTensorView cut = whole.view();
+                    cut.shape = part.shape();
+                    std::int64_t offset = 0;
+                    for (std::int64_t a = 0; a < rank; ++a) offset += box.start[static_cast<std::size_t>(a)] * cut.strides[static_cast<std::size_t>(a + 2)];
+                    cut.data = static_cast<const float*>(cut.data) + offset;
+                    CHECK(compare_exact(part.view(), cut) == "");
+                }
+            }
+        }
+        // Boxes outside the grid, or not whole along the innermost axis, are refused.
+        const Shape origin(spatial.size(), 0);
+        Shape too_deep = spatial;
+        too_deep[0] += 1;
+        Shape part_row = spatial;
+        part_row.back() -= 1;
+        Shape shifted_row = origin;
+        shifted_row.back() = 1;
+        CHECK_THROWS_AS(PositionWindow(chain, origin, too_deep), std::invalid_argument);
+        CHECK_THROWS_AS(PositionWindow(chain, origin, part_row), std::invalid_argument);
+        CHECK_THROWS_AS(PositionWindow(chain, shifted_row, spatial), std::invalid_argument);
+        CHECK_THROWS_AS(PositionWindow(chain, Shape{0}, Shape{1}), std::invalid_argument);
     }
 }

@@ -1258,7 +1258,17 @@ void run_fast(const Task& task) {
                     // The last row it did has points left to the generic stages.
                     const auto last = static_cast<std::size_t>(r - 1);
                     const C* block_xyz = stored ? row_xyz[last] : xyz.data();
-                    if (linear) task.positions.row(n, row_outer[last].data(), start, count, xyz.data());
+                    if (linear && stop.result == PassResult::EdgesLeft) {
+                        // The listed points' positions only (row() would write these values), not
+                        // the whole row's: a row across an edge usually leaves a few points.
+                        const LinearRow& row = row_linear[last];
+                        for (std::int64_t e = 0; e < stop.edges; ++e) {
+                            const std::int64_t p = block.edge_point[static_cast<std::size_t>(e)];
+                            for (int k = 0; k < rank; ++k) xyz[static_cast<std::size_t>(p * rank + k)] = linear_row_coordinate<C>(row, start + p, k);
+                        }
+                    } else if (linear) {
+                        task.positions.row(n, row_outer[last].data(), start, count, xyz.data());
+                    }
                     if (stop.result == PassResult::EdgesLeft) {
                         // Only the listed points across an edge are left.
                         listed_planner(block_xyz, stop.edges, geometry, block);

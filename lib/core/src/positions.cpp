@@ -47,6 +47,59 @@ Coord round_through(double value) {
 
 }  // namespace
 
+namespace {
+// A window's outer indices are shifted into a buffer on the stack: rows are asked for one at a time.
+constexpr std::size_t kMaxWindowOuterAxes = 32;
+}  // namespace
+
+PositionWindow::PositionWindow(const PositionSource& whole, Shape start, Shape extent)
+    : whole_(whole), start_(std::move(start)), extent_(std::move(extent)) {
+    const Shape& shape = whole_.output_shape();
+    if (start_.size() != shape.size() || extent_.size() != shape.size() || shape.empty()) {
+        throw std::invalid_argument("a position window needs a start and extent per spatial axis (" +
+                                    std::to_string(shape.size()) + "), got " + shape_to_string(start_) + " and " +
+                                    shape_to_string(extent_));
+    }
+    if (shape.size() - 1 > kMaxWindowOuterAxes) {
+        throw std::invalid_argument("a position window takes at most " + std::to_string(kMaxWindowOuterAxes + 1) +
+                                    " spatial axes, got " + std::to_string(shape.size()));
+    }
+    bool inside = start_.back() == 0 && extent_.back() == shape.back();
+    for (std::size_t k = 0; k + 1 < shape.size(); ++k) {
+        inside = inside && start_[k] >= 0 && extent_[k] >= 0 && start_[k] <= shape[k] - extent_[k];
+    }
+    if (!inside) {
+        throw std::invalid_argument("position window at " + shape_to_string(start_) + " of extent " + shape_to_string(extent_) +
+                                    " does not lie in the output grid " + shape_to_string(shape) +
+                                    " with its innermost axis whole");
+    }
+}
+
+const std::int64_t* PositionWindow::shifted(const std::int64_t* outer, std::int64_t* scratch) const {
+    for (std::size_t k = 0; k + 1 < start_.size(); ++k) scratch[k] = outer[k] + start_[k];
+    return scratch;
+}
+
+void PositionWindow::row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count, float* xyz) const {
+    std::int64_t scratch[kMaxWindowOuterAxes];
+    whole_.row(n, shifted(outer, scratch), start, count, xyz);
+}
+
+void PositionWindow::row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count, double* xyz) const {
+    std::int64_t scratch[kMaxWindowOuterAxes];
+    whole_.row(n, shifted(outer, scratch), start, count, xyz);
+}
+
+const float* PositionWindow::stored_row(std::int64_t n, const std::int64_t* outer, std::int64_t start) const {
+    std::int64_t scratch[kMaxWindowOuterAxes];
+    return whole_.stored_row(n, shifted(outer, scratch), start);
+}
+
+bool PositionWindow::linear_row(std::int64_t n, const std::int64_t* outer, LinearRow* row) const {
+    std::int64_t scratch[kMaxWindowOuterAxes];
+    return whole_.linear_row(n, shifted(outer, scratch), row);
+}
+
 GridPositions::GridPositions(ConstTensorView grid) : grid_(std::move(grid)) {
     visit_grid_dtype(grid_.dtype, "grid", [](auto) { return 0; });
     if (grid_.rank() < 3) {

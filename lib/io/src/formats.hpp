@@ -53,6 +53,14 @@ struct MappedOutput {
 std::optional<MappedOutput> map_nifti_output(const std::filesystem::path& file, const std::filesystem::path& target,
                                              const Image& description);
 
+// write_sampled's NIfTI form: whether `target` can be written block by block (one image whose
+// voxels need no conversion on the way, stored a row of all channels after another: no scaled
+// values, no other channel layout, no volume per channel), and the
+// writer, which makes `file` (and its pair's partner) beside it.
+bool nifti_output_streams(const std::filesystem::path& target, const Image& description);
+void stream_nifti_output(const std::filesystem::path& file, const std::filesystem::path& target, const Image& description,
+                         const WriteOptions& options, const WindowSampler& sample);
+
 // Staging for atomic writes (atomic_file.cpp): a fresh folder beside target, and the move of the
 // files written in it into target's folder, companion files first, the named file last.
 std::filesystem::path make_staging_directory(const std::filesystem::path& target);

@@ -401,6 +401,7 @@ struct CompressedBlock {
     std::vector<std::uint8_t> bytes;
     std::size_t size = 0;
     std::uint32_t crc = 0;
+    std::uint64_t length = 0;  // of the input
     bool ok = true;
 };
 
@@ -421,21 +422,112 @@ bool make_non_final(CompressedBlock& block) {
     return true;
 }
 
-constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
+
 
 }  // namespace
 
-void gzip_compress(const std::vector<std::span<const std::uint8_t>>& pieces, int level, int threads,
-                   const std::function<void(std::span<const std::uint8_t>)>& sink) {
+void gzip_compress(const BlockSource& source, int level, int threads, const std::function<void(std::span<const std::uint8_t>)>& sink) {
     level = std::clamp(level, kMinCompressionLevel, kMaxCompressionLevel);
-    std::uint64_t total = 0;
-    for (const auto& piece : pieces) total += piece.size();
-    const std::uint64_t block_count = std::max<std::uint64_t>(1, (total + kBlockBytes - 1) / kBlockBytes);
+    const std::uint64_t block_count = source.sizes.size();
+    const std::uint64_t largest = block_count == 0 ? 0 : *std::max_element(source.sizes.begin(), source.sizes.end());
     const int workers = std::max(1, threads > 0 ? threads : omp_get_max_threads());
 
+    static constexpr std::uint8_t kHeader[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};  // deflate, no name, no time, Unix
+    sink(kHeader);
+
+    std::vector<std::unique_ptr<libdeflate_compressor, void (*)(libdeflate_compressor*)>> compressors;
+    for (int t = 0; t < workers; ++t) {
+        compressors.emplace_back(libdeflate_alloc_compressor(level), libdeflate_free_compressor);
+        if (!compressors.back()) throw std::bad_alloc();
+    }
+    const std::size_t bound = libdeflate_deflate_compress_bound(compressors.front().get(), static_cast<std::size_t>(largest)) + 8;
+    // A pipeline without rounds: each worker takes the next block, compresses it, and whoever
+    // completes the block due next writes it and every completed block after it, in order. At most
+    // `window` blocks are taken but not yet written, so memory stays bounded whatever the size,
+    // and no worker waits for the slowest block of a round (rounds with a barrier each cost the
+    // int16 head about 5 % of its writing time).
+    const std::uint64_t window = std::max<std::uint64_t>(1, std::min<std::uint64_t>(static_cast<std::uint64_t>(workers) * 4, block_count));
+    std::vector<CompressedBlock> slots(static_cast<std::size_t>(window));
+    std::vector<char> completed(static_cast<std::size_t>(window), 0);
+    std::vector<std::vector<std::uint8_t>> scratch(static_cast<std::size_t>(workers));
+    for (auto& block : slots) block.bytes.resize(bound);
+    std::mutex mutex;
+    std::condition_variable progress;
+    std::uint64_t next_to_take = 0, next_to_write = 0, total = 0;
+    // The source's or the sink's exception, or the internal join error: no worker goes on.
+    std::exception_ptr failure;
+    std::uint32_t crc = 0;
+#pragma omp parallel num_threads(workers)
+    {
+        const int worker = omp_get_thread_num();
+        for (;;) {
+            std::uint64_t b = 0;
+            {
+                std::unique_lock lock(mutex);
+                progress.wait(lock, [&] { return failure || next_to_take == block_count || next_to_take < next_to_write + window; });
+                if (failure || next_to_take == block_count) break;
+                b = next_to_take++;
+            }
+            CompressedBlock& block = slots[static_cast<std::size_t>(b % window)];
+            try {
+                const auto input = source.bytes(b, scratch[static_cast<std::size_t>(worker)]);
+                if (input.size() != source.sizes[static_cast<std::size_t>(b)]) {
+                    throw std::logic_error("gzip: a block source gave " + std::to_string(input.size()) + " bytes for a block of " +
+                                           std::to_string(source.sizes[static_cast<std::size_t>(b)]));
+                }
+                block.size = libdeflate_deflate_compress(compressors[static_cast<std::size_t>(worker)].get(), input.data(), input.size(),
+                                                         block.bytes.data(), bound - 8);
+                block.crc = static_cast<std::uint32_t>(libdeflate_crc32(0, input.data(), input.size()));
+                block.length = input.size();
+                block.ok = block.size > 0 && (b + 1 == block_count || make_non_final(block));
+            } catch (...) {
+                std::unique_lock lock(mutex);
+                if (!failure) failure = std::current_exception();
+                progress.notify_all();
+                break;
+            }
+            std::unique_lock lock(mutex);
+            completed[static_cast<std::size_t>(b % window)] = 1;
+            try {
+                while (!failure && next_to_write < block_count && completed[static_cast<std::size_t>(next_to_write % window)]) {
+                    const std::size_t slot = static_cast<std::size_t>(next_to_write % window);
+                    const CompressedBlock& due = slots[slot];
+                    if (!due.ok) throw std::runtime_error("gzip: a compressed block could not be joined to the next (internal error)");
+                    crc = next_to_write == 0 ? due.crc : static_cast<std::uint32_t>(crc32_combine(crc, due.crc, static_cast<z_off_t>(due.length)));
+                    total += due.length;
+                    sink(std::span<const std::uint8_t>(due.bytes.data(), due.size));
+                    completed[slot] = 0;
+                    ++next_to_write;
+                }
+            } catch (...) {
+                failure = std::current_exception();
+            }
+            progress.notify_all();
+        }
+    }
+    if (failure) std::rethrow_exception(failure);
+    if (block_count == 0) {
+        // No block: an empty deflate stream (one final stored block of no bytes).
+        static constexpr std::uint8_t kEmpty[5] = {0x01, 0x00, 0x00, 0xff, 0xff};
+        sink(kEmpty);
+    }
+    std::uint8_t trailer[8];
+    for (int i = 0; i < 4; ++i) trailer[i] = static_cast<std::uint8_t>(crc >> (8 * i));
+    for (int i = 0; i < 4; ++i) trailer[4 + i] = static_cast<std::uint8_t>(total >> (8 * i));
+    sink(trailer);
+}
+
+BlockSource blocks_of(const std::vector<std::span<const std::uint8_t>>& pieces, std::uint64_t block_bytes) {
+    std::uint64_t total = 0;
+    for (const auto& piece : pieces) total += piece.size();
+    BlockSource source;
+    for (std::uint64_t begin = 0; begin < total || (begin == 0 && total == 0); begin += block_bytes) {
+        source.sizes.push_back(std::min(block_bytes, total - begin));
+        if (total == 0) break;
+    }
     // The bytes of block b, pointing into a piece where it lies inside one, else copied into `scratch`.
-    auto block_input = [&](std::uint64_t b, std::vector<std::uint8_t>& scratch) -> std::span<const std::uint8_t> {
-        const std::uint64_t begin = b * kBlockBytes, end = std::min<std::uint64_t>(total, begin + kBlockBytes);
+    source.bytes = [pieces, total, block_bytes](std::uint64_t b, std::vector<std::uint8_t>& scratch) -> std::span<const std::uint8_t> {
+        const std::uint64_t begin = b * block_bytes, end = std::min<std::uint64_t>(total, begin + block_bytes);
         std::uint64_t piece_start = 0;
         for (const auto& piece : pieces) {
             const std::uint64_t piece_end = piece_start + piece.size();
@@ -452,72 +544,12 @@ void gzip_compress(const std::vector<std::span<const std::uint8_t>>& pieces, int
         }
         return scratch;
     };
+    return source;
+}
 
-    static constexpr std::uint8_t kHeader[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};  // deflate, no name, no time, Unix
-    sink(kHeader);
-
-    std::vector<std::unique_ptr<libdeflate_compressor, void (*)(libdeflate_compressor*)>> compressors;
-    for (int t = 0; t < workers; ++t) {
-        compressors.emplace_back(libdeflate_alloc_compressor(level), libdeflate_free_compressor);
-        if (!compressors.back()) throw std::bad_alloc();
-    }
-    const std::size_t bound = libdeflate_deflate_compress_bound(compressors.front().get(), kBlockBytes) + 8;
-    // A pipeline without rounds: each worker takes the next block, compresses it, and whoever
-    // completes the block due next writes it and every completed block after it, in order. At most
-    // `window` blocks are taken but not yet written, so memory stays bounded whatever the size,
-    // and no worker waits for the slowest block of a round (rounds with a barrier each cost the
-    // int16 head about 5 % of its writing time).
-    const std::uint64_t window = std::min<std::uint64_t>(static_cast<std::uint64_t>(workers) * 4, block_count);
-    std::vector<CompressedBlock> slots(static_cast<std::size_t>(window));
-    std::vector<char> completed(static_cast<std::size_t>(window), 0);
-    std::vector<std::vector<std::uint8_t>> scratch(static_cast<std::size_t>(workers));
-    for (auto& block : slots) block.bytes.resize(bound);
-    std::mutex mutex;
-    std::condition_variable progress;
-    std::uint64_t next_to_take = 0, next_to_write = 0;
-    std::exception_ptr failure;  // the sink's exception, or the internal join error: no worker goes on
-    std::uint32_t crc = 0;
-#pragma omp parallel num_threads(workers)
-    {
-        const int worker = omp_get_thread_num();
-        for (;;) {
-            std::uint64_t b = 0;
-            {
-                std::unique_lock lock(mutex);
-                progress.wait(lock, [&] { return failure || next_to_take == block_count || next_to_take < next_to_write + window; });
-                if (failure || next_to_take == block_count) break;
-                b = next_to_take++;
-            }
-            CompressedBlock& block = slots[static_cast<std::size_t>(b % window)];
-            const auto input = block_input(b, scratch[static_cast<std::size_t>(worker)]);
-            block.size = libdeflate_deflate_compress(compressors[static_cast<std::size_t>(worker)].get(), input.data(), input.size(),
-                                                     block.bytes.data(), bound - 8);
-            block.crc = static_cast<std::uint32_t>(libdeflate_crc32(0, input.data(), input.size()));
-            block.ok = block.size > 0 && (b + 1 == block_count || make_non_final(block));
-            std::unique_lock lock(mutex);
-            completed[static_cast<std::size_t>(b % window)] = 1;
-            try {
-                while (!failure && next_to_write < block_count && completed[static_cast<std::size_t>(next_to_write % window)]) {
-                    const std::size_t slot = static_cast<std::size_t>(next_to_write % window);
-                    const CompressedBlock& due = slots[slot];
-                    if (!due.ok) throw std::runtime_error("gzip: a compressed block could not be joined to the next (internal error)");
-                    const std::uint64_t length = std::min<std::uint64_t>(total - next_to_write * kBlockBytes, kBlockBytes);
-                    crc = next_to_write == 0 ? due.crc : static_cast<std::uint32_t>(crc32_combine(crc, due.crc, static_cast<z_off_t>(length)));
-                    sink(std::span<const std::uint8_t>(due.bytes.data(), due.size));
-                    completed[slot] = 0;
-                    ++next_to_write;
-                }
-            } catch (...) {
-                failure = std::current_exception();
-            }
-            progress.notify_all();
-        }
-    }
-    if (failure) std::rethrow_exception(failure);
-    std::uint8_t trailer[8];
-    for (int i = 0; i < 4; ++i) trailer[i] = static_cast<std::uint8_t>(crc >> (8 * i));
-    for (int i = 0; i < 4; ++i) trailer[4 + i] = static_cast<std::uint8_t>(total >> (8 * i));
-    sink(trailer);
+void gzip_compress(const std::vector<std::span<const std::uint8_t>>& pieces, int level, int threads,
+                   const std::function<void(std::span<const std::uint8_t>)>& sink) {
+    gzip_compress(blocks_of(pieces, kGzipBlockBytes), level, threads, sink);
 }
 
 }  // namespace gridwarp::io::detail

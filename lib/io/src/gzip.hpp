@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "output_file.hpp"
+
 namespace gridwarp::io::detail {
 
 // The compression levels libdeflate offers: 0 stores, 12 compresses hardest.
@@ -42,5 +44,18 @@ void gunzip_into(std::span<const std::uint8_t> compressed, std::span<std::uint8_
 // (0: every core), and hands the compressed bytes to `sink` in order. `level` is 0..12.
 void gzip_compress(const std::vector<std::span<const std::uint8_t>>& pieces, int level, int threads,
                    const std::function<void(std::span<const std::uint8_t>)>& sink);
+// The same for a stream made block by block: each block is made and compressed by one thread, so
+// a block sampled just before it is compressed is still in that core's cache. Blocks of about
+// kGzipBlockBytes compress as the pieces' form does. The first exception of the source or the
+// sink is rethrown once every thread has stopped.
+void gzip_compress(const BlockSource& source, int level, int threads, const std::function<void(std::span<const std::uint8_t>)>& sink);
+
+// The source of the concatenated `pieces` in blocks of `block_bytes` (the last one shorter): a
+// block inside one piece is a view of it, one across pieces is copied into the scratch.
+BlockSource blocks_of(const std::vector<std::span<const std::uint8_t>>& pieces, std::uint64_t block_bytes);
+
+// The block size of the pieces' form: large enough that blocks compressed apart (each without the
+// previous one's window) lose little size, small enough to stay in a core's cache.
+inline constexpr std::uint64_t kGzipBlockBytes = std::uint64_t{1} << 20;
 
 }  // namespace gridwarp::io::detail

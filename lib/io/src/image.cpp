@@ -189,6 +189,24 @@ void PendingOutput::commit() {
     committed_ = true;
 }
 
+void write_sampled(const fs::path& target, Image description, const WriteOptions& options, int sample_threads,
+                   const WindowSampler& sample, const std::function<void()>& sampled) {
+    // A plain .nii is sampled into its own mapped pages instead (PendingOutput): that writes each
+    // byte once, where a block written out is also copied into the page cache.
+    const bool mapped_nii = detail::ends_with(detail::lowercase_filename(target), ".nii");
+    if (!mapped_nii && detail::is_nifti_path(target) && detail::nifti_output_streams(target, description)) {
+        write_path_atomically(target, [&](const fs::path& temporary) {
+            detail::stream_nifti_output(temporary, target, description, options, sample);
+        });
+        return;
+    }
+    PendingOutput output(target, std::move(description), options);
+    Image& image = output.image();
+    sample(Shape(image.spatial.size(), 0), image.spatial, image.nchw(), sample_threads);
+    if (sampled) sampled();
+    output.commit();
+}
+
 FileKind kind_for_path(const fs::path& file) {
     const std::string name = lowercase(file.filename().string());
     if (detail::ends_with(name, ".npy")) return FileKind::Tensor;

@@ -487,12 +487,138 @@ void write_nifti(const fs::path& temporary, const fs::path& target, const Image&
     }
 }
 
+namespace {
+
+// A box of an output's spatial grid: start and extent outermost first, the innermost axis whole.
+struct RowBox {
+    Shape start;
+    Shape extent;
+};
+
+// The output grid `spatial` cut into boxes of about `block_bytes` each (rows of `row_bytes`), in
+// the order of the file's bytes: whole slabs of the outermost axis that can hold a whole index of
+// it, else boxes inside one index of it, and so on inwards. No box is empty; a row is never cut.
+std::vector<RowBox> row_boxes(const Shape& spatial, std::uint64_t row_bytes, std::uint64_t block_bytes) {
+    const std::size_t rank = spatial.size();
+    const std::uint64_t rows_per_block = std::max<std::uint64_t>(1, block_bytes / std::max<std::uint64_t>(1, row_bytes));
+    // The split axis: the outermost one whose single index holds no more rows than a block.
+    std::size_t split = 0;
+    std::uint64_t rows_per_index = 1;  // rows in one index of the split axis
+    if (rank > 1) {
+        split = rank - 2;
+        for (std::size_t a = rank - 2; a-- > 0;) {
+            const std::uint64_t rows = rows_per_index * static_cast<std::uint64_t>(spatial[a + 1]);
+            if (rows > rows_per_block) break;
+            rows_per_index = rows;
+            split = a;
+        }
+    }
+    std::vector<RowBox> boxes;
+    if (rank <= 1 || shape_numel(spatial) == 0) {
+        boxes.push_back({Shape(rank, 0), spatial});
+        return boxes;
+    }
+    const auto step = static_cast<std::int64_t>(std::max<std::uint64_t>(1, rows_per_block / rows_per_index));
+    Shape index(split, 0);  // the fixed indices of the axes outside the split one
+    for (;;) {
+        for (std::int64_t first = 0; first < spatial[split]; first += step) {
+            RowBox box{Shape(rank, 0), spatial};
+            for (std::size_t a = 0; a < split; ++a) {
+                box.start[a] = index[a];
+                box.extent[a] = 1;
+            }
+            box.start[split] = first;
+            box.extent[split] = std::min(step, spatial[split] - first);
+            boxes.push_back(std::move(box));
+        }
+        std::size_t a = split;
+        while (a > 0 && ++index[a - 1] == spatial[a - 1]) index[--a] = 0;
+        if (a == 0) break;
+    }
+    return boxes;
+}
+
+}  // namespace
+
+namespace {
+
+// Whether a plan stores the image's pixels as they are (no scaling, type or layout conversion).
+bool stores_pixels_as_they_are(const NiftiWritePlan& plan, const Image& description) {
+    const bool same_layout = description.channels == 1 || description.layout == plan.file_layout;
+    return !plan.store_scaled && plan.stored == description.dtype() && same_layout;
+}
+
+// Whether the file's voxel bytes are rows of all channels, one row after another (no volume per
+// channel): then a box of rows is a run of the file's bytes.
+bool stores_in_row_order(const NiftiWritePlan& plan, const Image& description) {
+    return stores_pixels_as_they_are(plan, description) && (description.channels == 1 || plan.file_layout == ChannelLayout::Interleaved);
+}
+
+}  // namespace
+
+bool nifti_output_streams(const fs::path& target, const Image& description) {
+    return description.batch == 1 && stores_in_row_order(plan_nifti_write(target, target, description), description);
+}
+
+void stream_nifti_output(const fs::path& file, const fs::path& target, const Image& description, const WriteOptions& options,
+                         const WindowSampler& sample) {
+    const NiftiWritePlan plan = plan_nifti_write(file, target, description);
+    if (!stores_in_row_order(plan, description)) throw std::logic_error("stream_nifti_output: the voxels are not stored as they are, in row order");
+    std::size_t header_size = 0;
+    const auto header_bytes = serialize_nifti_header(plan.header, header_size);
+    const std::span<const std::uint8_t> header_span(header_bytes.data(), header_size);
+
+    // The voxels in file order, a box of rows per block, each sampled into its writer's scratch.
+    const DType dtype = description.dtype();
+    const std::int64_t channels = description.channels;
+    const std::uint64_t row_bytes = static_cast<std::uint64_t>(description.spatial.back() * channels) * dtype_size(dtype);
+    const std::vector<RowBox> boxes = row_boxes(description.spatial, row_bytes, kGzipBlockBytes);
+    const bool single_file = !plan.paths.pair;
+    const std::uint64_t first_box = single_file ? 1 : 0;  // a single file's block 0 is its header
+    BlockSource source;
+    if (single_file) source.sizes.push_back(header_size);
+    for (const RowBox& box : boxes) {
+        source.sizes.push_back(static_cast<std::uint64_t>(shape_numel(box.extent) * channels) * dtype_size(dtype));
+    }
+    source.bytes = [&](std::uint64_t b, std::vector<std::uint8_t>& scratch) -> std::span<const std::uint8_t> {
+        if (b < first_box) return header_span;
+        const RowBox& box = boxes[static_cast<std::size_t>(b - first_box)];
+        scratch.resize(static_cast<std::size_t>(source.sizes[static_cast<std::size_t>(b)]));
+        // (1, C, extent...) over the block, channels interleaved or (one channel) alone.
+        Shape shape = box.extent, strides;
+        shape.insert(shape.begin(), {1, channels});
+        Shape storage = box.extent;
+        storage.push_back(channels);
+        const Shape contiguous = contiguous_strides(storage);
+        strides = {shape_numel(storage), contiguous.back()};
+        strides.insert(strides.end(), contiguous.begin(), contiguous.end() - 1);
+        sample(box.start, box.extent, TensorView(dtype, scratch.data(), shape, strides), 1);
+        return std::span<const std::uint8_t>(scratch.data(), scratch.size());
+    };
+
+    const bool compress_header = ends_with(lowercase_filename(plan.paths.header), ".gz");
+    const bool compress_data = ends_with(lowercase_filename(plan.paths.data), ".gz");
+    const int level = options.compression_level < 0 ? kDefaultCompressionLevel : options.compression_level;
+    {
+        OutputFile out(plan.paths.data, target);
+        if (compress_data) {
+            gzip_compress(source, level, options.threads, [&](std::span<const std::uint8_t> bytes) { out.write(bytes); });
+        } else {
+            std::uint64_t total = 0;
+            for (const std::uint64_t size : source.sizes) total += size;
+            out.reserve(total);
+            write_blocks(out, 0, source, options.threads);
+        }
+        out.close();
+    }
+    if (!single_file) write_bytes(plan.paths.header, target, {header_span}, compress_header, options);
+}
+
 std::optional<MappedOutput> map_nifti_output(const fs::path& file, const fs::path& target, const Image& description) {
     const std::string name = lowercase_filename(file);
     if (!ends_with(name, ".nii")) return std::nullopt;  // compressed data and pairs are written afterwards
     const NiftiWritePlan plan = plan_nifti_write(file, target, description);
-    const bool same_layout = description.channels == 1 || description.layout == plan.file_layout;
-    if (plan.store_scaled || plan.stored != description.dtype() || !same_layout) return std::nullopt;
+    if (!stores_pixels_as_they_are(plan, description)) return std::nullopt;
     std::size_t header_size = 0;
     const auto header_bytes = serialize_nifti_header(plan.header, header_size);
     const auto offset = static_cast<std::size_t>(plan.header.vox_offset);

@@ -2,11 +2,15 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <exception>
+#include <mutex>
 #include <string>
 
 #include "gridwarp/io/error.hpp"
@@ -33,6 +37,23 @@ void OutputFile::write(std::span<const std::uint8_t> bytes) {
     }
 }
 
+bool OutputFile::reserve(std::uint64_t size) {
+    const int error = ::posix_fallocate(fd_, 0, static_cast<off_t>(size));
+    if (error == EOPNOTSUPP || error == EINVAL) return false;
+    if (error != 0) throw FileError(target_, std::string("cannot reserve ") + std::to_string(size) + " bytes: " + std::strerror(error));
+    return true;
+}
+
+void OutputFile::write_at(std::uint64_t offset, std::span<const std::uint8_t> bytes) {
+    while (!bytes.empty()) {
+        const ssize_t n = ::pwrite(fd_, bytes.data(), std::min<std::size_t>(bytes.size(), std::size_t{1} << 30), static_cast<off_t>(offset));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw FileError(target_, std::string("write failed: ") + (n < 0 ? std::strerror(errno) : "no space"));
+        bytes = bytes.subspan(static_cast<std::size_t>(n));
+        offset += static_cast<std::uint64_t>(n);
+    }
+}
+
 void OutputFile::write_gathered(std::vector<iovec> pieces) {
     std::size_t next = 0;  // the first piece not yet written whole
     for (;;) {
@@ -56,6 +77,38 @@ void OutputFile::close() {
     const int fd = fd_;
     fd_ = -1;
     if (::close(fd) != 0) throw FileError(target_, std::string("write failed: ") + std::strerror(errno));
+}
+
+void write_blocks(OutputFile& out, std::uint64_t offset, const BlockSource& source, int threads) {
+    std::vector<std::uint64_t> starts(source.sizes.size());
+    for (std::size_t b = 0; b < starts.size(); ++b) {
+        starts[b] = offset;
+        offset += source.sizes[b];
+    }
+    const int workers = std::max(1, threads > 0 ? threads : omp_get_max_threads());
+    std::atomic<std::uint64_t> next{0};
+    std::atomic<bool> failed{false};
+    std::exception_ptr failure;
+    std::mutex mutex;
+#pragma omp parallel num_threads(workers)
+    {
+        std::vector<std::uint8_t> scratch;
+        for (std::uint64_t b = next++; b < starts.size() && !failed; b = next++) {
+            try {
+                const auto bytes = source.bytes(b, scratch);
+                if (bytes.size() != source.sizes[b]) {
+                    throw std::logic_error("a block source gave " + std::to_string(bytes.size()) + " bytes for a block of " +
+                                           std::to_string(source.sizes[b]));
+                }
+                out.write_at(starts[b], bytes);
+            } catch (...) {
+                std::lock_guard lock(mutex);
+                if (!failure) failure = std::current_exception();
+                failed = true;
+            }
+        }
+    }
+    if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace gridwarp::io::detail

@@ -73,6 +73,12 @@ public:
     void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
              double* xyz) const override;
 
+    // The collapsed map's rows, when the chain is one affine map: the sampler then computes the
+    // positions where it needs them (the values row() writes) instead of reading them from a buffer.
+    bool linear_row(std::int64_t n, const std::int64_t* outer, LinearRow* row) const override {
+        return collapsed_ != nullptr && collapsed_->linear_row(n, outer, row);
+    }
+
     // True when the chain reduced to one affine map (no displacement field).
     bool is_affine() const { return collapsed_ != nullptr; }
 

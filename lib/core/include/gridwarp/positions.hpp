@@ -64,6 +64,37 @@ public:
     std::int64_t spatial_rank() const { return static_cast<std::int64_t>(output_shape().size()); }
 };
 
+// The positions of a box of another source's output grid: output index (o1..or) of the window
+// is index (start1 + o1, ..., start(r-1) + o(r-1), or) of `whole`. The innermost axis is always
+// whole, so a window's rows are rows of `whole`, given exactly as `whole` gives them. Sampling a
+// window writes the same values as sampling the whole grid and cutting the box out, which lets an
+// output be sampled and written a block of rows at a time. `whole` must outlive the window.
+class PositionWindow final : public PositionSource {
+public:
+    // start and extent: outermost first, one per spatial axis; the innermost start must be 0 and
+    // its extent the whole axis. Throws std::invalid_argument for a box outside the grid.
+    PositionWindow(const PositionSource& whole, Shape start, Shape extent);
+
+    std::int64_t batch() const override { return whole_.batch(); }
+    const Shape& output_shape() const override { return extent_; }
+    DType coordinate_dtype() const override { return whole_.coordinate_dtype(); }
+    CoordinateSpace space() const override { return whole_.space(); }
+    void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+             float* xyz) const override;
+    void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+             double* xyz) const override;
+    const float* stored_row(std::int64_t n, const std::int64_t* outer, std::int64_t start) const override;
+    bool linear_row(std::int64_t n, const std::int64_t* outer, LinearRow* row) const override;
+
+private:
+    // The outer indices of `whole` for the window's outer indices `outer` (rank - 1 of them).
+    const std::int64_t* shifted(const std::int64_t* outer, std::int64_t* scratch) const;
+
+    const PositionSource& whole_;
+    Shape start_;
+    Shape extent_;
+};
+
 // Positions read from an explicit grid tensor (N, O1..Or, r), as the ONNX operator takes them.
 // The view is not copied: the grid must outlive this object.
 class GridPositions final : public PositionSource {

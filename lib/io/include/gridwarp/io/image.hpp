@@ -147,6 +147,22 @@ private:
     bool committed_ = false;
 };
 
+// Samples an output's values over a box of its spatial grid into `pixels`, a (1, C, extent...)
+// view: `start` and `extent` outermost first, the innermost axis always whole. `threads` is the
+// number of threads the call may sample with (SampleOptions::threads).
+using WindowSampler =
+    std::function<void(const Shape& start, const Shape& extent, const TensorView& pixels, int threads)>;
+
+// Samples an output and writes it atomically, as PendingOutput does. Where the format allows it (a
+// NIfTI file of one image whose voxels need no conversion: .nii.gz, .hdr/.img, .img.gz) the file
+// is made a block of rows at a time, each block sampled on one thread and compressed while still
+// in that core's cache (or written), `options.threads` blocks at once: no buffer of the whole
+// output is ever needed. Otherwise, a plain .nii among them (sampled into its own mapped pages),
+// `sample` is called once for the whole grid, with `sample_threads`, into a PendingOutput, then
+// `sampled` (when given) before the file is written. `description` as for PendingOutput.
+void write_sampled(const std::filesystem::path& target, Image description, const WriteOptions& options,
+                   int sample_threads, const WindowSampler& sample, const std::function<void()>& sampled = nullptr);
+
 // The format a path's extension selects.
 FileKind kind_for_path(const std::filesystem::path& file);
 
