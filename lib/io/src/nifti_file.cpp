@@ -538,10 +538,6 @@ std::vector<RowBox> row_boxes(const Shape& spatial, std::uint64_t row_bytes, std
     return boxes;
 }
 
-}  // namespace
-
-namespace {
-
 // Whether a plan stores the image's pixels as they are (no scaling, type or layout conversion).
 bool stores_pixels_as_they_are(const NiftiWritePlan& plan, const Image& description) {
     const bool same_layout = description.channels == 1 || description.layout == plan.file_layout;
