@@ -14,6 +14,10 @@ namespace gridwarp::io::detail {
 // imaging geometry spans 10,000 km, and positions computed from larger values lose all precision.
 inline constexpr double kMaxGeometryMagnitude = 1e10;
 
+// The strides of the (N, C, spatial...) view of C-ordered pixels stored as `layout` says
+// ((N, C, spatial...) or (N, spatial..., C)).
+Shape nchw_strides(const Shape& spatial, std::int64_t channels, ChannelLayout layout);
+
 // A file's name in lower case, for matching extensions.
 std::string lowercase_filename(const std::filesystem::path& file);
 bool ends_with(const std::string& text, const std::string& suffix);
@@ -53,9 +57,9 @@ struct MappedOutput {
 std::optional<MappedOutput> map_nifti_output(const std::filesystem::path& file, const std::filesystem::path& target,
                                              const Image& description);
 
-// write_sampled's NIfTI form: whether `target` can be written block by block (one image whose
+// write_sampled's NIfTI form: whether `target` is written block by block (one image whose
 // voxels need no conversion on the way, stored a row of all channels after another: no scaled
-// values, no other channel layout, no volume per channel), and the
+// values, no other channel layout, no volume per channel; and not a plain .nii), and the
 // writer, which makes `file` (and its pair's partner) beside it.
 bool nifti_output_streams(const std::filesystem::path& target, const Image& description);
 void stream_nifti_output(const std::filesystem::path& file, const std::filesystem::path& target, const Image& description,

@@ -422,8 +422,6 @@ bool make_non_final(CompressedBlock& block) {
     return true;
 }
 
-
-
 }  // namespace
 
 void gzip_compress(const BlockSource& source, int level, int threads, const std::function<void(std::span<const std::uint8_t>)>& sink) {
@@ -470,11 +468,7 @@ void gzip_compress(const BlockSource& source, int level, int threads, const std:
             }
             CompressedBlock& block = slots[static_cast<std::size_t>(b % window)];
             try {
-                const auto input = source.bytes(b, scratch[static_cast<std::size_t>(worker)]);
-                if (input.size() != source.sizes[static_cast<std::size_t>(b)]) {
-                    throw std::logic_error("gzip: a block source gave " + std::to_string(input.size()) + " bytes for a block of " +
-                                           std::to_string(source.sizes[static_cast<std::size_t>(b)]));
-                }
+                const auto input = source.checked_bytes(b, scratch[static_cast<std::size_t>(worker)]);
                 block.size = libdeflate_deflate_compress(compressors[static_cast<std::size_t>(worker)].get(), input.data(), input.size(),
                                                          block.bytes.data(), bound - 8);
                 block.crc = static_cast<std::uint32_t>(libdeflate_crc32(0, input.data(), input.size()));
@@ -521,10 +515,11 @@ BlockSource blocks_of(const std::vector<std::span<const std::uint8_t>>& pieces, 
     std::uint64_t total = 0;
     for (const auto& piece : pieces) total += piece.size();
     BlockSource source;
-    for (std::uint64_t begin = 0; begin < total || (begin == 0 && total == 0); begin += block_bytes) {
+    std::uint64_t begin = 0;
+    do {  // (no bytes: one empty block)
         source.sizes.push_back(std::min(block_bytes, total - begin));
-        if (total == 0) break;
-    }
+        begin += block_bytes;
+    } while (begin < total);
     // The bytes of block b, pointing into a piece where it lies inside one, else copied into `scratch`.
     source.bytes = [pieces, total, block_bytes](std::uint64_t b, std::vector<std::uint8_t>& scratch) -> std::span<const std::uint8_t> {
         const std::uint64_t begin = b * block_bytes, end = std::min<std::uint64_t>(total, begin + block_bytes);

@@ -41,17 +41,7 @@ Shape nchw_shape(const Image& image) {
     return shape;
 }
 
-Shape nchw_strides(const Image& image) {
-    const Shape shape = nchw_shape(image);
-    if (image.layout == ChannelLayout::Planar) return contiguous_strides(shape);
-    // Storage (spatial..., C) per batch item.
-    Shape storage_shape = image.spatial;
-    storage_shape.push_back(image.channels);
-    const Shape storage_strides = contiguous_strides(storage_shape);
-    Shape strides{shape_numel(storage_shape), 1};
-    strides.insert(strides.end(), storage_strides.begin(), storage_strides.end() - 1);
-    return strides;
-}
+Shape nchw_strides(const Image& image) { return detail::nchw_strides(image.spatial, image.channels, image.layout); }
 
 std::string lowercase(std::string text) {
     std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -191,10 +181,7 @@ void PendingOutput::commit() {
 
 void write_sampled(const fs::path& target, Image description, const WriteOptions& options, int sample_threads,
                    const WindowSampler& sample, const std::function<void()>& sampled) {
-    // A plain .nii is sampled into its own mapped pages instead (PendingOutput): that writes each
-    // byte once, where a block written out is also copied into the page cache.
-    const bool mapped_nii = detail::ends_with(detail::lowercase_filename(target), ".nii");
-    if (!mapped_nii && detail::is_nifti_path(target) && detail::nifti_output_streams(target, description)) {
+    if (detail::is_nifti_path(target) && detail::nifti_output_streams(target, description)) {
         write_path_atomically(target, [&](const fs::path& temporary) {
             detail::stream_nifti_output(temporary, target, description, options, sample);
         });
@@ -217,6 +204,24 @@ FileKind kind_for_path(const fs::path& file) {
 }
 
 namespace detail {
+
+Shape nchw_strides(const Shape& spatial, std::int64_t channels, ChannelLayout layout) {
+    Shape storage_shape{channels};
+    storage_shape.insert(storage_shape.end(), spatial.begin(), spatial.end());
+    if (layout == ChannelLayout::Planar) {
+        const Shape strides = contiguous_strides(storage_shape);
+        Shape nchw{shape_numel(storage_shape)};
+        nchw.insert(nchw.end(), strides.begin(), strides.end());
+        return nchw;
+    }
+    // Storage (spatial..., C) per batch item.
+    storage_shape = spatial;
+    storage_shape.push_back(channels);
+    const Shape storage_strides = contiguous_strides(storage_shape);
+    Shape strides{shape_numel(storage_shape), 1};
+    strides.insert(strides.end(), storage_strides.begin(), storage_strides.end() - 1);
+    return strides;
+}
 
 std::string lowercase_filename(const fs::path& file) { return lowercase(file.filename().string()); }
 

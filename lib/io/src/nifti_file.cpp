@@ -553,6 +553,9 @@ bool stores_in_row_order(const NiftiWritePlan& plan, const Image& description) {
 }  // namespace
 
 bool nifti_output_streams(const fs::path& target, const Image& description) {
+    // A plain .nii is sampled into its own mapped pages instead (map_nifti_output): that writes
+    // each byte once, where a block written out is also copied into the page cache.
+    if (ends_with(lowercase_filename(target), ".nii")) return false;
     return description.batch == 1 && stores_in_row_order(plan_nifti_write(target, target, description), description);
 }
 
@@ -581,14 +584,10 @@ void stream_nifti_output(const fs::path& file, const fs::path& target, const Ima
         const RowBox& box = boxes[static_cast<std::size_t>(b - first_box)];
         scratch.resize(static_cast<std::size_t>(source.sizes[static_cast<std::size_t>(b)]));
         // (1, C, extent...) over the block, channels interleaved or (one channel) alone.
-        Shape shape = box.extent, strides;
+        Shape shape = box.extent;
         shape.insert(shape.begin(), {1, channels});
-        Shape storage = box.extent;
-        storage.push_back(channels);
-        const Shape contiguous = contiguous_strides(storage);
-        strides = {shape_numel(storage), contiguous.back()};
-        strides.insert(strides.end(), contiguous.begin(), contiguous.end() - 1);
-        sample(box.start, box.extent, TensorView(dtype, scratch.data(), shape, strides), 1);
+        sample(box.start, box.extent,
+               TensorView(dtype, scratch.data(), shape, nchw_strides(box.extent, channels, ChannelLayout::Interleaved)), 1);
         return std::span<const std::uint8_t>(scratch.data(), scratch.size());
     };
 

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include "gridwarp/io/error.hpp"
@@ -79,6 +80,15 @@ void OutputFile::close() {
     if (::close(fd) != 0) throw FileError(target_, std::string("write failed: ") + std::strerror(errno));
 }
 
+std::span<const std::uint8_t> BlockSource::checked_bytes(std::uint64_t b, std::vector<std::uint8_t>& scratch) const {
+    const auto block = bytes(b, scratch);
+    if (block.size() != sizes[b]) {
+        throw std::logic_error("a block source gave " + std::to_string(block.size()) + " bytes for a block of " +
+                               std::to_string(sizes[b]));
+    }
+    return block;
+}
+
 void write_blocks(OutputFile& out, std::uint64_t offset, const BlockSource& source, int threads) {
     std::vector<std::uint64_t> starts(source.sizes.size());
     for (std::size_t b = 0; b < starts.size(); ++b) {
@@ -95,12 +105,7 @@ void write_blocks(OutputFile& out, std::uint64_t offset, const BlockSource& sour
         std::vector<std::uint8_t> scratch;
         for (std::uint64_t b = next++; b < starts.size() && !failed; b = next++) {
             try {
-                const auto bytes = source.bytes(b, scratch);
-                if (bytes.size() != source.sizes[b]) {
-                    throw std::logic_error("a block source gave " + std::to_string(bytes.size()) + " bytes for a block of " +
-                                           std::to_string(source.sizes[b]));
-                }
-                out.write_at(starts[b], bytes);
+                out.write_at(starts[b], source.checked_bytes(b, scratch));
             } catch (...) {
                 std::lock_guard lock(mutex);
                 if (!failure) failure = std::current_exception();

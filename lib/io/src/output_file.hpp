@@ -44,6 +44,9 @@ struct BlockSource {
     // Block b's bytes: a view of memory that outlives the call, or of `scratch`, which the source
     // may resize. Called from several threads at once, each with a scratch of its own.
     std::function<std::span<const std::uint8_t>(std::uint64_t b, std::vector<std::uint8_t>& scratch)> bytes;
+
+    // bytes(b, scratch), checked against sizes[b] (std::logic_error when they differ).
+    std::span<const std::uint8_t> checked_bytes(std::uint64_t b, std::vector<std::uint8_t>& scratch) const;
 };
 
 // Writes the blocks of `source` at `offset` onwards, `threads` blocks at a time (0: every core),
