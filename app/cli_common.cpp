@@ -71,10 +71,7 @@ void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes) {
                        "or itk (ITK 5.2, as antsApplyTransforms reads it)")
         ->capture_default_str()
         ->check(CLI::IsMember({"standard", "itk"}));
-    command.add_option("--max-voxels", flags.max_voxels,
-                       "Most values (voxels x channels) read from compressed data or an encoded image, whose size the "
-                       "file cannot prove; 0: no limit")
-        ->capture_default_str();
+    add_memory_options(command, flags.memory);
     command.add_flag("--allow-outside-data-files", flags.allow_outside_data_files,
                      "Let a .nhdr/.mhd header name data files outside its own folder");
     if (writes) {
@@ -84,26 +81,55 @@ void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes) {
     }
 }
 
-void check_output_size(const std::vector<std::int64_t>& extents, std::uint64_t per_point, std::uint64_t limit,
-                       const std::string& option) {
-    if (limit == 0) limit = std::uint64_t{1} << 62;
-    std::uint64_t values = std::max<std::uint64_t>(per_point, 1);
+void add_memory_options(CLI::App& command, MemoryFlags& flags) {
+    command.add_option("--max-memory", flags.max_memory,
+                       "Most bytes one buffer may take when a file or this command line declares its size rather than "
+                       "proves it (compressed voxels, encoded images, outputs): a byte count or 512M, 4G (powers of "
+                       "1024); 0: no limit")
+        ->check(CLI::Validator(
+            [](const std::string& text) {
+                // A "-1" would wrap to 2^64 - 1 bytes, silently no limit.
+                return text.find('-') == std::string::npos ? std::string() : "expected a byte count, got " + text;
+            },
+            "BYTES"))
+        ->transform(CLI::AsSizeValue(false))
+        ->default_str("2G")
+        ->each([&flags](const std::string&) { flags.max_memory_given = true; });
+    command.add_option("--max-voxels", flags.max_voxels,
+                       "Deprecated: most values (voxels x channels) instead of bytes; alone, it turns --max-memory off")
+        ->each([&flags](const std::string&) { flags.max_voxels_given = true; });
+}
+
+io::MemoryBudget to_memory_budget(const MemoryFlags& flags) {
+    io::MemoryBudget budget;
+    budget.max_bytes = flags.max_voxels_given && !flags.max_memory_given ? 0 : flags.max_memory;
+    budget.max_values = flags.max_voxels_given ? flags.max_voxels : 0;
+    return budget;
+}
+
+void check_output_size(const std::filesystem::path& output, const std::string& origin, const std::vector<std::int64_t>& extents,
+                       std::uint64_t per_point, std::uint64_t value_bytes, const io::MemoryBudget& budget) {
     for (const auto extent : extents) {
-        if (extent < 1) throw std::invalid_argument(option + ": expected positive sizes, got " + std::to_string(extent));
-        const auto size = static_cast<std::uint64_t>(extent);
-        if (size > limit || values > limit / size) {
-            throw std::invalid_argument(option + ": the output would hold more than --max-voxels " + std::to_string(limit) +
-                                        " values (raise it to write this size)");
-        }
-        values *= size;
+        if (extent < 1) throw std::invalid_argument(origin + ": expected positive sizes, got " + std::to_string(extent));
     }
+    check_output_memory(output, origin, extents, per_point, value_bytes, budget);
+}
+
+void check_output_memory(const std::filesystem::path& output, const std::string& origin, const std::vector<std::int64_t>& extents,
+                         std::uint64_t per_point, std::uint64_t value_bytes, const io::MemoryBudget& budget) {
+    // Counted wide and saturated: twenty-digit sizes must reach the budget's message, not wrap.
+    unsigned __int128 values = per_point;
+    for (const auto extent : extents) {
+        values = std::min<unsigned __int128>(values * static_cast<std::uint64_t>(std::max<std::int64_t>(extent, 0)), UINT64_MAX);
+    }
+    io::check_memory_budget(output, origin + ": the output", static_cast<std::uint64_t>(values), value_bytes, budget);
 }
 
 io::ReadOptions to_read_options(const VolumeFlags& flags, const CommonOptions& common) {
     io::ReadOptions options;
     options.threads = common.threads;
     options.nifti_geometry = io::parse_nifti_geometry_rule(flags.nifti_geometry);
-    options.max_voxels = flags.max_voxels;
+    options.memory = to_memory_budget(flags.memory);
     options.allow_outside_data_files = flags.allow_outside_data_files;
     return options;
 }

@@ -46,15 +46,27 @@ void add_sampling_options(CLI::App& command, SamplingFlags& flags);
 // Parses the names (aliases included) into library options; throws std::invalid_argument.
 SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions& common);
 
+// --max-memory BYTES bounds every buffer whose size a file or the command line declares rather than
+// proves (docs/reliability.md). --max-voxels N, deprecated, bounds values instead; given alone it
+// keeps its old meaning (the byte budget off), so that old command lines run as before.
+struct MemoryFlags {
+    std::uint64_t max_memory = io::kDefaultMaxMemory;
+    std::uint64_t max_voxels = 0;
+    bool max_memory_given = false;
+    bool max_voxels_given = false;
+};
+void add_memory_options(CLI::App& command, MemoryFlags& flags);
+io::MemoryBudget to_memory_budget(const MemoryFlags& flags);
+
 struct VolumeFlags {
     std::string nifti_geometry = "standard";
     int compression_level = -1;
-    std::uint64_t max_voxels = io::kDefaultMaxVoxels;
+    MemoryFlags memory;
     bool allow_outside_data_files = false;
 };
 
-// --nifti-geometry, --max-voxels, --allow-outside-data-files (reading) and, for commands that
-// write, --compression-level.
+// --nifti-geometry, --max-memory (and --max-voxels), --allow-outside-data-files (reading) and, for
+// commands that write, --compression-level.
 void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes);
 io::ReadOptions to_read_options(const VolumeFlags& flags, const CommonOptions& common);
 io::WriteOptions to_write_options(const VolumeFlags& flags, const CommonOptions& common);
@@ -121,10 +133,14 @@ std::string describe_geometry(const io::Geometry& geometry);
 std::string describe_rows(const std::vector<double>& values, std::size_t rows, std::size_t columns);  // "[[a, b], [c, d]]"
 std::string describe_sampling(const SampleOptions& options);
 
-// Refuses (std::invalid_argument naming `option`) an output of `extents` times `per_point` values
-// when an extent is not positive or the product passes `limit` (--max-voxels; 0: 2^62).
-void check_output_size(const std::vector<std::int64_t>& extents, std::uint64_t per_point, std::uint64_t limit,
-                       const std::string& option);
+// Refuses an output of `extents` points of `per_point` values of `value_bytes` bytes each, before
+// it is allocated: std::invalid_argument naming `origin` (the option or file that sets the size)
+// when an extent is not positive, io::FileError naming `output` and `origin` when it passes the budget.
+void check_output_size(const std::filesystem::path& output, const std::string& origin, const std::vector<std::int64_t>& extents,
+                       std::uint64_t per_point, std::uint64_t value_bytes, const io::MemoryBudget& budget);
+// The budget alone, for outputs whose extents were already checked (0 allowed: an empty output).
+void check_output_memory(const std::filesystem::path& output, const std::string& origin, const std::vector<std::int64_t>& extents,
+                         std::uint64_t per_point, std::uint64_t value_bytes, const io::MemoryBudget& budget);
 
 // Refuses to overwrite an input with the output (the run would destroy its own input).
 void check_output_differs(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs);

@@ -205,8 +205,8 @@ void run_affine(const AffineCommand& command) {
                                         ") for " + command.input.string() + ", got " + std::to_string(command.size.size()));
         }
         output_spatial.assign(command.size.rbegin(), command.size.rend());  // W,H,D -> (D, H, W)
-        // The output is allocated and written in full: the same limit as for what is read.
-        check_output_size(command.size, static_cast<std::uint64_t>(input.batch * input.channels), command.volume.max_voxels, "--size");
+        check_output_size(command.output, "--size", command.size, static_cast<std::uint64_t>(input.batch * input.channels),
+                          dtype_size(input.dtype()), to_memory_budget(command.volume.memory));
     }
 
     std::unique_ptr<PositionSource> positions;

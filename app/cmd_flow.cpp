@@ -63,6 +63,11 @@ void run_flow(const FlowCommand& command) {
     const PositionSource& positions = *source;
     const Shape output_spatial = positions.output_shape();
 
+    // The output takes the flow's size: a small flow file can ask for any size.
+    check_output_memory(command.output, "warping " + command.input.string() + " by " + command.flow.string(),
+                        std::vector<std::int64_t>(output_spatial.begin(), output_spatial.end()),
+                        static_cast<std::uint64_t>(input.batch * input.channels), dtype_size(input.dtype()),
+                        to_memory_budget(command.volume.memory));
     io::Image description = io::Image::describe_like(input, output_spatial);
     // Output pixel i samples input pixel i + flow(i): the output grid is the input's grid, resized.
     if (input.geometry) description.geometry = input.geometry;

@@ -20,7 +20,7 @@ struct GridCommand {
     std::filesystem::path output;
     bool align_corners = false;
     std::string dtype;
-    std::uint64_t max_voxels = io::kDefaultMaxVoxels;
+    MemoryFlags memory;
     CommonOptions common;
 };
 
@@ -56,8 +56,6 @@ void run_grid(const GridCommand& command) {
                                     std::to_string(size.size()) + " values");
     }
     const auto rank = static_cast<std::int64_t>(size.size()) - 2;
-    // The grid holds rank values per output point.
-    check_output_size(size, static_cast<std::uint64_t>(rank), command.max_voxels, "--size");
     const bool text = command.theta.extension() != ".npy";
     Tensor theta = text ? theta_from_text(command.theta, rank) : io::read_npy(command.theta);
     // Text holds decimals: the grid is float32 unless asked otherwise, like an ONNX float32 theta.
@@ -86,6 +84,12 @@ void run_grid(const GridCommand& command) {
         }
     }
 
+    // The grid (N, O1..Or, r) holds rank values per output point; C only has to be positive.
+    if (size[1] < 1) throw std::invalid_argument("--size: expected positive sizes, got " + std::to_string(size[1]));
+    std::vector<std::int64_t> points{size[0]};
+    points.insert(points.end(), size.begin() + 2, size.end());
+    check_output_size(command.output, "--size", points, static_cast<std::uint64_t>(rank), dtype_size(grid_dtype),
+                      to_memory_budget(command.memory));
     Tensor grid;
     try {
         grid = affine_grid(theta.view(), Shape(size.begin(), size.end()), command.align_corners);
@@ -109,7 +113,7 @@ std::shared_ptr<void> register_grid_command(CLI::App& app) {
     sub->add_flag("--align-corners", command->align_corners, "-1 and 1 are the centres of the corner pixels");
     sub->add_option("--dtype", command->dtype, "Grid dtype: float32, float64, float16, bfloat16 "
                                                "(default: theta's for .npy, float32 for text)");
-    sub->add_option("--max-voxels", command->max_voxels, "Most values the grid may hold; 0: no limit")->capture_default_str();
+    add_memory_options(*sub, command->memory);
     add_common_options(*sub, command->common);
     sub->footer(
         "Examples:\n"

@@ -89,14 +89,19 @@ void run_resample(const ResampleCommand& command) {
         throw io::FileError(command.reference, "the reference is " + std::to_string(grid.spatial.size()) + "-D but " +
                                                    command.input.string() + " is " + std::to_string(dimension) + "-D");
     }
-    if (!command.reference.empty()) {
-        // The output is allocated and written in full on the reference's grid.
-        try {
-            check_output_size(std::vector<std::int64_t>(grid.spatial.begin(), grid.spatial.end()),
-                              static_cast<std::uint64_t>(moving.channels), command.volume.max_voxels, "the reference grid");
-        } catch (const std::invalid_argument& e) {
-            throw io::FileError(command.reference, e.what());
-        }
+    const DType output_type = command.output_type.empty() ? moving.dtype() : parse_dtype(command.output_type);
+    if (output_type == DType::String || is_complex(output_type)) {
+        throw std::invalid_argument("--output-type must be a real numeric type, got " + command.output_type);
+    }
+    // The output (on the reference's grid, or in another type) and a floating copy of an integer
+    // input are sized by the command, not by a file's bytes.
+    const io::MemoryBudget budget = to_memory_budget(command.volume.memory);
+    check_output_size(command.output, command.reference.empty() ? command.input.string() : "resampled onto " + command.reference.string(),
+                      std::vector<std::int64_t>(grid.spatial.begin(), grid.spatial.end()), static_cast<std::uint64_t>(moving.channels),
+                      dtype_size(output_type), budget);
+    if (is_floating(output_type) && !is_floating(moving.dtype()) && moving.dtype() != output_type) {
+        io::check_memory_budget(command.input, "a " + std::string(dtype_name(output_type)) + " copy of the voxels",
+                                static_cast<std::uint64_t>(moving.pixels.numel()), dtype_size(output_type), budget);
     }
     const io::Geometry output_geometry = geometry_or_identity(grid);
     const io::Geometry moving_geometry = geometry_or_identity(moving);
@@ -130,10 +135,6 @@ void run_resample(const ResampleCommand& command) {
     spdlog::debug("resampling {} onto a {} grid through {} transform(s){}", command.input.string(),
                   shape_to_string(grid.spatial), transforms.size(), positions.is_affine() ? " (one affine map)" : "");
 
-    const DType output_type = command.output_type.empty() ? moving.dtype() : parse_dtype(command.output_type);
-    if (output_type == DType::String || is_complex(output_type)) {
-        throw std::invalid_argument("--output-type must be a real numeric type, got " + command.output_type);
-    }
     // An integer image asked for a floating output is sampled in that type, so the output keeps fractions.
     if (is_floating(output_type) && !is_floating(moving.dtype()) && moving.dtype() != output_type) {
         moving.pixels = convert_to(moving.pixels.view(), output_type);

@@ -15,6 +15,7 @@ struct SampleCommand {
     std::filesystem::path grid;
     std::filesystem::path output;
     SamplingFlags sampling;
+    MemoryFlags memory;
     CommonOptions common;
 };
 
@@ -28,6 +29,15 @@ void run_sample(const SampleCommand& command) {
     spdlog::debug("input {}: {} {}", command.input.string(), dtype_name(input.dtype()), shape_to_string(input.shape()));
     spdlog::debug("grid {}: {} {}", command.grid.string(), dtype_name(grid.dtype()), shape_to_string(grid.shape()));
 
+    // The output (N, C, O1..Or) takes the input's N and C and the grid's points: two small files
+    // can ask for any size.
+    const Shape& grid_shape = grid.shape();
+    if (input.rank() >= 2 && grid.rank() >= 2) {
+        std::vector<std::int64_t> points{input.shape()[0], input.shape()[1]};
+        points.insert(points.end(), grid_shape.begin() + 1, grid_shape.end() - 1);
+        check_output_memory(command.output, "sampling " + command.input.string() + " at " + command.grid.string(), points, 1,
+                            dtype_size(input.dtype()), to_memory_budget(command.memory));
+    }
     if (command.sampling.explain) {
         Explanation explanation("sample");
         explanation.add("input", command.input.string() + " (" + std::string(dtype_name(input.dtype())) + " " + shape_to_string(input.shape()) + ")");
@@ -57,6 +67,7 @@ std::shared_ptr<void> register_sample_command(CLI::App& app) {
     sub->add_option("-g,--grid", command->grid, "Grid (N, O1..Or, r) as .npy: float16/bfloat16/float32/float64")->required();
     sub->add_option("-o,--output", command->output, "Output Y (N, C, O1..Or) as .npy, X's dtype")->required();
     add_sampling_options(*sub, command->sampling);
+    add_memory_options(*sub, command->memory);
     add_common_options(*sub, command->common);
     sub->footer(
         "Examples:\n"

@@ -348,3 +348,27 @@ TEST_CASE("progress: a single command shows its phases on a terminal, and nothin
     CHECK(plain.status == 0);
     CHECK(plain.err.find('\r') == std::string::npos);
 }
+
+TEST_CASE("batch: --max-memory applies to each job, as a default and as a column", "[cli][batch][budget]") {
+    TempDir dir;
+    make_inputs(dir.path());
+    // The 320x240 RGB card is 230400 bytes in; --size 400,300 makes 360000 bytes out. The budget
+    // given as a default is one byte short of the output; the second row raises it, the third
+    // lowers it below the input.
+    write_text(dir / "jobs.csv", "input,output,max-memory\n"
+                                 "a.png,out/a.png,\n"
+                                 "b.png,out/b.png,360000\n"
+                                 "b.png,out/c.png,1K\n");
+    const RunResult r = run_gridwarp({"batch", "affine", (dir / "jobs.csv").string(), "--size", "400,300", "--max-memory", "359999",
+                                      "--report", (dir / "report.jsonl").string()});
+    INFO(describe(r));
+    CHECK(r.status == 3);
+    CHECK(listing(dir / "out") == std::vector<std::string>{"b.png"});
+    const auto report = report_lines(dir / "report.jsonl");
+    REQUIRE(report.size() == 3);
+    CHECK(report[0]["error"].get<std::string>().find("--size: the output needs 360000 bytes (351.6 KiB), more than --max-memory "
+                                                     "359999 bytes") != std::string::npos);
+    CHECK(report[1]["status"] == "done");
+    CHECK(report[2]["error"].get<std::string>().find("needs 230400 bytes (225 KiB), more than --max-memory 1024 bytes (1 KiB)") !=
+          std::string::npos);
+}

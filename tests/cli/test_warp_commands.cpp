@@ -930,3 +930,107 @@ TEST_CASE("affine and flow refuse bad inputs with one line and leave nothing beh
         refuse({"affine", "-i", (inputs / "n2.npy").string(), "-o", two.string(), "--rotate", "90"}, {two.string()}, two);
     }
 }
+
+// --------------------------------------------------------------------------------------------
+// The memory budget (--max-memory): every output a command line or a small file sizes is checked
+// before it is allocated. Each limit below is the output's bytes worked out by hand: the budget
+// of exactly those bytes runs, one byte less is refused with one line naming the option.
+// --------------------------------------------------------------------------------------------
+
+TEST_CASE("--max-memory bounds each command's output, by the bytes it needs", "[cli][budget]") {
+    std::mt19937 rng(32);
+    TempDir dir;
+    const fs::path out_dir = dir / "out";
+    fs::create_directory(out_dir);
+    auto runs_at_and_refused_below = [&](std::vector<std::string> args, std::uint64_t bytes, const fs::path& output,
+                                         const std::vector<std::string>& needles) {
+        args.push_back("--max-memory");
+        args.push_back(std::to_string(bytes - 1));
+        {
+            INFO("one byte short: " << bytes - 1);
+            const auto before = listing(out_dir);
+            const RunResult refused = run_gridwarp(args);
+            std::vector<std::string> all = needles;
+            all.push_back("needs " + std::to_string(bytes) + " bytes");
+            all.push_back("--max-memory " + std::to_string(bytes - 1) + " bytes");
+            require_refusal(refused, all, output, before);
+        }
+        args.back() = std::to_string(bytes);
+        const RunResult ran = run_gridwarp(args);
+        INFO(describe(ran));
+        CHECK(ran.status == 0);
+        fs::remove(output);
+    };
+
+    const fs::path volume = dir / "v.nii";
+    io::write_image(volume, int16_volume(3, 4, 5, rng));
+    const fs::path png = dir / "i.png";
+    io::write_image(png, rgb_image(6, 8, rng));
+
+    SECTION("affine --size: W x H x D voxels of the input's type; 512^3 (and 1024^3 int16) fit the default") {
+        const fs::path o = out_dir / "o.nii";
+        // int16: 2 bytes a voxel.
+        runs_at_and_refused_below({"affine", "-i", volume.string(), "-o", o.string(), "--size", "7,6,5"}, 7 * 6 * 5 * 2, o,
+                                  {"--size"});
+        const RunResult big = run_gridwarp({"affine", "-i", volume.string(), "-o", o.string(), "--size", "512,512,512", "--explain"});
+        INFO(describe(big));
+        CHECK(big.status == 0);
+        // 1024^3 int16 is 2 GiB, the default exactly; one more slice is refused.
+        CHECK(run_gridwarp({"affine", "-i", volume.string(), "-o", o.string(), "--size", "1024,1024,1024", "--explain"}).status == 0);
+        const RunResult over = run_gridwarp({"affine", "-i", volume.string(), "-o", o.string(), "--size", "1024,1024,1025", "--explain"});
+        require_refusal(over, {"--size", "needs 2149580800 bytes", "--max-memory 2147483648 bytes (2 GiB)"}, o, {});
+        // Suffixes are powers of 1024; 0 lifts the budget.
+        CHECK(run_gridwarp({"affine", "-i", volume.string(), "-o", o.string(), "--size", "1024,1024,1025", "--explain",
+                            "--max-memory", "3G"}).status == 0);
+        CHECK(run_gridwarp({"affine", "-i", volume.string(), "-o", o.string(), "--size", "1024,1024,1025", "--explain",
+                            "--max-memory", "0"}).status == 0);
+        require_refusal(run_gridwarp({"affine", "-i", volume.string(), "-o", o.string(), "--size", "7,6,5", "--max-memory", "419"}),
+                        {"needs 420 bytes"}, o, {});
+        CHECK(run_gridwarp({"affine", "-i", volume.string(), "-o", o.string(), "--size", "16,16,16", "--max-memory", "8K"}).status == 0);
+        fs::remove(o);
+        require_refusal(run_gridwarp({"affine", "-i", volume.string(), "-o", o.string(), "--size", "16,16,17", "--max-memory", "8K"}),
+                        {"needs 8704 bytes", "--max-memory 8192 bytes (8 KiB)"}, o, {});
+        // The deprecated count of values: alone it replaces the byte budget (0 lifts every limit).
+        CHECK(run_gridwarp({"affine", "-i", volume.string(), "-o", o.string(), "--size", "1024,1024,1025", "--explain",
+                            "--max-voxels", "0"}).status == 0);
+        require_refusal(run_gridwarp({"affine", "-i", volume.string(), "-o", o.string(), "--size", "7,6,5", "--max-voxels", "209"}),
+                        {"is 210 values, more than --max-voxels 209"}, o, {});
+    }
+    SECTION("an unreadable budget is refused naming the option") {
+        const fs::path o = out_dir / "o.nii";
+        for (const char* bad : {"lots", "-1", "4Q"}) {
+            INFO(bad);
+            require_refusal(run_gridwarp({"affine", "-i", volume.string(), "-o", o.string(), "--rotate", "5", "--max-memory", bad}),
+                            {"--max-memory"}, o, {});
+        }
+    }
+    SECTION("resample: the output grid and a floating copy of an integer input") {
+        const fs::path o = out_dir / "o.nii";
+        // 3x4x5 int16 voxels: 120 bytes out; as float64, 480 bytes out and 480 for the copy.
+        runs_at_and_refused_below({"resample", "-i", volume.string(), "-o", o.string()}, 120, o, {volume.string()});
+        runs_at_and_refused_below({"resample", "-i", volume.string(), "-o", o.string(), "--output-type", "float64"}, 480, o,
+                                  {volume.string()});
+        const fs::path reference = dir / "ref.nii";
+        io::write_image(reference, int16_volume(6, 7, 8, rng));
+        runs_at_and_refused_below({"resample", "-i", volume.string(), "-r", reference.string(), "-o", o.string()}, 6 * 7 * 8 * 2, o,
+                                  {reference.string()});
+    }
+    SECTION("sample: N x C of the tensor at every grid point, in the tensor's type") {
+        const fs::path x = dir / "x.npy", g = dir / "g.npy", y = out_dir / "y.npy";
+        io::write_npy(x, Tensor(DType::Float64, {2, 3, 4, 4}).view());
+        io::write_npy(g, Tensor(DType::Float32, {2, 5, 7, 2}).view());
+        runs_at_and_refused_below({"sample", "-i", x.string(), "-g", g.string(), "-o", y.string()}, 2 * 3 * 5 * 7 * 8, y,
+                                  {x.string(), g.string()});
+    }
+    SECTION("flow: the input's channels at every point of the field") {
+        const fs::path f = dir / "f.npy", o = out_dir / "o.png";
+        io::write_npy(f, Tensor(DType::Float32, {10, 12, 2}).view());
+        runs_at_and_refused_below({"flow", "-i", png.string(), "-f", f.string(), "-o", o.string()}, 10 * 12 * 3, o, {f.string()});
+    }
+    SECTION("grid: rank values a point, C not counted") {
+        const fs::path theta = dir / "theta.txt", g = out_dir / "g.npy";
+        write_bytes(theta, "1 0 0\n0 1 0\n");
+        runs_at_and_refused_below({"grid", "--theta", theta.string(), "--size", "1,9,5,7", "-o", g.string()}, 5 * 7 * 2 * 4, g,
+                                  {"--size"});
+    }
+}

@@ -12,7 +12,8 @@ in a fresh output folder, and checks for every run:
   * nothing is left in the output folder: no output, no `.gridwarp-*` staging;
   * it ends within TIMEOUT_S (else: "hang") and its peak resident memory
     (ru_maxrss, from wait4) stays under MAX_RSS_MB (the run is killed as soon as
-    its RSS passes the bound, so a memory bomb cannot take the machine down).
+    its RSS passes the bound, so a memory bomb cannot take the machine down; a
+    case's "max_rss_mb" tightens the bound for its runs).
 
 Cases marked "survives" (finite but absurd values, where refusing and working
 are both reasonable) must exit 0 or be refused as above, and never crash, hang or
@@ -194,6 +195,8 @@ def execute(run, binary, root, timeout_s, max_rss_mb):
             f.write(f"input,output\n{CARD},out.png\n")
         residents.add("jobs.csv")
     argv = [binary] + [a.replace("{run}", folder) for a in run.argv]
+    # A case may bound memory tighter (a refusal that must come before a large allocation).
+    max_rss_mb = min(max_rss_mb, run.case.get("max_rss_mb", max_rss_mb))
     limit_kb = max_rss_mb * 1024
     start = time.monotonic()
     proc = subprocess.Popen(argv, cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

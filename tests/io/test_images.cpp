@@ -640,7 +640,7 @@ TEST_CASE("images: corrupt, truncated and wrong-kind files are refused with a Fi
         write_bytes(dir / "trailing.png", bytes + "trailing bytes");
         CHECK(compare_exact(io::read_image(dir / "trailing.png").pixels.view(), noise.pixels.view()) == "");
     }
-    SECTION("a BMP whose header declares more pixels than the file holds or than --max-voxels") {
+    SECTION("a BMP whose header declares more pixels than the file holds or than the memory budget") {
         // A 54-byte header (BITMAPINFOHEADER, 24 bits, uncompressed) and no pixel rows.
         auto bmp_header = [](std::int32_t width, std::int32_t height) {
             std::string h(54, '\0');
@@ -669,16 +669,23 @@ TEST_CASE("images: corrupt, truncated and wrong-kind files are refused with a Fi
         // Rows of 30000 pixels at 3 bytes are 90000 bytes (a multiple of 4): 30000 of them.
         write_bytes(dir / "huge.bmp", bmp_header(30000, -30000));
         io::ReadOptions unlimited;
-        unlimited.max_voxels = 0;
+        unlimited.memory.max_bytes = 0;
         const std::string huge = message_of(dir / "huge.bmp", unlimited);
         CHECK_THAT(huge, Catch::Contains("needs at least 2700000000 bytes") && Catch::Contains("holds 0"));
         // 100 x 100 pixels, 3 channels: 30000 values.
         write_bytes(dir / "small.bmp", bmp_header(100, 100) + std::string(300 * 100, '\0'));
         io::ReadOptions limited;
-        limited.max_voxels = 29999;
-        CHECK_THAT(message_of(dir / "small.bmp", limited), Catch::Contains("30000 values, more than --max-voxels 29999"));
-        limited.max_voxels = 30000;
+        limited.memory.max_bytes = 29999;
+        CHECK_THAT(message_of(dir / "small.bmp", limited),
+                   Catch::Contains("needs 30000 bytes (29.3 KiB), more than --max-memory 29999 bytes (29.3 KiB)"));
+        limited.memory.max_bytes = 30000;
         CHECK(io::read_image(dir / "small.bmp", limited).pixels.numel() == 30000);
+        // The deprecated count of values still bounds on its own.
+        io::ReadOptions by_values;
+        by_values.memory = {0, 29999};
+        CHECK_THAT(message_of(dir / "small.bmp", by_values), Catch::Contains("30000 values, more than --max-voxels 29999"));
+        by_values.memory.max_values = 30000;
+        CHECK(io::read_image(dir / "small.bmp", by_values).pixels.numel() == 30000);
     }
     SECTION("a truncated .nii.gz and .nii") {
         for (const std::string extension : {".nii.gz", ".nii", ".nrrd", ".mha"}) {

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "gridwarp/io/error.hpp"
 
@@ -155,6 +156,47 @@ void gunzip_into(std::span<const std::uint8_t> compressed, std::span<std::uint8_
         }
         in_pos += in_used;
         out_pos += out_written;
+    }
+}
+
+void gunzip_skipping_into(std::span<const std::uint8_t> compressed, std::uint64_t skip, std::span<std::uint8_t> out,
+                          const fs::path& file) {
+    z_stream z{};
+    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) throw FileError(file, "cannot start decompressing");
+    const std::unique_ptr<z_stream, int (*)(z_stream*)> ender(&z, inflateEnd);
+    std::vector<std::uint8_t> discarded(std::size_t{1} << 16);
+    std::uint64_t skipped = 0;
+    std::size_t in_pos = 0, out_pos = 0;
+    const std::uint64_t described = skip + out.size();
+    auto position = [&] { return std::to_string(skipped + out_pos) + " of the " + std::to_string(described) + " bytes the header describes"; };
+    while (out_pos < out.size()) {
+        const bool skipping = skipped < skip;
+        const std::size_t room = skipping ? static_cast<std::size_t>(std::min<std::uint64_t>(discarded.size(), skip - skipped))
+                                          : std::min<std::size_t>(out.size() - out_pos, 1u << 30);
+        if (z.avail_in == 0) {
+            z.next_in = const_cast<Bytef*>(compressed.data() + in_pos);
+            z.avail_in = static_cast<uInt>(std::min<std::size_t>(compressed.size() - in_pos, 1u << 30));
+        }
+        z.next_out = skipping ? discarded.data() : out.data() + out_pos;
+        z.avail_out = static_cast<uInt>(room);
+        const uInt in_before = z.avail_in;
+        const int status = inflate(&z, Z_NO_FLUSH);
+        in_pos += in_before - z.avail_in;
+        const std::size_t produced = room - z.avail_out;
+        (skipping ? skipped : out_pos) += produced;
+        if (status == Z_STREAM_END) {
+            // Concatenated members make one stream (as gzip -d reads them).
+            if (out_pos < out.size() && !has_gzip_magic(compressed.subspan(in_pos))) {
+                throw FileError(file, "truncated: the compressed data holds " + std::to_string(skipped + out_pos) +
+                                          " bytes, the header describes " + std::to_string(described));
+            }
+            inflateReset(&z);
+            z.avail_in = 0;
+        } else if (status == Z_BUF_ERROR && in_pos == compressed.size()) {
+            throw FileError(file, "the compressed data ends early (truncated) after " + position());
+        } else if (status != Z_OK && status != Z_BUF_ERROR) {
+            throw FileError(file, std::string("corrupt gzip data: ") + (z.msg ? z.msg : "invalid stream") + " after " + position());
+        }
     }
 }
 

@@ -40,6 +40,11 @@ std::vector<std::uint8_t> gunzip_prefix(const std::filesystem::path& file, std::
 void gunzip_into(std::span<const std::uint8_t> compressed, std::span<std::uint8_t> out, const std::filesystem::path& file,
                  int threads = 1);
 
+// The same after discarding the first `skip` bytes the data inflates to (a gap before the voxels),
+// which pass through a small buffer and are never stored. One thread, zlib's inflater.
+void gunzip_skipping_into(std::span<const std::uint8_t> compressed, std::uint64_t skip, std::span<std::uint8_t> out,
+                          const std::filesystem::path& file);
+
 // Compresses the concatenation of `pieces` into one gzip member, `threads` blocks at a time
 // (0: every core), and hands the compressed bytes to `sink` in order. `level` is 0..12.
 void gzip_compress(const std::vector<std::span<const std::uint8_t>>& pieces, int level, int threads,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 
 #include "backends.hpp"
 #include "bmp.hpp"
@@ -272,6 +274,43 @@ Image interleaved(Image image) {
 }
 
 }  // namespace detail
+
+namespace {
+
+// "4294967296 bytes (4 GiB)": exact for the user who sets the option, readable for the others.
+std::string describe_bytes(unsigned __int128 bytes) {
+    if (bytes > UINT64_MAX) return "more than 2^64 bytes";
+    const auto exact = static_cast<std::uint64_t>(bytes);
+    static const char* const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double scaled = static_cast<double>(exact);
+    int unit = -1;
+    while (scaled >= 1024 && unit < 5) {
+        scaled /= 1024;
+        ++unit;
+    }
+    if (unit < 0) return std::to_string(exact) + " bytes";
+    char readable[32];
+    std::snprintf(readable, sizeof readable, scaled == std::floor(scaled) ? "%.0f %s" : "%.1f %s", scaled, units[unit]);
+    return std::to_string(exact) + " bytes (" + readable + ")";
+}
+
+}  // namespace
+
+void check_memory_budget(const fs::path& file, const std::string& what, std::uint64_t values, std::uint64_t value_bytes,
+                         const MemoryBudget& budget) {
+    const unsigned __int128 bytes = static_cast<unsigned __int128>(values) * value_bytes;
+    if (budget.max_bytes != 0 && bytes > budget.max_bytes) {
+        throw FileError(file, what + " needs " + describe_bytes(bytes) + ", more than --max-memory " + describe_bytes(budget.max_bytes) +
+                                  " (raise --max-memory; 0: no limit)");
+    }
+    if (budget.max_bytes == 0 && bytes > (static_cast<unsigned __int128>(1) << 62)) {
+        throw FileError(file, what + " needs " + describe_bytes(bytes) + ", more than any machine can allocate");
+    }
+    if (budget.max_values != 0 && values > budget.max_values) {
+        throw FileError(file, what + " is " + std::to_string(values) + " values, more than --max-voxels " +
+                                  std::to_string(budget.max_values) + " (raise it, or give --max-memory instead)");
+    }
+}
 
 Image read_image(const fs::path& file, const ReadOptions& options) {
     detail::require_readable_file(file);

@@ -24,6 +24,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A compressed file's bytes before vox_offset are inflated with the voxels, in one buffer, up to
+// this many (header extensions); a longer gap is inflated through a small buffer and dropped.
+constexpr std::uint64_t kGapInflatedInPlace = std::uint64_t{64} << 10;
+
 // The file with `file`'s name but another ending, keeping the case of the stem.
 fs::path with_ending(const fs::path& file, std::size_t old_length, const std::string& ending) {
     const std::string name = file.filename().string();
@@ -258,11 +262,6 @@ Image read_nifti(const fs::path& file, const ReadOptions& options, bool with_pix
             throw FileError(paths.data, "truncated: the header describes " + std::to_string(voxel_bytes) + " bytes of voxels, more than the " +
                                             std::to_string(data_file->size()) + " compressed bytes can hold");
         }
-        const auto values = static_cast<std::uint64_t>(shape_numel(storage_shape));
-        if (options.max_voxels != 0 && values > options.max_voxels) {
-            throw FileError(paths.data, "declares " + std::to_string(values) + " compressed values, more than --max-voxels " +
-                                            std::to_string(options.max_voxels) + " (raise it to read this file)");
-        }
     } else if (data_file->size() < offset + voxel_bytes) {
         throw FileError(paths.data, "truncated: the header describes " + std::to_string(voxel_bytes) + " bytes of voxels from byte " +
                                         std::to_string(offset) + ", the file holds " + std::to_string(data_file->size()) + " bytes");
@@ -275,16 +274,29 @@ Image read_nifti(const fs::path& file, const ReadOptions& options, bool with_pix
     std::shared_ptr<void> storage;
     std::uint8_t* voxels = nullptr;
     if (data_file->gzip()) {
-        const std::uint64_t needed = offset + voxel_bytes;
-        auto buffer = allocate_bytes(static_cast<std::size_t>(needed));
-        gunzip_into(std::span<const std::uint8_t>(data_file->map(false), data_file->size()),
-                    std::span<std::uint8_t>(buffer.get(), static_cast<std::size_t>(needed)), paths.data, options.threads);
-        voxels = buffer.get() + offset;
-        if (offset % 64 != 0) {  // keep the voxels aligned for the sampler
-            std::memmove(buffer.get(), voxels, static_cast<std::size_t>(voxel_bytes));
+        // Compressed voxels are as many as the header says: the budget bounds them (and their
+        // scaled float64 copy), before anything is allocated.
+        const auto values = static_cast<std::uint64_t>(shape_numel(storage_shape));
+        check_memory_budget(paths.data, "decoding " + std::to_string(values) + " " + std::string(dtype_name(value_type)) + " values",
+                            values, std::max(dtype_size(dtype), dtype_size(value_type)), options.memory);
+        const std::span<const std::uint8_t> compressed(data_file->map(false), data_file->size());
+        if (offset > kGapInflatedInPlace) {
+            auto buffer = allocate_bytes(static_cast<std::size_t>(voxel_bytes));
+            gunzip_skipping_into(compressed, offset, std::span<std::uint8_t>(buffer.get(), static_cast<std::size_t>(voxel_bytes)),
+                                 paths.data);
             voxels = buffer.get();
+            storage = std::shared_ptr<void>(buffer, voxels);
+        } else {
+            const std::uint64_t needed = offset + voxel_bytes;
+            auto buffer = allocate_bytes(static_cast<std::size_t>(needed));
+            gunzip_into(compressed, std::span<std::uint8_t>(buffer.get(), static_cast<std::size_t>(needed)), paths.data, options.threads);
+            voxels = buffer.get() + offset;
+            if (offset % 64 != 0) {  // keep the voxels aligned for the sampler
+                std::memmove(buffer.get(), voxels, static_cast<std::size_t>(voxel_bytes));
+                voxels = buffer.get();
+            }
+            storage = std::shared_ptr<void>(buffer, voxels);
         }
-        storage = std::shared_ptr<void>(buffer, voxels);
     } else {
         const std::size_t element = is_complex(dtype) ? dtype_size(dtype) / 2 : dtype_size(dtype);
         if (!header->big_endian && offset % element == 0 && voxel_bytes > 0) {

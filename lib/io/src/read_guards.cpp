@@ -77,6 +77,7 @@ namespace {
 struct DeclaredRaster {
     std::string format;
     std::uint64_t width = 0, height = 0, channels = 0;
+    std::uint64_t value_bytes = 1;        // of one decoded value
     std::uint64_t least_coded_bytes = 0;  // fewer stored bytes cannot hold the pixels
     std::uint64_t coded_bytes = 0;        // the bytes the file has for them
 };
@@ -98,6 +99,7 @@ std::optional<DeclaredRaster> png_header(const std::string& head, std::uint64_t 
     raster.width = big_endian_32(p + 16);
     raster.height = big_endian_32(p + 20);
     const unsigned bit_depth = p[24];
+    raster.value_bytes = bit_depth > 8 ? 2 : 1;
     switch (p[25]) {
         case 0: case 3: raster.channels = 1; break;
         case 4: raster.channels = 2; break;
@@ -135,6 +137,7 @@ std::optional<DeclaredRaster> jpeg_header(const std::string& head, std::uint64_t
             raster.height = (std::uint64_t{p[at + 5]} << 8) | p[at + 6];
             raster.width = (std::uint64_t{p[at + 7]} << 8) | p[at + 8];
             raster.channels = p[at + 9];
+            raster.value_bytes = p[at + 4] > 8 ? 2 : 1;  // sample precision: 12-bit JPEGs decode to 16 bits
             const bool huffman = marker <= 0xC7;
             const std::uint64_t blocks = ((raster.width + 7) / 8) * ((raster.height + 7) / 8);
             raster.least_coded_bytes = huffman ? blocks / 8 : 0;
@@ -239,12 +242,9 @@ Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
         // (Sizes up to 2^32 each: the product can pass 2^64.)
         const unsigned __int128 values = static_cast<unsigned __int128>(declared->width) * declared->height *
                                          std::max<std::uint64_t>(declared->channels, 1);
-        if (options.max_voxels != 0 && values > options.max_voxels) {
-            const std::string count = values > UINT64_MAX ? "more than 2^64" : std::to_string(static_cast<std::uint64_t>(values));
-            throw FileError(file, "a " + shape + " " + declared->format + " with " + std::to_string(declared->channels) +
-                                      " channels holds " + count + " values, more than --max-voxels " +
-                                      std::to_string(options.max_voxels) + " (raise it to read this file)");
-        }
+        const std::string what = "a " + shape + " " + declared->format + " with " + std::to_string(declared->channels) + " channels";
+        if (values > UINT64_MAX) throw FileError(file, what + " holds more than 2^64 values");
+        check_memory_budget(file, what, static_cast<std::uint64_t>(values), declared->value_bytes, options.memory);
         if (declared->coded_bytes < declared->least_coded_bytes) {
             throw FileError(file, "truncated: a " + shape + " " + declared->format + " needs at least " +
                                       std::to_string(declared->least_coded_bytes) + " bytes of coded data, the file holds " +
@@ -252,8 +252,12 @@ Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
         }
     }
     if (auto image = read_plain_bmp(file, head, file_size)) return std::move(*image);
-    // OpenCV's own limit for the other formats: read once, when its first decoder runs.
-    const std::string limit = std::to_string(options.max_voxels == 0 ? (std::uint64_t{1} << 62) : options.max_voxels);
+    // OpenCV's own limit, in pixels, for the other formats: the budget over the bytes of an 8-bit
+    // RGBA pixel. Read once, when its first decoder runs.
+    const MemoryBudget& budget = options.memory;
+    std::uint64_t pixels = budget.max_bytes == 0 ? std::uint64_t{1} << 62 : std::max<std::uint64_t>(budget.max_bytes / 4, 1);
+    if (budget.max_values != 0) pixels = std::min(pixels, budget.max_values);
+    const std::string limit = std::to_string(pixels);
     ::setenv("OPENCV_IO_MAX_IMAGE_PIXELS", limit.c_str(), 0);
     Image image;
     const std::string messages = capture_stderr([&] { image = raster_backend().read(file); });
@@ -263,7 +267,14 @@ Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
 
 Image read_itk_volume(const fs::path& file, const ReadOptions& options, bool with_pixels) {
     const DeclaredVolume declared = check_volume_file(file, options);
-    if (with_pixels) check_volume_data_inflates(declared, file);
+    if (with_pixels) {
+        if (declared.encoding == DataEncoding::Deflate || declared.encoding == DataEncoding::Bzip2) {
+            check_memory_budget(file, "decoding " + std::to_string(declared.values) + " compressed values of " +
+                                          std::to_string(declared.component_bytes) + " bytes",
+                                declared.values, declared.component_bytes, options.memory);
+        }
+        check_volume_data_inflates(declared, file);
+    }
     Image image;
     const std::string messages = capture_stderr([&] { image = itk_backend().read_volume(file, with_pixels); });
     if (!messages.empty()) throw FileError(file, "ITK's reader reported: " + first_message_line(messages));

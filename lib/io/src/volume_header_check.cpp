@@ -623,10 +623,6 @@ DeclaredVolume check_volume_file(const fs::path& file, const ReadOptions& option
     }
     const std::uint64_t bytes_per_file = total_bytes / files;
     const bool compressed = volume.encoding == DataEncoding::Deflate || volume.encoding == DataEncoding::Bzip2;
-    if (compressed && options.max_voxels != 0 && volume.values > options.max_voxels) {
-        throw FileError(file, "declares " + std::to_string(volume.values) + " compressed values, more than --max-voxels " +
-                                  std::to_string(options.max_voxels) + " (raise it to read this file)");
-    }
     for (const auto& data : volume.data_files) {
         if (data.path != file && !options.allow_outside_data_files && !inside_folder(data.path, folder)) {
             throw FileError(file, "its data file " + data.path.string() +

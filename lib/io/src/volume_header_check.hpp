@@ -50,8 +50,8 @@ DeclaredVolume parse_volume_header(std::string_view header, std::uint64_t header
 
 // Reads and parses the header of `file`, then checks its data files: inside the header's folder
 // (unless options.allow_outside_data_files), regular files, and large enough for the declared
-// voxels (raw data: the bytes themselves; deflate: at most 1032:1; every compressed encoding: at
-// most options.max_voxels values).
+// voxels (raw data: the bytes themselves; deflate: at most 1032:1). Compressed voxels are bounded
+// by the memory budget where they are read (read_itk_volume).
 DeclaredVolume check_volume_file(const std::filesystem::path& file, const ReadOptions& options);
 
 // Inflates every deflate-compressed data file of `volume` and refuses one that ends, or fails,

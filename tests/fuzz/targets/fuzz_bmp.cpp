@@ -1,4 +1,4 @@
-// BMP files through read_image: the declared size checked against the file and --max-voxels
+// BMP files through read_image: the declared size checked against the file and --max-memory
 // (read_guards.cpp), gridwarp's own reader of plain BMPs (bmp.cpp), and for the other forms
 // OpenCV's decoder through the gridwarp_opencv module. Every pixel accepted is read.
 #include <cstdint>
@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static const gridwarp::fuzz::ScratchFile file(".bmp");
     gridwarp::io::ReadOptions options;
-    options.max_voxels = std::uint64_t{1} << 22;  // small decodes keep the runs fast; the limit is under test too
+    options.memory.max_bytes = std::uint64_t{1} << 24;  // small decodes keep the runs fast; the budget is under test too
     try {
         const gridwarp::io::Image image = gridwarp::io::read_image(file.write(gridwarp::fuzz::as_text(data, size)), options);
         const auto* pixels = static_cast<const std::uint8_t*>(image.pixels.data());

@@ -90,15 +90,28 @@ struct Image {
 Geometry resampled_geometry(const Geometry& geometry, const Shape& old_spatial, const Shape& new_spatial,
                             bool align_corners);
 
-// The default --max-voxels: OpenCV's own limit on decoded images.
-inline constexpr std::uint64_t kDefaultMaxVoxels = std::uint64_t{1} << 30;
+// The default --max-memory: room for a 512^3 float32 volume several times over, refusing what a
+// few megabytes of gzip can declare (docs/reliability.md says why this number).
+inline constexpr std::uint64_t kDefaultMaxMemory = std::uint64_t{2} << 30;
+
+// The most memory one buffer may take when its size comes from what a file or a command line
+// declares rather than from bytes a file holds: compressed voxels, encoded images, outputs.
+struct MemoryBudget {
+    std::uint64_t max_bytes = kDefaultMaxMemory;  // 0: no limit (--max-memory)
+    std::uint64_t max_values = 0;                 // values (voxels x channels); 0: no limit (--max-voxels, deprecated)
+};
+
+// Throws FileError naming `file` when `what` ("decoding 512 float32 values", "--size: the output"),
+// `values` values of `value_bytes` bytes each, passes `budget`; the one-line message gives the bytes
+// needed, the budget and the option that raises it.
+void check_memory_budget(const std::filesystem::path& file, const std::string& what, std::uint64_t values,
+                         std::uint64_t value_bytes, const MemoryBudget& budget);
 
 struct ReadOptions {
     NiftiGeometryRule nifti_geometry = NiftiGeometryRule::Standard;
-    // The most values (voxels times channels) read from data whose size the file cannot prove:
-    // compressed voxels, encoded images. Uncompressed data is checked against the file's size
-    // instead. 0: no limit. (--max-voxels)
-    std::uint64_t max_voxels = kDefaultMaxVoxels;
+    // Bounds data whose size the file cannot prove: compressed voxels, encoded images. Uncompressed
+    // data is checked against the file's size instead.
+    MemoryBudget memory;
     // Whether a detached header (.nhdr, .mhd) may name data files outside its own folder.
     // (--allow-outside-data-files)
     bool allow_outside_data_files = false;
