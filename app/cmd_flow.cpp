@@ -37,9 +37,10 @@ void run_flow(const FlowCommand& command) {
     const FlowUnits units = parse_units(command.units);
     check_output_differs(command.output, {command.input, command.flow});
 
-    io::Image input = io::read_image(command.input, to_read_options(command.volume, command.common));
+    const io::ReadOptions read_options = to_read_options(command.volume, command.common);
+    io::Image input = io::read_image(command.input, read_options);
     report_warnings(input);
-    const io::FlowField flow = io::read_flow(command.flow);
+    const io::FlowField flow = io::read_flow(command.flow, read_options);
     const auto rank = static_cast<std::int64_t>(input.spatial.size());
     const Shape& field_shape = flow.field.shape();
     if (static_cast<std::int64_t>(field_shape.size()) != rank + 2 || field_shape.back() != rank) {

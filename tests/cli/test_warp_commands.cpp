@@ -1026,6 +1026,17 @@ TEST_CASE("--max-memory bounds each command's output, by the bytes it needs", "[
         const fs::path f = dir / "f.npy", o = out_dir / "o.png";
         io::write_npy(f, Tensor(DType::Float32, {10, 12, 2}).view());
         runs_at_and_refused_below({"flow", "-i", png.string(), "-f", f.string(), "-o", o.string()}, 10 * 12 * 3, o, {f.string()});
+        // A field in an encoded image is decoded under the same budget: a 12x10 KITTI PNG is 720
+        // bytes of uint16 (its 360-byte output and 144-byte input fit).
+        io::Image kitti;
+        kitti.kind = io::FileKind::Raster;
+        kitti.channels = 3;
+        kitti.spatial = {10, 12};
+        kitti.layout = io::ChannelLayout::Interleaved;
+        kitti.pixels = Tensor(DType::UInt16, {10, 12, 3});
+        const fs::path k = dir / "k.png";
+        io::write_image(k, kitti);
+        runs_at_and_refused_below({"flow", "-i", png.string(), "-f", k.string(), "-o", o.string()}, 720, o, {k.string()});
     }
     SECTION("grid: rank values a point, C not counted") {
         const fs::path theta = dir / "theta.txt", g = out_dir / "g.npy";

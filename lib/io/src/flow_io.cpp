@@ -92,7 +92,7 @@ FlowField parse_flo(std::string_view bytes, const fs::path& source) {
 namespace {
 
 // KITTI: 16-bit RGB PNG, u = (R - 2^15) / 64, v = (G - 2^15) / 64, B = 1 where the flow is valid.
-FlowField read_kitti(const fs::path& file) {
+FlowField read_kitti(const fs::path& file, const ReadOptions& options) {
     // OpenCV picks its decoder by the content, not the name: without this check a .png holding a
     // DICOM or TIFF stream would reach that decoder (GDCM allocated what a fuzzed header declared).
     constexpr std::string_view kPngSignature("\x89PNG\r\n\x1a\n", 8);
@@ -102,7 +102,7 @@ FlowField read_kitti(const fs::path& file) {
         throw FileError(file, "not a KITTI flow PNG: expected the PNG signature at the start of the file");
     }
     in.close();
-    const Image image = read_image(file);
+    const Image image = read_image(file, options);
     if (image.dtype() != DType::UInt16 || image.channels != 3) {
         throw FileError(file, "not a KITTI flow PNG: expected 16-bit with 3 channels, got " +
                                   std::string(dtype_name(image.dtype())) + " with " + std::to_string(image.channels) +
@@ -144,8 +144,8 @@ FlowField read_npy_flow(const fs::path& file) {
     return flow;
 }
 
-FlowField read_volume_flow(const fs::path& file) {
-    Image image = read_image(file);
+FlowField read_volume_flow(const fs::path& file, const ReadOptions& options) {
+    Image image = read_image(file, options);
     const auto rank = static_cast<std::int64_t>(image.spatial.size());
     if (image.channels == rank && image.layout == ChannelLayout::Planar) image = detail::interleaved(std::move(image));
     if (image.layout != ChannelLayout::Interleaved || image.channels != rank) {
@@ -164,14 +164,14 @@ FlowField read_volume_flow(const fs::path& file) {
 
 }  // namespace
 
-FlowField read_flow(const fs::path& file) {
+FlowField read_flow(const fs::path& file, const ReadOptions& options) {
     detail::require_readable_file(file);
     const std::string name = lowercase_name(file);
     if (has_suffix(name, ".flo")) return parse_flo(read_file_bytes(file), file);
-    if (has_suffix(name, ".png")) return read_kitti(file);
+    if (has_suffix(name, ".png")) return read_kitti(file, options);
     switch (kind_for_path(file)) {
         case FileKind::Tensor: return read_npy_flow(file);
-        case FileKind::Volume: return read_volume_flow(file);
+        case FileKind::Volume: return read_volume_flow(file, options);
         case FileKind::Raster: break;
     }
     throw FileError(file, "not a flow format gridwarp reads (expected .flo, KITTI .png, .npy, .nii, .nii.gz, .nrrd, .nhdr, .mha or .mhd)");

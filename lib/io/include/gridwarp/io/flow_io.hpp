@@ -18,8 +18,9 @@ struct FlowField {
 
 // .flo (Middlebury; |u| or |v| >= 1e9 marks unknown flow and reads as NaN), .png (KITTI 16-bit
 // flow; invalid pixels read as NaN), .npy ((H, W, 2), (D, H, W, 3), or either with a leading N),
-// .nii/.nii.gz/.nrrd/.nhdr/.mha/.mhd (vector images with one component per spatial axis).
-FlowField read_flow(const std::filesystem::path& file);
+// .nii/.nii.gz/.nrrd/.nhdr/.mha/.mhd (vector images with one component per spatial axis). `options`
+// apply to the PNG and volume forms (the memory budget, the NIfTI geometry rule, data files).
+FlowField read_flow(const std::filesystem::path& file, const ReadOptions& options = {});
 
 // The bytes of a Middlebury .flo file; `source` names it in errors. Throws FileError for a wrong
 // tag, a size that is implausible or disagrees with the byte count, and vectors that are NaN,
