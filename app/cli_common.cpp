@@ -91,8 +91,9 @@ void add_memory_options(CLI::App& command, MemoryFlags& flags) {
                 // A "-1" would wrap to 2^64 - 1 bytes, silently no limit.
                 return text.find('-') == std::string::npos ? std::string() : "expected a byte count, got " + text;
             },
-            "BYTES"))
-        ->transform(CLI::AsSizeValue(false))
+            ""))
+        ->transform(CLI::AsSizeValue(false).description(""))
+        ->type_name("BYTES")
         ->default_str("2G")
         ->each([&flags](const std::string&) { flags.max_memory_given = true; });
     command.add_option("--max-voxels", flags.max_voxels,
