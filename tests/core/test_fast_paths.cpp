@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
@@ -833,5 +834,75 @@ TEST_CASE("a position window samples the box of the whole output it covers", "[f
         CHECK_THROWS_AS(PositionWindow(chain, origin, part_row), std::invalid_argument);
         CHECK_THROWS_AS(PositionWindow(chain, shifted_row, spatial), std::invalid_argument);
         CHECK_THROWS_AS(PositionWindow(chain, Shape{0}, Shape{1}), std::invalid_argument);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The zero-weight rule: the fast paths add zero-weight taps and sum again without them where a
+// float sum came out NaN; the reference path skips them. Both must give the same bits.
+
+TEST_CASE("zero-weight taps: fast paths equal the reference path where weights are exactly zero and values are not finite",
+          "[fast][zero-weight]") {
+    // Pixel-space maps whose positions are integers and half-integers (identity, integer and half
+    // shifts, a zoom by 2), so that linear and cubic weights of 0 meet infinities and NaN all over
+    // whole groups and runs of interior points, and at the edges (a NaN fill value). One kind of
+    // non-finite value per input, so that no sum meets two different NaNs. float32 (interior
+    // passes) and float64 (generic dense pass) pixels; float32 and float64 coordinates, and the
+    // same maps as explicit normalized grids.
+    std::mt19937 rng(3636);
+    const double specials[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                               -std::numeric_limits<double>::infinity()};
+    struct Map {
+        double x_scale, x_shift, other_scale, other_shift;
+    };
+    const Map maps[] = {{1, 0, 1, 0}, {1, 0.5, 1, -1}, {1, 3, 1, 2}, {0.5, 0, 0.5, 0}};
+    for (const Shape& input_shape : {Shape{1, 2, 24, 300}, Shape{1, 1, 8, 12, 290}}) {
+        const auto rank = static_cast<std::int64_t>(input_shape.size()) - 2;
+        const Shape spatial(input_shape.begin() + 2, input_shape.end());
+        for (DType dtype : {DType::Float32, DType::Float64}) {
+            for (std::size_t m = 0; m < std::size(maps); ++m) {
+                const Map& map = maps[m];
+                const double special = specials[m % 3];
+                auto values = as_doubles(input_of(dtype, input_shape, rng).view());
+                for (std::size_t i = 7; i < values.size(); i += 97) values[i] = special;
+                const Tensor x = tensor_from(dtype, input_shape, values);
+                std::vector<double> matrix;  // rows innermost-first: x, y (, z)
+                for (std::int64_t k = 0; k < rank; ++k) {
+                    for (std::int64_t j = 0; j <= rank; ++j) {
+                        if (j == rank) matrix.push_back(k == 0 ? map.x_shift : map.other_shift);
+                        else matrix.push_back(j == k ? (k == 0 ? map.x_scale : map.other_scale) : 0.0);
+                    }
+                }
+                const bool align_corners = m % 2 == 1;
+                const AffinePositions affine32(matrix, 1, spatial, false, DType::Float32, CoordinateSpace::Pixel);
+                const AffinePositions affine64(matrix, 1, spatial, false, DType::Float64, CoordinateSpace::Pixel);
+                const Tensor grid = normalized_grid_of(affine64, spatial, spatial, align_corners, rng);
+                const GridPositions stored(grid.view());
+                for (auto mode : kModes) {
+                    for (auto padding : kPaddings) {
+                        for (double fill : {0.0, std::numeric_limits<double>::quiet_NaN()}) {
+                            SampleOptions fast = options_for(mode, padding, align_corners, fill);
+                            fast.threads = 2;
+                            for (const PositionSource* positions : {static_cast<const PositionSource*>(&affine32),
+                                                                    static_cast<const PositionSource*>(&affine64),
+                                                                    static_cast<const PositionSource*>(&stored)}) {
+                                const Tensor expected = grid_sample(x.view(), *positions, reference_of(fast));
+                                for (const char* isa_setting : kIsas) {
+                                    IsaScope isa(isa_setting);
+                                    INFO(shape_to_string(input_shape) << " " << dtype_name(dtype) << " map " << m << " value "
+                                                                      << special << " " << interpolation_name(mode) << " "
+                                                                      << padding_name(padding) << " ac " << align_corners << " fill "
+                                                                      << fill << " isa " << isa_setting << " positions "
+                                                                      << (positions == &stored ? "grid float32"
+                                                                          : positions == &affine32 ? "affine float32"
+                                                                                                   : "affine float64"));
+                                    CHECK(compare_exact(grid_sample(x.view(), *positions, fast).view(), expected.view()) == "");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -2,7 +2,9 @@
 // independently (index arithmetic, exact binary fractions, or a direct 1-D formula).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <complex>
 #include <limits>
 
 #include "gridwarp/positions.hpp"
@@ -443,4 +445,142 @@ TEST_CASE("thread count does not change results, and strided views are read in p
     const Tensor hwc = tensor_from(DType::Float32, {33, 47, 2}, interleaved);
     const ConstTensorView strided(DType::Float32, hwc.data(), {1, 2, 33, 47}, {0, 1, 47 * 2, 2});
     CHECK(compare_exact(grid_sample(strided, grid.view(), one).view(), grid_sample(x.view(), grid.view(), one).view()) == "");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The zero-weight rule: a tap of weight exactly zero contributes nothing, so infinities and NaN
+// reach only the outputs that give them weight.
+
+namespace {
+
+// Values in [-100, 100] with +inf, -inf and NaN scattered among them (and no -0, which a sum that
+// starts at +0 returns as +0).
+std::vector<double> values_with_nonfinite(std::int64_t count, std::mt19937& rng) {
+    std::uniform_real_distribution<double> value(-100.0, 100.0);
+    std::vector<double> values(static_cast<std::size_t>(count));
+    for (double& v : values) v = value(rng);
+    const double specials[] = {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                               std::numeric_limits<double>::quiet_NaN()};
+    for (std::int64_t i = 5; i < count; i += 23) values[static_cast<std::size_t>(i)] = specials[(i / 23) % 3];
+    return values;
+}
+
+}  // namespace
+
+TEST_CASE("zero-weight taps: identity grids return infinities and NaN in place, every mode and padding",
+          "[semantics][zero-weight]") {
+    // Linear and cubic taps at integer positions have weights 1, 0 (linear) and 0, 1, 0, 0
+    // (cubic): 0 * inf would be NaN in every neighbour. A NaN fill value is read only by taps
+    // outside, which have weight 0 here. Sizes as in the identity case above (exact positions);
+    // 64 or 65 wide, so that the interior passes take whole groups.
+    std::mt19937 rng(36);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (bool align_corners : {false, true}) {
+        const std::int64_t a = align_corners ? 65 : 64, b = align_corners ? 9 : 8, c = align_corners ? 5 : 4;
+        for (const Shape& spatial : {Shape{a}, Shape{b, a}, Shape{c, b, a}, Shape{c, c, b, b}}) {
+            Shape input_shape{1, 2};
+            input_shape.insert(input_shape.end(), spatial.begin(), spatial.end());
+            for (DType dtype : {DType::Float32, DType::Float64}) {
+                const Tensor x = tensor_from(dtype, input_shape, values_with_nonfinite(shape_numel(input_shape), rng));
+                for (DType grid_dtype : {DType::Float32, DType::Float64}) {
+                    const Tensor grid = identity_grid(1, spatial, align_corners, grid_dtype);
+                    for (auto mode : kModes) {
+                        for (auto padding : kPaddings) {
+                            for (double fill : {0.0, nan}) {
+                                SampleOptions options = options_for(mode, padding, align_corners, fill);
+                                for (bool reference : {false, true}) {
+                                    options.force_generic_rank = reference;
+                                    INFO("rank " << spatial.size() << " " << dtype_name(dtype) << " grid " << dtype_name(grid_dtype)
+                                                 << " " << interpolation_name(mode) << " " << padding_name(padding) << " align_corners "
+                                                 << align_corners << " fill " << fill << " reference " << reference);
+                                    CHECK(compare_exact(grid_sample(x.view(), grid.view(), options).view(), x.view()) == "");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("zero-weight taps: complex values keep infinities and NaN in place under an identity grid", "[semantics][zero-weight]") {
+    const double inf = std::numeric_limits<double>::infinity();
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    Tensor x(DType::Complex64, {1, 1, 4, 8});
+    auto* values = x.data_as<std::complex<float>>();
+    for (std::int64_t i = 0; i < 32; ++i) values[i] = {static_cast<float>(i) + 0.25f, static_cast<float>(-i)};
+    values[9] = {static_cast<float>(inf), 1.0f};
+    values[18] = {2.0f, static_cast<float>(nan)};
+    values[27] = {static_cast<float>(-inf), static_cast<float>(inf)};
+    const Tensor grid = identity_grid(1, {4, 8}, false, DType::Float32);
+    for (auto mode : kModes) {
+        INFO(interpolation_name(mode));
+        CHECK(compare_exact(grid_sample(x.view(), grid.view(), options_for(mode, Padding::Border, false)).view(), x.view()) == "");
+    }
+}
+
+TEST_CASE("zero-weight taps: a half-pixel shift spreads infinities and NaN only along the axis that weighs them",
+          "[semantics][zero-weight]") {
+    // x moves by half a pixel: linear weighs taps i, i+1 by 1/2 each, cubic taps i-1 .. i+2 by
+    // -3/32, 19/32, 19/32, -3/32; the other axes sit on integers, where only their own tap has
+    // weight. Expected values from those taps alone, in double.
+    std::mt19937 rng(37);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (bool align_corners : {false, true}) {
+        const std::int64_t a = align_corners ? 65 : 64, b = align_corners ? 9 : 8, c = align_corners ? 5 : 4;
+        for (const Shape& spatial : {Shape{b, a}, Shape{c, b, a}}) {
+            const auto rank = static_cast<std::int64_t>(spatial.size());
+            const std::int64_t width = spatial.back();
+            const std::int64_t rows = shape_numel(spatial) / width;
+            Shape input_shape{1, 2};
+            input_shape.insert(input_shape.end(), spatial.begin(), spatial.end());
+            // Positions: x + 1/2 along x, the others as they are.
+            const Tensor identity = identity_grid(1, spatial, align_corners, DType::Float64);
+            auto coords = as_doubles(identity.view());
+            for (std::int64_t p = 0; p < shape_numel(spatial); ++p) {
+                coords[static_cast<std::size_t>(p * rank)] = normalized(static_cast<double>(p % width) + 0.5, width, align_corners);
+            }
+            for (DType dtype : {DType::Float32, DType::Float64}) {
+                const auto values = values_with_nonfinite(shape_numel(input_shape), rng);
+                const Tensor x = tensor_from(dtype, input_shape, values);
+                for (DType grid_dtype : {DType::Float32, DType::Float64}) {
+                    const Tensor grid = tensor_from(grid_dtype, identity.shape(), coords);
+                    for (auto mode : {Interpolation::Linear, Interpolation::Cubic}) {
+                        const std::vector<double> weights = mode == Interpolation::Linear
+                                                                ? std::vector<double>{0.5, 0.5}
+                                                                : std::vector<double>{-3.0 / 32, 19.0 / 32, 19.0 / 32, -3.0 / 32};
+                        const std::int64_t first = mode == Interpolation::Linear ? 0 : -1;
+                        for (auto padding : {Padding::Zeros, Padding::Border}) {
+                            for (double fill : {0.0, nan}) {
+                                std::vector<double> expected;
+                                for (std::int64_t channel_row = 0; channel_row < 2 * rows; ++channel_row) {
+                                    for (std::int64_t i = 0; i < width; ++i) {
+                                        double sum = 0.0;
+                                        for (std::size_t k = 0; k < weights.size(); ++k) {
+                                            std::int64_t j = i + first + static_cast<std::int64_t>(k);
+                                            double value = fill;
+                                            if (padding == Padding::Border) j = std::clamp<std::int64_t>(j, 0, width - 1);
+                                            if (j >= 0 && j < width) value = values[static_cast<std::size_t>(channel_row * width + j)];
+                                            sum += weights[k] * value;
+                                        }
+                                        expected.push_back(sum);
+                                    }
+                                }
+                                SampleOptions options = options_for(mode, padding, align_corners, fill);
+                                for (bool reference : {false, true}) {
+                                    options.force_generic_rank = reference;
+                                    INFO("rank " << rank << " " << dtype_name(dtype) << " grid " << dtype_name(grid_dtype) << " "
+                                                 << interpolation_name(mode) << " " << padding_name(padding) << " align_corners "
+                                                 << align_corners << " fill " << fill << " reference " << reference);
+                                    CHECK(compare(grid_sample(x.view(), grid.view(), options).view(),
+                                                  tensor_from(dtype, input_shape, expected).view(), 1e-5, 1e-4) == "");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -241,6 +241,32 @@ class NiftiTest(unittest.TestCase):
         run("affine", "-i", path, "-o", out, "--rotate", "0", "--mode", "nearest")
         np.testing.assert_array_equal(nib.load(out).get_fdata(), data)
 
+    def test_zero_weight_taps_keep_nan_and_infinities_where_they_have_weight(self):
+        # docs/semantics.md: a tap of weight exactly zero contributes nothing. An identity through
+        # linear or cubic taps returns every value in place (0 * inf would be NaN around each one);
+        # half a voxel along x spreads a value to the two outputs that weigh it, not along y or z.
+        data = pattern((6, 5, 4), np.float32)
+        data[1, 2, 3], data[4, 0, 0], data[0, 4, 1] = np.nan, np.inf, -np.inf
+        path = self.save("nonfinite_linear.nii", data)
+        for mode in ("linear", "cubic"):
+            turned = self.path(f"identity_{mode}.nii")
+            run("affine", "-i", path, "-o", turned, "--rotate", "0", "--mode", mode)
+            np.testing.assert_array_equal(nib.load(turned).get_fdata(), data)
+            resampled = self.path(f"resampled_{mode}.nii.gz")
+            run("resample", "-i", path, "-o", resampled, "--mode", mode)
+            np.testing.assert_array_equal(nib.load(resampled).get_fdata(), data)
+        shifted = self.path("half_nonfinite.nii")
+        matrix = self.path("half_nonfinite.txt")
+        with open(matrix, "w") as f:
+            f.write("1 0 0 0.5\n0 1 0 0\n0 0 1 0\n")
+        run("affine", "-i", path, "-o", shifted, "--matrix", matrix)
+        got = nib.load(shifted).get_fdata()
+        with np.errstate(invalid="ignore"):
+            expected = (data[:-1].astype(np.float64) + data[1:]) / 2
+        np.testing.assert_allclose(got[:-1], expected, rtol=1e-6)
+        # NaN (x = 1) and inf (x = 4) reach two outputs each, -inf (x = 0) one.
+        self.assertEqual(int(np.count_nonzero(~np.isfinite(got[:-1]))), 5)
+
     # --- variants of the format --------------------------------------------------------------
 
     def test_nifti2_reads_and_writes_nifti2(self):

@@ -277,8 +277,10 @@ S gather_point(const Plan<C>& plan, std::int64_t p, const S* input, const S& fil
     const C* weight = plan.weight.data() + p * taps;
     V sum = V(0);
     for (std::int64_t t = 0; t < taps; ++t) {
+        const R w = static_cast<R>(weight[t]);
+        if (w == R(0)) continue;  // the zero-weight rule (sampling_policies.hpp)
         const V value = offset[t] >= 0 ? load<V>(input[offset[t]]) : fill_value;
-        sum += static_cast<R>(weight[t]) * value;
+        sum += w * value;
     }
     return store<S, Rint>(sum);
 }
@@ -317,11 +319,14 @@ void gather_chunk(const Plan<C>& plan, std::int64_t count, const S* input, S* ou
 // Every operation on a value is the reference path's, in the same order: the same u, the same
 // bounding, the same weights, each tap weight 1 times the per-axis weights from the outermost axis
 // on, the sum over taps in tap order starting from 0, the same rounding on store (an inline form of
-// it where the values allow). Vectorising computes many points at once but each with those
-// operations, and no fused multiply-add can form (AVX2 is enabled without FMA, and generic x86-64
-// has none). So the results are the same bits as the reference path's, which
-// tests/core/test_fast_paths.cpp checks for every interpolation, padding, align_corners, both
-// instruction sets, strided views and points near, across and far past every edge.
+// it where the values allow). The one difference: the reference skips the taps of weight zero, and
+// the fast paths add them and sum again, skipping them, only where a float sum came out NaN, which
+// gives the same bits (the zero-weight rule, sampling_policies.hpp). Vectorising computes many
+// points at once but each with those operations, and no fused multiply-add can form (AVX2 is
+// enabled without FMA, and generic x86-64 has none). So the results are the same bits as the
+// reference path's, which tests/core/test_fast_paths.cpp checks for every interpolation, padding,
+// align_corners, both instruction sets, strided views and points near, across and far past every
+// edge.
 //
 // Instruction sets: the default build targets generic x86-64 (SSE2). On x86-64, the two stages are
 // compiled a second time for AVX2 and chosen at run time when the processor has it (function
@@ -726,6 +731,30 @@ GRIDWARP_ALWAYS_INLINE R tap_weight(const C* __restrict axis_weight, int t, std:
     return static_cast<R>(w);
 }
 
+// The zero-weight rule for dense_gather_body's float sums (sampling_policies.hpp): the points
+// whose sum came out NaN, summed again without the taps of weight zero. A function of its own, off
+// the vectorised loop.
+template <bool Precomputed, class S, class C, int K, int Rank>
+GRIDWARP_NOINLINE void resum_nan_points(std::int64_t count, const std::int32_t* base, const std::int32_t* offset,
+                                        const C* axis_weight,
+                                        const typename real_of<typename compute_type<S>::type>::type* tap_weights,
+                                        const S* in, S* out, std::int64_t out_stride) {
+    using V = typename compute_type<S>::type;
+    using R = typename real_of<V>::type;
+    constexpr std::int64_t B = FastBlock<C>::kPoints;
+    constexpr int T = static_cast<int>(int_pow(K, Rank));
+    for (std::int64_t p = 0; p < count; ++p) {
+        S& result = out[p * out_stride];
+        if (!std::isnan(result)) continue;
+        V sum = V(0);
+        for (int t = 0; t < T; ++t) {
+            const R w = Precomputed ? tap_weights[t * B + p] : tap_weight<R, C, K, Rank>(axis_weight, t, p);
+            add_weighted_tap(sum, w, load<V>(in[base[p] + offset[t]]));
+        }
+        result = store_finite<S>(sum);
+    }
+}
+
 // Stage 2, first pass: one channel of every point of the block as if it were interior, with the
 // tap weights computed on the way (one channel) or read from tap_weights (T x kPoints, computed
 // once for all channels by tap_weights_body). (Called through dense_gather_channel[_avx2]: GCC
@@ -761,6 +790,8 @@ GRIDWARP_STAGE void dense_gather_body(std::int64_t count, const std::int32_t* __
         }
         return;
     }
+    // Whether some sum came out NaN (float pixels): the zero-weight rule.
+    [[maybe_unused]] LaneFlag<V> nan_sums = 0;
     for (std::int64_t p = 0; p < count; ++p) {
         const std::int32_t b = base[p];
         if constexpr (K == 1) {
@@ -772,7 +803,13 @@ GRIDWARP_STAGE void dense_gather_body(std::int64_t count, const std::int32_t* __
                 const R w = Precomputed ? tap_weights[t * B + p] : tap_weight<R, C, K, Rank>(axis_weight, t, p);
                 sum += w * load<V>(in[b + offset[t]]);
             }
+            nan_sums |= static_cast<LaneFlag<V>>(sum != sum);
             out[p * out_stride] = store_finite<S>(sum);
+        }
+    }
+    if constexpr (K > 1 && std::is_floating_point_v<S>) {
+        if (nan_sums != 0) {
+            resum_nan_points<Precomputed, S, C, K, Rank>(count, base, offset, axis_weight, tap_weights, in, out, out_stride);
         }
     }
 }
@@ -859,7 +896,8 @@ GRIDWARP_STAGE void fast_gather_body(const FastBlock<C>& block, const S* input, 
         S* o = output + block.fill_point[static_cast<std::size_t>(f)] * ops;
         for (std::int64_t c = 0; c < out.channels; ++c) o[c * ocs] = out.fill_stored;
     }
-    // Near points (border, reflection): the mapped taps, summed as the reference sums them.
+    // Near points (border, reflection): the mapped taps, summed as the reference sums them (few
+    // points: the zero-weight rule directly).
     if constexpr (K > 1) {
         if (block.far_edges < block.edges) {
             using V = typename compute_type<S>::type;
@@ -883,7 +921,7 @@ GRIDWARP_STAGE void fast_gather_body(const FastBlock<C>& block, const S* input, 
                 for (std::int64_t c = 0; c < out.channels; ++c) {
                     const S* in = input + c * ics;
                     V sum = V(0);
-                    for (int t = 0; t < T; ++t) sum += w[t] * load<V>(in[offset[t]]);
+                    for (int t = 0; t < T; ++t) add_weighted_tap(sum, w[t], load<V>(in[offset[t]]));
                     o[c * ocs] = store_finite<S>(sum);
                 }
             }

@@ -12,11 +12,12 @@
 // It computes exactly what classify_points and dense_gather_body compute, in the same order (see
 // interior_pass_avx512.cpp: u as pixel_position computes it, the clamped stand-in, the first tap by
 // Interp::interior_first, the weights by Interp::weights itself, each tap weight
-// (1 * w_outer) * ... * w_inner, the sum over taps in tap order from +0), writes every point of a
-// group as if it were interior, then gives fill points the fill value and samples the points
-// across an edge whose taps map by one clamp or reflection (under zeros padding with linear taps
-// and a fill of +-0: from the taps the group has already read, see stand_in_weights_avx2); the
-// few left are listed for the generic edge stage. No fused multiply-add can form:
+// (1 * w_outer) * ... * w_inner, the sum over taps in tap order from +0, summed again under the
+// zero-weight rule where a float32 sum is NaN), writes every point of a group as if it were
+// interior, then gives fill points the fill value and samples the points across an edge whose taps
+// map by one clamp or reflection (under zeros padding with linear taps and a fill of +-0: from the
+// taps the group has already read, see stand_in_weights_avx2); the few left are listed for the
+// generic edge stage. No fused multiply-add can form:
 // target("avx2") does not enable FMA, and lib/core builds with -ffp-contract=off.
 
 #include "fast_path.hpp"
@@ -667,35 +668,67 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void store_sums_avx2(std::int16_t* o
     }
 }
 
+// One channel's weighted sums of 8 points (K > 1): the taps from `in` at the group's first-tap
+// offsets. Masked (linear only): tap k of outer tap t adds +0 instead of its product in the lanes
+// whose bit in tap_holds[t][k] is clear. SkipZeroWeights: a tap leaves the sum as it was in the
+// lanes where its weight is zero (the zero-weight rule, sampling_policies.hpp).
+template <int Rank, int K, class S, bool Masked, bool SkipZeroWeights>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE __m256 weighted_sums_avx2(const Avx2Group<Rank, K>& group, const std::int32_t* outer_offset,
+                                                                      const S* in, const unsigned (*tap_holds)[K]) {
+    constexpr int kOuterTaps = Avx2Group<Rank, K>::kOuterTaps;
+    // Linear: every row at once (each offset loaded once); cubic: a row at a time.
+    constexpr int kTogether = K == 4 ? 1 : kOuterTaps;
+    __m256 sum = _mm256_setzero_ps();
+    for (int t0 = 0; t0 < kOuterTaps; t0 += kTogether) {
+        const S* row[kTogether];
+        for (int t = 0; t < kTogether; ++t) row[t] = in + outer_offset[t0 + t];
+        __m256 v[kTogether][K];
+        gather_rows_x8<K, kTogether>(row, group.offset, v);
+        for (int t = 0; t < kTogether; ++t) {
+            for (int k = 0; k < K; ++k) {
+                const __m256 weight = group.weight[t0 + t][k];
+                __m256 term = _mm256_mul_ps(weight, v[t][k]);
+                if constexpr (Masked) term = _mm256_and_ps(term, lane_mask(tap_holds[t0 + t][k]));
+                const __m256 next = _mm256_add_ps(sum, term);
+                if constexpr (SkipZeroWeights) {
+                    sum = _mm256_blendv_ps(next, sum, _mm256_cmp_ps(weight, _mm256_setzero_ps(), _CMP_EQ_OQ));
+                } else {
+                    sum = next;
+                }
+            }
+        }
+    }
+    return sum;
+}
+
+// The same with the zero-weight rule, for the groups whose plain sums came out NaN: a function of
+// its own, so that the common path's code and registers stay as they were.
+template <int Rank, int K, class S, bool Masked>
+GRIDWARP_TARGET_AVX2 GRIDWARP_NOINLINE __m256 weighted_sums_skipping_zero_weights_avx2(const Avx2Group<Rank, K>& group,
+                                                                                       const std::int32_t* outer_offset, const S* in,
+                                                                                       const unsigned (*tap_holds)[K]) {
+    return weighted_sums_avx2<Rank, K, S, Masked, true>(group, outer_offset, in, tap_holds);
+}
+
 // One channel's 8 points: the taps from `in` at the group's first-tap offsets, the weighted sum
-// (fill points replaced by the fill value) written to `o`. Masked (linear only): tap k of outer
-// tap t adds +0 instead of its product in the lanes whose bit in tap_holds[t][k] is clear.
+// (fill points replaced by the fill value) written to `o`. Masked: see weighted_sums_avx2.
 template <int Rank, int K, class S, bool Masked = false>
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void sample_channel_avx2(const Avx2Group<Rank, K>& group, int lanes,
                                                                      const std::int32_t* outer_offset, const S* in, S* o,
                                                                      S fill_stored, unsigned fill, bool stream = false,
                                                                      const unsigned (*tap_holds)[K] = nullptr) {
-    constexpr int kOuterTaps = Avx2Group<Rank, K>::kOuterTaps;
     __m256 sum;
     if constexpr (K == 1) {
         __m256 v[1][1];
         gather_rows_x8<1, 1>(&in, group.offset, v);
         sum = v[0][0];  // nearest copies the value
     } else {
-        // Linear: every row at once (each offset loaded once); cubic: a row at a time.
-        constexpr int kTogether = K == 4 ? 1 : kOuterTaps;
-        sum = _mm256_setzero_ps();
-        for (int t0 = 0; t0 < kOuterTaps; t0 += kTogether) {
-            const S* row[kTogether];
-            for (int t = 0; t < kTogether; ++t) row[t] = in + outer_offset[t0 + t];
-            __m256 v[kTogether][K];
-            gather_rows_x8<K, kTogether>(row, group.offset, v);
-            for (int t = 0; t < kTogether; ++t) {
-                for (int k = 0; k < K; ++k) {
-                    __m256 term = _mm256_mul_ps(group.weight[t0 + t][k], v[t][k]);
-                    if constexpr (Masked) term = _mm256_and_ps(term, lane_mask(tap_holds[t0 + t][k]));
-                    sum = _mm256_add_ps(sum, term);
-                }
+        sum = weighted_sums_avx2<Rank, K, S, Masked, false>(group, outer_offset, in, tap_holds);
+        // The zero-weight rule: only a NaN sum can differ from the sum without the taps of weight
+        // zero (sampling_policies.hpp); int16 values and the weights are finite, so their sums are too.
+        if constexpr (std::is_same_v<S, float>) {
+            if (__builtin_expect(_mm256_movemask_ps(_mm256_cmp_ps(sum, sum, _CMP_UNORD_Q)) != 0, 0)) {
+                sum = weighted_sums_skipping_zero_weights_avx2<Rank, K, S, Masked>(group, outer_offset, in, tap_holds);
             }
         }
     }
@@ -880,7 +913,9 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE unsigned sample_near_group_avx2(const Coordi
                 if constexpr (K == 1) {
                     sum = v;
                 } else {
-                    sum = _mm256_add_ps(sum, _mm256_mul_ps(weight[o][k], v));
+                    // The zero-weight rule directly (few points): where the weight is zero the sum stays.
+                    const __m256 next = _mm256_add_ps(sum, _mm256_mul_ps(weight[o][k], v));
+                    sum = _mm256_blendv_ps(next, sum, _mm256_cmp_ps(weight[o][k], _mm256_setzero_ps(), _CMP_EQ_OQ));
                 }
             }
         }
@@ -893,6 +928,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE unsigned sample_near_group_avx2(const Coordi
 // Each point reads 8 bytes per outer tap from its first tap on (every channel's K taps when
 // interleaved, K * channels <= 8; one channel's K taps when planar) with one 64-bit load; a byte
 // shuffle within each 128-bit half (vpshufb) picks tap k of channel c of 8 points into 32-bit lanes.
+// (Byte values and the weights are finite, so the sums already keep the zero-weight rule.)
 
 // The byte shuffles of a uint8 pass, made once per call from the layout.
 struct Avx2ByteShuffles {

@@ -15,7 +15,8 @@
 //    hi), the first tap by Interp::interior_first, and the weights by Interp::weights itself,
 //    instantiated for a vector type whose operators are the lane-wise IEEE operations;
 //  - each tap weight (1 * w_outer) * ... * w_inner (1 * w is w exactly), and the sum over taps in
-//    tap order starting from +0 (so a -0 product still gives +0, as in the reference);
+//    tap order starting from +0 (so a -0 product still gives +0, as in the reference), summed
+//    again under the zero-weight rule where a float32 sum is NaN (sampling_policies.hpp);
 // and writes every point of the block as if it were interior, then fill points and (float32)
 // points near an edge as the generic stages would. The points it leaves are listed for the
 // generic edge stage (PassResult). No fused multiply-add can form: lib/core builds with
@@ -568,29 +569,63 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void store_sums(std::int16_t* o, _
     }
 }
 
+// One channel's weighted sums of 16 points (K > 1): the taps from `in` at the first-tap offsets
+// `offset`. SkipZeroWeights: a tap leaves the sum as it was in the lanes where its weight is zero
+// (the zero-weight rule, sampling_policies.hpp).
+template <int Rank, int K, class S, bool SkipZeroWeights>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE __m512 weighted_sums(const PlannedGroup<Rank, K>& group, const std::int32_t* offset,
+                                                                   const std::int32_t* outer_offset, const S* in) {
+    constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
+    constexpr int kTogether = kRowsTogether<K, kOuterTaps>;
+    static_assert(kOuterTaps % kTogether == 0);
+    __m512 sum = _mm512_setzero_ps();
+    for (int t0 = 0; t0 < kOuterTaps; t0 += kTogether) {
+        const S* row[kTogether];
+        for (int t = 0; t < kTogether; ++t) row[t] = in + outer_offset[t0 + t];
+        __m512 v[kTogether][K];
+        gather_rows_x16<K, kTogether>(row, offset, v);
+        for (int t = 0; t < kTogether; ++t) {
+            for (int k = 0; k < K; ++k) {
+                const __m512 weight = group.weight[t0 + t][k];
+                const __m512 term = _mm512_mul_ps(weight, v[t][k]);
+                if constexpr (SkipZeroWeights) {
+                    sum = _mm512_mask_add_ps(sum, _mm512_cmp_ps_mask(weight, _mm512_setzero_ps(), _CMP_NEQ_UQ), sum, term);
+                } else {
+                    sum = _mm512_add_ps(sum, term);
+                }
+            }
+        }
+    }
+    return sum;
+}
+
+// The same with the zero-weight rule, for the groups whose plain sums came out NaN: a function of
+// its own, so that the common path's code and registers stay as they were.
+template <int Rank, int K, class S>
+GRIDWARP_TARGET_AVX512 GRIDWARP_NOINLINE __m512 weighted_sums_skipping_zero_weights(const PlannedGroup<Rank, K>& group,
+                                                                                    const std::int32_t* offset,
+                                                                                    const std::int32_t* outer_offset, const S* in) {
+    return weighted_sums<Rank, K, S, true>(group, offset, outer_offset, in);
+}
+
 // One channel's 16 points: the taps from `in` at the first-tap offsets `offset` (the group's own,
 // or a copy of them), the sum written to `o`.
 template <int Rank, int K, class S>
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void sample_channel(const PlannedGroup<Rank, K>& group, const std::int32_t* offset,
                                                                   int lanes, const std::int32_t* outer_offset, const S* in,
                                                                   S* o, S fill_stored, __mmask16 fill) {
-    constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
     __m512 sum;
     if constexpr (K == 1) {
         __m512 v[1][1];
         gather_rows_x16<1, 1>(&in, offset, v);
         sum = v[0][0];  // nearest copies the value
     } else {
-        constexpr int kTogether = kRowsTogether<K, kOuterTaps>;
-        static_assert(kOuterTaps % kTogether == 0);
-        sum = _mm512_setzero_ps();
-        for (int t0 = 0; t0 < kOuterTaps; t0 += kTogether) {
-            const S* row[kTogether];
-            for (int t = 0; t < kTogether; ++t) row[t] = in + outer_offset[t0 + t];
-            __m512 v[kTogether][K];
-            gather_rows_x16<K, kTogether>(row, offset, v);
-            for (int t = 0; t < kTogether; ++t) {
-                for (int k = 0; k < K; ++k) sum = _mm512_add_ps(sum, _mm512_mul_ps(group.weight[t0 + t][k], v[t][k]));
+        sum = weighted_sums<Rank, K, S, false>(group, offset, outer_offset, in);
+        // The zero-weight rule: only a NaN sum can differ from the sum without the taps of weight
+        // zero (sampling_policies.hpp); int16 values and the weights are finite, so their sums are too.
+        if constexpr (std::is_same_v<S, float>) {
+            if (__builtin_expect(_mm512_cmp_ps_mask(sum, sum, _CMP_UNORD_Q) != 0, 0)) {
+                sum = weighted_sums_skipping_zero_weights<Rank, K, S>(group, offset, outer_offset, in);
             }
         }
     }
@@ -617,6 +652,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE void sample_group(const PlannedGroup<Rank,
 // Each point reads 8 bytes per outer tap from its first tap on (every channel's K taps when
 // interleaved, K * channels <= 8; one channel's K taps when planar), with one 64-bit load, and a
 // byte permutation (AVX-512 VBMI) picks tap k of channel c of all 16 points.
+// (Byte values and the weights are finite, so the sums already keep the zero-weight rule.)
 
 // 8 bytes from base + offset[i] for 16 points: point i in bytes (i % 8) * 8.. of half[i / 8].
 GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void load_bytes_x16(const std::uint8_t* base, const std::int32_t* offset,
@@ -949,7 +985,9 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE unsigned sample_near_group(const Coordinat
                 if constexpr (K == 1) {
                     sum = v;
                 } else {
-                    sum = _mm512_add_ps(sum, _mm512_mul_ps(weight[o][k], v));
+                    // The zero-weight rule directly (few points): where the weight is zero the sum stays.
+                    sum = _mm512_mask_add_ps(sum, _mm512_cmp_ps_mask(weight[o][k], _mm512_setzero_ps(), _CMP_NEQ_UQ), sum,
+                                             _mm512_mul_ps(weight[o][k], v));
                 }
             }
         }

@@ -108,6 +108,25 @@ struct CubicTaps {
 };
 
 // ---------------------------------------------------------------------------------------------
+// The zero-weight rule (docs/semantics.md): a tap of weight exactly zero contributes nothing, so an
+// infinity or NaN reaches only the outputs that give it weight (0 * inf and 0 * NaN are NaN: an
+// identity warp would spread a NaN to the neighbours of every non-finite value). The weight is
+// the tap's as the sum multiplies by it: the product of its per-axis weights, in the compute
+// type's real type.
+//
+// The fast paths keep their plain sums and redo only the NaN ones: a sum of every tap that is not
+// NaN equals the sum that skips the zero-weight taps bit for bit. (No term was NaN, so each
+// zero-weight term was 0 * finite = +-0; the sum starts at +0 and, rounding to nearest, never
+// becomes -0, so adding +-0 to it changes nothing.) Where the plain sum is NaN, the fast paths
+// sum again with the rule.
+
+// sum + weight * value, or sum unchanged where the weight is zero.
+template <class V, class R>
+GRIDWARP_ALWAYS_INLINE void add_weighted_tap(V& sum, R weight, const V& value) {
+    if (weight != R(0)) sum += weight * value;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Padding policies. Each bounds a coordinate before it is converted to an integer (finite
 // coordinates of any size must not overflow that conversion), then maps every tap index to an
 // input index, or to -1 for "outside: read the fill value".
