@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gridwarp/io/text.hpp"
+
 #include <algorithm>
 #include <set>
 #include <sstream>
@@ -44,20 +46,35 @@ std::vector<std::string> split(const std::string& text, char separator) {
     return parts;
 }
 
-// CSV rows (RFC 4180: quoted fields may hold separators, quotes doubled, and line breaks), with the
-// line each row starts on.
-std::vector<std::pair<std::size_t, std::vector<std::string>>> read_csv(const std::string& text, const fs::path& file) {
-    std::vector<std::pair<std::size_t, std::vector<std::string>>> rows;
+using RowSink = std::function<void(std::size_t line, std::vector<std::string>& cells)>;
+
+// A NUL byte would cut a path short where it reaches the system: a different file. Refused with
+// the cell's place, not its text (which could not be printed as it is).
+[[noreturn]] void refuse_nul(const fs::path& file, std::size_t line, const std::string& where) {
+    throw BatchSetupError(file.string() + ": line " + std::to_string(line) + ", " + where + ": holds a NUL byte (cells are text)");
+}
+
+// CSV rows (RFC 4180: quoted fields may hold separators, quotes doubled, and line breaks), each
+// given to `row` with the line it starts on as soon as it ends.
+void read_csv(std::string_view text, const fs::path& file, const RowSink& row) {
     std::vector<std::string> fields;
     std::string field;
     bool quoted = false, row_started = false;
     std::size_t line = 1, row_line = 1;
+    auto end_row = [&] {
+        fields.push_back(field);
+        field.clear();
+        if (!(fields.size() == 1 && fields[0].empty())) row(row_line, fields);
+        fields.clear();
+        row_started = false;
+    };
     for (std::size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
         if (!row_started) {
             row_started = true;
             row_line = line;
         }
+        if (c == '\0') refuse_nul(file, line, "column " + std::to_string(fields.size() + 1));
         if (quoted) {
             if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
                 field += '"';
@@ -75,36 +92,36 @@ std::vector<std::pair<std::size_t, std::vector<std::string>>> read_csv(const std
             field.clear();
         } else if (c == '\n' || c == '\r') {
             if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-            fields.push_back(field);
-            field.clear();
-            if (!(fields.size() == 1 && fields[0].empty())) rows.emplace_back(row_line, fields);
-            fields.clear();
-            row_started = false;
+            end_row();
             ++line;
         } else {
             field += c;
         }
     }
     if (quoted) throw BatchSetupError(file.string() + ": line " + std::to_string(row_line) + ": a quoted field is not closed");
-    if (row_started) {
-        fields.push_back(field);
-        if (!(fields.size() == 1 && fields[0].empty())) rows.emplace_back(row_line, fields);
-    }
-    return rows;
+    if (row_started) end_row();
 }
 
-std::vector<std::pair<std::size_t, std::vector<std::string>>> read_tsv(const std::string& text) {
-    std::vector<std::pair<std::size_t, std::vector<std::string>>> rows;
-    std::istringstream in(text);
-    std::string line;
+void read_tsv(std::string_view text, const fs::path& file, const RowSink& row) {
     std::size_t number = 0;
-    while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    while (!text.empty()) {
+        const auto end = text.find('\n');
+        std::string_view line = text.substr(0, end);
+        text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
         ++number;
-        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         if (line.empty()) continue;
-        rows.emplace_back(number, split(line, '\t'));
+        cells.clear();
+        for (std::size_t start = 0;;) {
+            const auto tab = line.find('\t', start);
+            cells.emplace_back(line.substr(start, tab == std::string_view::npos ? std::string_view::npos : tab - start));
+            if (cells.back().find('\0') != std::string::npos) refuse_nul(file, number, "column " + std::to_string(cells.size()));
+            if (tab == std::string_view::npos) break;
+            start = tab + 1;
+        }
+        row(number, cells);
     }
-    return rows;
 }
 
 std::string lowercase_extension(const fs::path& file) {
@@ -115,7 +132,17 @@ std::string lowercase_extension(const fs::path& file) {
 
 }  // namespace
 
-std::vector<Job> parse_manifest(const std::string& text, const fs::path& file, const ManifestColumns& columns) {
+std::optional<bool> parse_flag_value(const std::string& text) {
+    std::string value = text;
+    std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (value == "true" || value == "1" || value == "yes" || value == "on") return true;
+    if (value == "false" || value == "0" || value == "no" || value == "off") return false;
+    return std::nullopt;
+}
+
+void read_manifest_jobs(std::string_view text, const fs::path& file, const ManifestColumns& columns,
+                        const std::function<bool(std::size_t row)>& wanted, const std::function<void(Job&&)>& take) {
+    text = io::without_byte_order_mark(text);
     const fs::path folder = file.parent_path().empty() ? fs::path(".") : file.parent_path();
     const std::string extension = lowercase_extension(file);
     auto check_column = [&](const std::string& name, std::size_t line, const std::string& where) {
@@ -125,22 +152,28 @@ std::vector<Job> parse_manifest(const std::string& text, const fs::path& file, c
         }
         if (name == "help") throw BatchSetupError(file.string() + ": line " + std::to_string(line) + ", " + where + ": 'help' cannot be a column");
     };
-    auto add = [&](Values& values, const std::string& name, const std::string& value) {
+    auto is_flag = [&](const std::string& name) { return columns.is_flag && columns.is_flag(name); };
+    // Checks a value of a row, which is kept (its path resolved) only when the row is wanted.
+    // (`where` names the cell, and is called only for an error.)
+    auto add = [&](Job* job, const std::string& name, const std::string& value, std::size_t line, const auto& where) {
         if (value.empty()) return;  // not given
-        if (kPathOptions.count(name) != 0) {
-            values[name].push_back(resolve_path(value, folder));
-        } else {
-            values[name].push_back(value);
+        if (is_flag(name) && !parse_flag_value(value)) {
+            throw BatchSetupError(file.string() + ": line " + std::to_string(line) + ", " + where() + ": '" + value + "' for the flag '" +
+                                  name + "': expected true or false (1/0, yes/no, on/off)");
         }
+        if (!job) return;
+        job->values[name].push_back(kPathOptions.count(name) != 0 ? resolve_path(value, folder) : value);
     };
-    std::vector<Job> jobs;
+    std::size_t row = 0;  // data rows read so far
     if (extension == ".jsonl") {
-        std::istringstream in(text);
-        std::string line;
         std::size_t number = 0;
-        while (std::getline(in, line)) {
+        while (!text.empty()) {
+            const auto end = text.find('\n');
+            const std::string_view line = text.substr(0, end);
+            text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
             ++number;
-            if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+            if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+            if (const auto nul = line.find('\0'); nul != std::string_view::npos) refuse_nul(file, number, "byte " + std::to_string(nul + 1));
             nlohmann::json object;
             // A key given twice would silently keep its last value: note the object's keys as they come.
             std::set<std::string> keys;
@@ -153,7 +186,7 @@ std::vector<Job> parse_manifest(const std::string& text, const fs::path& file, c
                 return true;
             };
             try {
-                object = nlohmann::json::parse(line, note_key);
+                object = nlohmann::json::parse(line.begin(), line.end(), note_key);
             } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for numbers such as 1e400
                 throw BatchSetupError(file.string() + ": line " + std::to_string(number) + ": not JSON (" + e.what() + ")");
             }
@@ -163,67 +196,89 @@ std::vector<Job> parse_manifest(const std::string& text, const fs::path& file, c
                                       "' appears twice (each option once per job)");
             }
             Job job;
-            job.row = jobs.size();
+            job.row = row;
+            Job* kept = wanted(row) ? &job : nullptr;
             for (const auto& item : object.items()) {
                 // Named copies rather than a structured binding: clang 14 cannot capture those in the lambda below.
                 const std::string& name = item.key();
                 const nlohmann::json& value = item.value();
+                const auto where = [&] { return "key '" + name + "'"; };
+                if (name.find('\0') != std::string::npos) refuse_nul(file, number, "a key");
                 check_column(name, number, "key");
                 const auto as_text = [&](const nlohmann::json& v) -> std::string {
-                    if (v.is_string()) return v.get<std::string>();
+                    if (v.is_string()) {
+                        if (v.get_ref<const std::string&>().find('\0') != std::string::npos) refuse_nul(file, number, where());
+                        return v.get<std::string>();
+                    }
                     if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
                     if (v.is_number()) return v.dump();
-                    throw BatchSetupError(file.string() + ": line " + std::to_string(number) + ", key '" + name +
-                                          "': expected a string, number, boolean or an array of them");
+                    throw BatchSetupError(file.string() + ": line " + std::to_string(number) + ", " + where() +
+                                          ": expected a string, number, boolean or an array of them");
                 };
                 if (value.is_null()) continue;
                 if (value.is_array()) {
                     if (!columns.is_repeatable(name) && value.size() > 1) {
-                        throw BatchSetupError(file.string() + ": line " + std::to_string(number) + ", key '" + name + "': takes one value");
+                        throw BatchSetupError(file.string() + ": line " + std::to_string(number) + ", " + where() + ": takes one value");
                     }
-                    for (const auto& v : value) add(job.values, name, as_text(v));
+                    for (const auto& v : value) add(kept, name, as_text(v), number, where);
                 } else {
-                    add(job.values, name, as_text(value));
+                    add(kept, name, as_text(value), number, where);
                 }
             }
-            jobs.push_back(std::move(job));
+            if (kept) take(std::move(job));
+            ++row;
         }
-        return jobs;
+        return;
     }
     if (extension != ".csv" && extension != ".tsv") {
         throw BatchSetupError(file.string() + ": expected a .csv, .tsv or .jsonl manifest, got '" + file.extension().string() + "'");
     }
-    const auto rows = extension == ".csv" ? read_csv(text, file) : read_tsv(text);
-    if (rows.empty()) throw BatchSetupError(file.string() + ": empty manifest: expected a header row naming the options");
-    const std::vector<std::string>& header = rows.front().second;
-    for (std::size_t c = 0; c < header.size(); ++c) {
-        check_column(header[c], rows.front().first, "column " + std::to_string(c + 1));
-        // A column given twice would give its option two values, or the last one silently.
-        const auto first = std::find(header.begin(), header.begin() + static_cast<std::ptrdiff_t>(c), header[c]);
-        if (first != header.begin() + static_cast<std::ptrdiff_t>(c)) {
-            throw BatchSetupError(file.string() + ": line " + std::to_string(rows.front().first) + ", column " + std::to_string(c + 1) +
-                                  ": '" + header[c] + "' repeats column " + std::to_string(first - header.begin() + 1) +
-                                  " (each option once; several transforms go in one cell, separated by ';')");
+    std::vector<std::string> header;
+    const RowSink on_row = [&](std::size_t line, std::vector<std::string>& cells) {
+        if (header.empty()) {
+            header = std::move(cells);
+            for (std::size_t c = 0; c < header.size(); ++c) {
+                check_column(header[c], line, "column " + std::to_string(c + 1));
+                // A column given twice would give its option two values, or the last one silently.
+                const auto first = std::find(header.begin(), header.begin() + static_cast<std::ptrdiff_t>(c), header[c]);
+                if (first != header.begin() + static_cast<std::ptrdiff_t>(c)) {
+                    throw BatchSetupError(file.string() + ": line " + std::to_string(line) + ", column " + std::to_string(c + 1) +
+                                          ": '" + header[c] + "' repeats column " + std::to_string(first - header.begin() + 1) +
+                                          " (each option once; several transforms go in one cell, separated by ';')");
+                }
+            }
+            return;
         }
-    }
-    for (std::size_t r = 1; r < rows.size(); ++r) {
-        const auto& [line, cells] = rows[r];
         if (cells.size() != header.size()) {
             throw BatchSetupError(file.string() + ": line " + std::to_string(line) + ": " + std::to_string(cells.size()) +
                                   " cells, expected " + std::to_string(header.size()) + " (one per header column)");
         }
         Job job;
-        job.row = jobs.size();
+        job.row = row;
+        Job* kept = wanted(row) ? &job : nullptr;
         for (std::size_t c = 0; c < cells.size(); ++c) {
             const std::string& name = header[c];
+            const auto where = [c] { return "column " + std::to_string(c + 1); };
             if (columns.is_repeatable(name)) {
-                for (const auto& value : split(cells[c], ';')) add(job.values, name, value);
+                for (const auto& value : split(cells[c], ';')) add(kept, name, value, line, where);
             } else {
-                add(job.values, name, cells[c]);
+                add(kept, name, cells[c], line, where);
             }
         }
-        jobs.push_back(std::move(job));
+        if (kept) take(std::move(job));
+        ++row;
+    };
+    if (extension == ".csv") {
+        read_csv(text, file, on_row);
+    } else {
+        read_tsv(text, file, on_row);
     }
+    if (header.empty()) throw BatchSetupError(file.string() + ": empty manifest: expected a header row naming the options");
+}
+
+std::vector<Job> parse_manifest(std::string_view text, const fs::path& file, const ManifestColumns& columns) {
+    std::vector<Job> jobs;
+    read_manifest_jobs(text, file, columns, [](std::size_t) { return true; }, [&](Job&& job) { jobs.push_back(std::move(job)); });
     return jobs;
 }
 

@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gridwarp::cli {
@@ -28,15 +30,27 @@ struct Job {
     Values values;        // the row's own values, paths resolved
 };
 
-// What the command accepts as columns: its long options (names without dashes), and which of them
-// take several values (';'-separated in a cell, an array in JSON).
+// What the command accepts as columns: its long options (names without dashes), which of them
+// take several values (';'-separated in a cell, an array in JSON), and which are on/off flags
+// (optional: their cells must then say true or false).
 struct ManifestColumns {
     std::function<bool(const std::string&)> is_option;
     std::function<bool(const std::string&)> is_repeatable;
+    std::function<bool(const std::string&)> is_flag;
 };
 
-// The jobs of a manifest's text; `file` chooses the format by its extension, names it in errors and
-// anchors relative paths. Throws BatchSetupError naming the file, row and column of the first problem.
-std::vector<Job> parse_manifest(const std::string& text, const std::filesystem::path& file, const ManifestColumns& columns);
+// A flag's cell: true/false, 1/0, yes/no or on/off (any case); nullopt for anything else.
+std::optional<bool> parse_flag_value(const std::string& text);
+
+// Reads a manifest's text row by row; `file` chooses the format by its extension, names it in
+// errors and anchors relative paths. Every row is checked, and `take` receives the jobs of the rows
+// `wanted` accepts (by 0-based row), in order, as they are read: the rows left out are never held.
+// A leading UTF-8 byte-order mark is skipped. Throws BatchSetupError naming the file, line and
+// column of the first problem.
+void read_manifest_jobs(std::string_view text, const std::filesystem::path& file, const ManifestColumns& columns,
+                        const std::function<bool(std::size_t row)>& wanted, const std::function<void(Job&&)>& take);
+
+// Every row's job.
+std::vector<Job> parse_manifest(std::string_view text, const std::filesystem::path& file, const ManifestColumns& columns);
 
 }  // namespace gridwarp::cli

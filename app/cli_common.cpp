@@ -4,8 +4,10 @@
 
 #include "gridwarp/io/atomic_file.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -142,10 +144,29 @@ io::WriteOptions to_write_options(const VolumeFlags& flags, const CommonOptions&
     return options;
 }
 
+int original_stderr() {
+    // Above 2, and not inherited by programs the process may start.
+    static const int descriptor = [] {
+        const int copy = ::fcntl(2, F_DUPFD_CLOEXEC, 3);
+        return copy >= 0 ? copy : 2;
+    }();
+    return descriptor;
+}
+
+void write_to_original_stderr(std::string_view text) {
+    const int descriptor = original_stderr();
+    while (!text.empty()) {
+        const ssize_t n = ::write(descriptor, text.data(), text.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        text.remove_prefix(static_cast<std::size_t>(n));
+    }
+}
+
 CommandProgress::CommandProgress(const std::string& command, const CommonOptions& options)
-    : command_(command), active_(!options.quiet && ::isatty(2)), start_(std::chrono::steady_clock::now()) {
+    : command_(command), active_(!options.quiet && ::isatty(original_stderr())), start_(std::chrono::steady_clock::now()) {
     if (const char* after = std::getenv("GRIDWARP_PROGRESS_AFTER_MS"); after && *after) delay_ = std::chrono::milliseconds(std::atoi(after));
-    if (active_) terminal_ = ::dup(2);
+    if (active_) terminal_ = original_stderr();
     if (terminal_ >= 0) thread_ = std::thread([this] { run(); });
 }
 
@@ -161,7 +182,6 @@ void CommandProgress::finish() {
     if (thread_.joinable()) thread_.join();
     if (drawn_) write_to_terminal("\r\033[K");  // the line goes; the command's own messages follow
     active_ = false;
-    if (terminal_ >= 0) ::close(terminal_);
     terminal_ = -1;
 }
 
@@ -187,12 +207,7 @@ void CommandProgress::draw_locked() {
 }
 
 void CommandProgress::write_to_terminal(const std::string& text) const {
-    std::size_t done = 0;
-    while (terminal_ >= 0 && done < text.size()) {
-        const ssize_t n = ::write(terminal_, text.data() + done, text.size() - done);
-        if (n <= 0) break;
-        done += static_cast<std::size_t>(n);
-    }
+    if (terminal_ >= 0) write_to_original_stderr(text);
 }
 
 void CommandProgress::run() {
@@ -231,9 +246,10 @@ void sample_and_write(const std::filesystem::path& file, io::Image description, 
 }
 
 void Explanation::print() const {
-    std::cout << command_ << ":\n";
-    for (const auto& [key, value] : lines_) std::cout << "  " << key << ": " << value << "\n";
-    std::cout.flush();
+    // In one piece: the explanations of jobs that gridwarp batch runs side by side do not interleave.
+    std::string text = command_ + ":\n";
+    for (const auto& [key, value] : lines_) text += "  " + key + ": " + value + "\n";
+    std::cout << text << std::flush;
 }
 
 std::string describe_image(const io::Image& image) {

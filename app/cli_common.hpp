@@ -14,6 +14,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gridwarp/grid_sample.hpp"
@@ -70,6 +71,14 @@ struct VolumeFlags {
 void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes);
 io::ReadOptions to_read_options(const VolumeFlags& flags, const CommonOptions& common);
 io::WriteOptions to_write_options(const VolumeFlags& flags, const CommonOptions& common);
+// File descriptor 2 as it was when gridwarp started (main takes it first). lib/io points descriptor
+// 2 at a capture file while a decoder runs, so whatever another thread writes there meanwhile would
+// become that decoder's error: the log, progress bars and batch's lines are written here instead.
+int original_stderr();
+// Writes all of `text` to original_stderr(), in one write where the system allows (lines that
+// threads write at once do not interleave).
+void write_to_original_stderr(std::string_view text);
+
 // On a terminal, a command running longer than about a second shows on stderr which of its phases
 // (reading, sampling, writing) it is in, as a bar with the elapsed time, redrawn until it ends.
 // Off with --quiet, when stderr is not a terminal, and inside gridwarp batch (whose jobs are quiet).
@@ -92,8 +101,7 @@ private:
 
     std::string command_;
     bool active_ = false;
-    // A copy of the terminal's descriptor, taken at the start: readers point file descriptor 2 at a
-    // capture file while a decoder runs (the bar must not land in the decoder's messages).
+    // original_stderr() when drawing: the bar must not land in a decoder's captured messages.
     int terminal_ = -1;
     std::chrono::steady_clock::time_point start_;
     std::chrono::milliseconds delay_{1000};

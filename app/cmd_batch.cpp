@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -63,7 +65,11 @@ public:
         sub_ = app_.get_subcommand(command);
     }
     const CLI::Option* find(const std::string& name) const { return sub_->get_option_no_throw("--" + name); }
-    bool is_flag(const std::string& name) const { return find(name)->get_type_size() == 0; }
+    // CLI11 2.x marks an on/off flag by expecting no value after it (its type size stays 1).
+    bool is_flag(const std::string& name) const {
+        const CLI::Option* option = find(name);
+        return option != nullptr && option->get_expected_max() == 0;
+    }
     // Only --transform repeats (--size and --shift take one comma-separated value).
     bool repeatable(const std::string& name) const { return name == "transform"; }
 
@@ -72,16 +78,18 @@ private:
     CLI::App* sub_ = nullptr;
 };
 
-bool truthy(std::string value) {
-    std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return std::tolower(c); });
-    return value == "1" || value == "true" || value == "yes" || value == "on";
+// Whether a flag's last value sets it (values are checked as they are read: a manifest's by
+// parse_flag_value, the defaults by CLI11).
+bool flag_set(const Values& values, const std::string& name) {
+    const auto found = values.find(name);
+    return found != values.end() && !found->second.empty() && parse_flag_value(found->second.back()).value_or(false);
 }
 
-// The manifest's jobs. Throws BatchSetupError naming the file, row and column of the first problem.
-std::vector<Job> read_manifest(const fs::path& file, const CommandOptions& options) {
-    const ManifestColumns columns{[&](const std::string& name) { return options.find(name) != nullptr; },
-                                  [&](const std::string& name) { return options.repeatable(name); }};
-    return parse_manifest(io::read_file_bytes(file), file, columns);
+// The manifest's columns as COMMAND takes them.
+ManifestColumns manifest_columns(const CommandOptions& options) {
+    return ManifestColumns{[&options](const std::string& name) { return options.find(name) != nullptr; },
+                           [&options](const std::string& name) { return options.repeatable(name); },
+                           [&options](const std::string& name) { return options.is_flag(name); }};
 }
 
 // The command line's defaults for COMMAND, as option name -> values.
@@ -106,7 +114,11 @@ Values parse_defaults(const std::string& command, const std::vector<std::string>
         if (option->count() == 0 || option->get_lnames().empty()) continue;
         const std::string& name = option->get_lnames().front();
         if (name == "help") continue;
-        values[name] = option->get_type_size() == 0 ? std::vector<std::string>{"true"} : option->results();
+        if (option->get_expected_max() == 0) {
+            values[name] = {option->as<bool>() ? "true" : "false"};  // -q, --align-corners=false, ...
+        } else {
+            values[name] = option->results();
+        }
     }
     return values;
 }
@@ -125,7 +137,7 @@ std::vector<std::string> job_arguments(const std::string& command, const Values&
     std::vector<std::string> args{command};
     for (const auto& [name, values] : merged) {
         if (options.is_flag(name)) {
-            if (!values.empty() && truthy(values.back())) args.push_back("--" + name);
+            if (flag_set(merged, name)) args.push_back("--" + name);
             continue;
         }
         for (const auto& value : values) {
@@ -137,7 +149,7 @@ std::vector<std::string> job_arguments(const std::string& command, const Values&
         args.push_back("--threads");
         args.push_back(std::to_string(threads));
     }
-    if (merged.count("verbose") == 0 && merged.count("quiet") == 0) args.push_back("--quiet");
+    if (!flag_set(merged, "verbose") && !flag_set(merged, "quiet")) args.push_back("--quiet");
     return args;
 }
 
@@ -164,33 +176,47 @@ struct Shard {
     std::size_t index = 0, count = 1;
 };
 
+// A whole number for --shard: digits only, refused past what a count can hold (strtoll would wrap
+// 99999999999999999999 silently).
+std::uint64_t shard_number(std::string_view text, const std::string& what) {
+    std::uint64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error == std::errc::result_out_of_range) {
+        throw BatchSetupError("--shard: " + what + " is " + std::string(text) + ", past the largest count (" +
+                              std::to_string(std::numeric_limits<std::uint64_t>::max()) + ")");
+    }
+    if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
+        throw BatchSetupError("--shard: " + what + " is '" + std::string(text) + "', expected a whole number (0, 1, 2, ...)");
+    }
+    return value;
+}
+
 Shard parse_shard(const std::string& text) {
     Shard shard;
     if (text.empty()) return shard;
-    auto number = [&](const char* value, const char* name) -> long long {
+    auto from_environment = [&](const char* name) {
+        const char* value = std::getenv(name);
         if (!value || !*value) throw BatchSetupError(std::string("--shard slurm: ") + name + " is not set (run it in a Slurm array job)");
-        char* end = nullptr;
-        const long long n = std::strtoll(value, &end, 10);
-        if (*end != '\0') throw BatchSetupError(std::string("--shard slurm: ") + name + " is '" + value + "', expected a whole number");
-        return n;
+        return shard_number(value, name);
     };
-    long long k = 0, n = 0;
+    std::uint64_t k = 0, n = 0;
     if (text == "slurm") {
-        const long long id = number(std::getenv("SLURM_ARRAY_TASK_ID"), "SLURM_ARRAY_TASK_ID");
+        const std::uint64_t id = from_environment("SLURM_ARRAY_TASK_ID");
         const char* minimum = std::getenv("SLURM_ARRAY_TASK_MIN");
-        k = id - (minimum && *minimum ? number(minimum, "SLURM_ARRAY_TASK_MIN") : 0);
-        n = number(std::getenv("SLURM_ARRAY_TASK_COUNT"), "SLURM_ARRAY_TASK_COUNT");
+        const std::uint64_t first = minimum && *minimum ? from_environment("SLURM_ARRAY_TASK_MIN") : 0;
+        if (id < first) {
+            throw BatchSetupError("--shard slurm: SLURM_ARRAY_TASK_ID " + std::to_string(id) + " is below SLURM_ARRAY_TASK_MIN " +
+                                  std::to_string(first));
+        }
+        k = id - first;
+        n = from_environment("SLURM_ARRAY_TASK_COUNT");
     } else {
         const auto slash = text.find('/');
-        char* end_k = nullptr;
-        char* end_n = nullptr;
         if (slash == std::string::npos) throw BatchSetupError("--shard: expected K/N or slurm, got '" + text + "'");
-        const std::string a = text.substr(0, slash), b = text.substr(slash + 1);
-        k = std::strtoll(a.c_str(), &end_k, 10);
-        n = std::strtoll(b.c_str(), &end_n, 10);
-        if (a.empty() || b.empty() || *end_k != '\0' || *end_n != '\0') throw BatchSetupError("--shard: expected K/N or slurm, got '" + text + "'");
+        k = shard_number(std::string_view(text).substr(0, slash), "K");
+        n = shard_number(std::string_view(text).substr(slash + 1), "N");
     }
-    if (n < 1 || k < 0 || k >= n) {
+    if (n < 1 || k >= n) {
         throw BatchSetupError("--shard: expected 0 <= K < N, got K=" + std::to_string(k) + " N=" + std::to_string(n));
     }
     shard.index = static_cast<std::size_t>(k);
@@ -208,6 +234,7 @@ std::string quoted_command(const std::vector<std::string>& args) {
 }
 
 // Progress on stderr: a bar redrawn in place on a terminal, or one JSON event per finished job.
+// Written through original_stderr(): a job's reader may hold descriptor 2 meanwhile.
 class Progress {
 public:
     Progress(std::string mode, std::size_t total) : mode_(std::move(mode)), total_(total), start_(std::chrono::steady_clock::now()) {}
@@ -227,7 +254,7 @@ public:
             event["finished"] = finished_;
             event["total"] = total_;
             event["failed"] = failed_;
-            std::cerr << event.dump() << "\n";
+            write_to_original_stderr(event.dump() + "\n");
         } else if (mode_ == "bar" && (elapsed - last_draw_ >= 0.1 || finished_ == total_)) {
             last_draw_ = elapsed;
             const double rate = elapsed > 0 ? static_cast<double>(finished_) / elapsed : 0.0;
@@ -238,8 +265,7 @@ public:
             std::snprintf(line, sizeof line, "\r[%s%s] %zu/%zu  %.1f jobs/s  %.0f s left  %zu failed ",
                           std::string(static_cast<std::size_t>(filled), '#').c_str(),
                           std::string(static_cast<std::size_t>(kWidth - filled), '.').c_str(), finished_, total_, rate, left, failed_);
-            std::cerr << line << std::flush;
-            if (finished_ == total_) std::cerr << "\n";
+            write_to_original_stderr(std::string(line) + (finished_ == total_ ? "\n" : ""));
         }
     }
 
@@ -262,38 +288,45 @@ void run_batch(const BatchCommand& command) {
         throw ExitStatus(2, "batch: COMMAND must be affine, flow, resample or sample, got '" + command.command + "'");
     }
     const CommandOptions options(command.command);
-    std::vector<Job> jobs;
+    const ManifestColumns columns = manifest_columns(options);
+    std::string manifest;
     Values defaults;
     Shard shard;
+    std::vector<Job> jobs;  // the shard's rows, in order
+    const auto in_shard = [&](std::size_t row) { return row % shard.count == shard.index; };
     try {
-        io::read_file_bytes(command.manifest);  // one error line for a missing or unreadable manifest
-        jobs = read_manifest(command.manifest, options);
         defaults = parse_defaults(command.command, command.defaults);
         shard = parse_shard(command.shard);
+        manifest = io::read_file_bytes(command.manifest);
+        if (command.dry_run) {
+            // Every row checked before the first is printed; then the rows are read again, one at a time.
+            read_manifest_jobs(manifest, command.manifest, columns, [](std::size_t) { return false; }, [](Job&&) {});
+        } else {
+            read_manifest_jobs(manifest, command.manifest, columns, in_shard, [&](Job&& job) { jobs.push_back(std::move(job)); });
+            manifest = std::string();
+        }
     } catch (const BatchSetupError& e) {
         throw ExitStatus(2, std::string("batch: ") + e.what());
     } catch (const std::exception& e) {
         throw ExitStatus(2, std::string("batch: ") + e.what());
     }
-    std::vector<std::size_t> selected;
-    for (const auto& job : jobs) {
-        if (job.row % shard.count == shard.index) selected.push_back(job.row);
-    }
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    // By default small files run side by side, a job per core, and big volumes one at a time with
-    // every core inside the job: as many jobs at once as there are cores would hold as many
-    // volumes in memory. The first job's input decides.
-    auto big_volume = [&] {
-        if (selected.empty()) return false;
-        Values merged = merged_values(defaults, jobs[selected.front()]);
-        if (merged.count("input") == 0 || merged["input"].empty()) return false;
-        const fs::path input = merged["input"].front();
-        std::error_code error;
-        const auto size = fs::file_size(input, error);
-        return !error && io::kind_for_path(input) == io::FileKind::Volume && size >= kBigVolumeBytes;
+    // Jobs at once and threads per job. By default small files run side by side, a job per core, and
+    // big volumes one at a time with every core inside the job: as many jobs at once as there are
+    // cores would hold as many volumes in memory. The first job's input decides.
+    auto jobs_and_threads = [&](const Job* first) {
+        auto big_volume = [&] {
+            if (!first) return false;
+            Values merged = merged_values(defaults, *first);
+            if (merged.count("input") == 0 || merged["input"].empty()) return false;
+            const fs::path input = merged["input"].front();
+            std::error_code error;
+            const auto size = fs::file_size(input, error);
+            return !error && io::kind_for_path(input) == io::FileKind::Volume && size >= kBigVolumeBytes;
+        };
+        const int workers = command.jobs > 0 ? command.jobs : big_volume() ? 1 : static_cast<int>(cores);
+        return std::make_pair(workers, std::max(1, static_cast<int>(cores) / workers));
     };
-    const int workers = command.jobs > 0 ? command.jobs : big_volume() ? 1 : static_cast<int>(cores);
-    const int threads_per_job = std::max(1, static_cast<int>(cores) / workers);
 
     auto outputs_of = [&](const Job& job) {
         Values merged = merged_values(defaults, job);
@@ -313,19 +346,24 @@ void run_batch(const BatchCommand& command) {
     };
 
     if (command.dry_run) {
-        // Each job's command line, then what it would do (its --explain), one job after another.
-        for (std::size_t i : selected) {
-            const Job& job = jobs[i];
+        // Each job's command line, then what it would do (its --explain), one job after another, as
+        // the rows are read: no row is held after it is printed.
+        int threads_per_job = 0;
+        read_manifest_jobs(manifest, command.manifest, columns, in_shard, [&](Job&& job) {
+            if (threads_per_job == 0) threads_per_job = jobs_and_threads(&job).second;
             auto args = job_arguments(command.command, defaults, job, options, threads_per_job);
             const bool skip = command.resume && outputs_exist(job);
-            std::cout << "row " << job.row << ": " << quoted_command(args) << (skip ? "  # skipped: its outputs exist" : "") << std::endl;
-            if (skip) continue;
+            std::cout << "row " << job.row << ": " << quoted_command(args) << (skip ? "  # skipped: its outputs exist" : "") << "\n";
+            if (skip) return;
             args.push_back("--explain");
             const std::string error = run_job(command.command, args);
-            if (!error.empty()) std::cout << "  would fail: " << error << std::endl;
-        }
+            if (!error.empty()) std::cout << "  would fail: " << error << "\n";
+        });
+        std::cout.flush();
         return;
     }
+    const auto sizing = jobs_and_threads(jobs.empty() ? nullptr : &jobs.front());
+    const int workers = sizing.first, threads_per_job = sizing.second;
 
     // Files the jobs share (a reference, a transform, a displacement field) are read once, in up to
     // an eighth of the machine's memory (at most 2 GiB).
@@ -334,16 +372,16 @@ void run_batch(const BatchCommand& command) {
     std::vector<Outcome> outcomes(jobs.size());
     // A bar only where someone watches (stderr a terminal) unless asked; nothing extra in logs.
     std::string mode = command.progress;
-    if (mode.empty()) mode = ::isatty(2) ? "bar" : "none";
-    Progress progress(mode, selected.size());
+    if (mode.empty()) mode = ::isatty(original_stderr()) ? "bar" : "none";
+    Progress progress(mode, jobs.size());
     std::atomic<std::size_t> next{0};
     std::atomic<bool> stop{false};
     auto worker = [&] {
         for (;;) {
             const std::size_t k = next.fetch_add(1);
-            if (k >= selected.size() || stop.load()) return;
-            const Job& job = jobs[selected[k]];
-            Outcome& outcome = outcomes[job.row];
+            if (k >= jobs.size() || stop.load()) return;
+            const Job& job = jobs[k];
+            Outcome& outcome = outcomes[k];
             if (command.resume && outputs_exist(job)) {
                 outcome.status = "skipped";
                 progress.finished(job.row, outcome.status, "", 0.0);
@@ -358,29 +396,29 @@ void run_batch(const BatchCommand& command) {
         }
     };
     std::vector<std::thread> pool;
-    for (int w = 0; w < std::min<int>(workers, static_cast<int>(selected.size())); ++w) pool.emplace_back(worker);
+    for (int w = 0; w < std::min<int>(workers, static_cast<int>(jobs.size())); ++w) pool.emplace_back(worker);
     for (auto& thread : pool) thread.join();
 
     std::size_t done = 0, skipped = 0, failed = 0, not_run = 0;
     std::vector<std::string> first_errors;
-    for (std::size_t i : selected) {
-        const Outcome& o = outcomes[i];
+    for (std::size_t k = 0; k < jobs.size(); ++k) {
+        const Outcome& o = outcomes[k];
         if (o.status == "done") ++done;
         if (o.status == "skipped") ++skipped;
         if (o.status == "not run") ++not_run;
         if (o.status == "failed") {
             ++failed;
-            if (first_errors.size() < 5) first_errors.push_back("row " + std::to_string(i) + ": " + o.error);
+            if (first_errors.size() < 5) first_errors.push_back("row " + std::to_string(jobs[k].row) + ": " + o.error);
         }
     }
     if (!command.report.empty()) {
         io::write_file_atomically(command.report, [&](std::ostream& out) {
-            for (std::size_t i : selected) {
-                const Outcome& o = outcomes[i];
+            for (std::size_t k = 0; k < jobs.size(); ++k) {
+                const Outcome& o = outcomes[k];
                 nlohmann::ordered_json line;
-                line["row"] = i;
-                line["inputs"] = inputs_of(jobs[i]);
-                line["outputs"] = outputs_of(jobs[i]);
+                line["row"] = jobs[k].row;
+                line["inputs"] = inputs_of(jobs[k]);
+                line["outputs"] = outputs_of(jobs[k]);
                 line["status"] = o.status;
                 line["error"] = o.error;
                 line["seconds"] = o.seconds;
@@ -388,14 +426,15 @@ void run_batch(const BatchCommand& command) {
             }
         });
     }
-    std::string summary = "batch: " + std::to_string(selected.size()) + " job(s): " + std::to_string(done) + " done, " +
+    std::string summary = "batch: " + std::to_string(jobs.size()) + " job(s): " + std::to_string(done) + " done, " +
                           std::to_string(skipped) + " skipped, " + std::to_string(failed) + " failed";
     if (not_run > 0) summary += ", " + std::to_string(not_run) + " not run (--fail-fast)";
     if (const std::size_t shared = io::shared_file_hits(); shared > 0) {
         summary += "; " + std::to_string(shared) + " reads of shared files answered from memory";
     }
-    std::cerr << summary << "\n";
-    for (const auto& error : first_errors) std::cerr << "  " << error << "\n";
+    summary += "\n";
+    for (const auto& error : first_errors) summary += "  " + error + "\n";
+    write_to_original_stderr(summary);
     if (failed > 0) throw ExitStatus(3, "");
 }
 

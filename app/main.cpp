@@ -1,15 +1,21 @@
 // gridwarp: exact grid sampling of images, volumes and tensors from the command line.
 #include <CLI/CLI.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/sinks/ansicolor_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <exception>
+#include <memory>
 
 #include "cli_common.hpp"
 
 int main(int argc, char** argv) {
-    // Messages go to stderr so that stdout stays clean for data (gridwarp info --json).
-    auto logger = spdlog::stderr_color_mt("gridwarp");
+    // Messages go to stderr so that stdout stays clean for data (gridwarp info --json), through the
+    // descriptor taken before any reader can capture descriptor 2 (cli_common.hpp).
+    std::FILE* messages = ::fdopen(gridwarp::cli::original_stderr(), "w");
+    auto sink = std::make_shared<spdlog::sinks::ansicolor_sink<spdlog::details::console_mutex>>(messages ? messages : stderr,
+                                                                                               spdlog::color_mode::automatic);
+    auto logger = std::make_shared<spdlog::logger>("gridwarp", std::move(sink));
     logger->set_pattern("gridwarp: %^%l%$: %v");
     spdlog::set_default_logger(logger);
 
@@ -34,7 +40,10 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        const int status = app.exit(e);
+        // A batch whose own options are wrong could not start: exit status 2, as documented.
+        const auto used = app.get_subcommands();
+        return status != 0 && !used.empty() && used.front()->get_name() == "batch" ? 2 : status;
     } catch (const gridwarp::cli::ExitStatus& e) {
         if (*e.what()) spdlog::error("{}", e.what());
         return e.code();

@@ -372,3 +372,243 @@ TEST_CASE("batch: --max-memory applies to each job, as a default and as a column
     CHECK(report[2]["error"].get<std::string>().find("needs 230400 bytes (225 KiB), more than --max-memory 1024 bytes (1 KiB)") !=
           std::string::npos);
 }
+
+// ---------------------------------------------------------------------------------------------
+// On/off flags, progress beside the jobs, manifests as spreadsheets write them, numbers past their
+// range, and a million rows (issue 32).
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// The single command's output for `options`, written to `output`.
+void run_single_affine(const fs::path& input, const fs::path& output, const std::vector<std::string>& options) {
+    std::vector<std::string> args{"affine", "-i", input.string(), "-o", output.string()};
+    args.insert(args.end(), options.begin(), options.end());
+    const RunResult single = run_gridwarp(args);
+    INFO(describe(single));
+    REQUIRE(single.status == 0);
+}
+
+// Runs `command` on a pseudo-terminal (util-linux script(1)); returns its exit status and what the
+// terminal showed.
+std::pair<int, std::string> run_on_terminal(const std::string& command, const fs::path& log) {
+    const std::string line = "script -qefc \"" + command + "\" /dev/null > '" + log.string() + "' 2>&1";
+    const int raw = std::system(line.c_str());
+    return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, bytes_of(log)};
+}
+
+}  // namespace
+
+TEST_CASE("batch: on/off flags as defaults and as columns reach the jobs as the single command takes them", "[cli][batch][flags]") {
+    TempDir dir;
+    make_inputs(dir.path());
+    write_text(dir / "m.txt", "0.9 0.2 -3\n-0.1 1.1 4\n");
+    const fs::path matrix = dir / "m.txt";
+    // Defaults -q and --align-corners (short and long names); the rows turn --inverse on and off in
+    // every spelling, and one row turns the default --align-corners off.
+    write_text(dir / "flags.csv", "input,output,matrix,inverse,align-corners\n"
+                                  "a.png,out/t.png,m.txt,true,\n"
+                                  "a.png,out/f.png,m.txt,false,\n"
+                                  "a.png,out/one.png,m.txt,1,0\n"
+                                  "a.png,out/zero.png,m.txt,0,\n"
+                                  "a.png,out/yes.png,m.txt,Yes,no\n"
+                                  "a.png,out/no.png,m.txt,NO,\n"
+                                  "a.png,out/unset.png,m.txt,,\n");
+    const RunResult csv = run_gridwarp({"batch", "affine", (dir / "flags.csv").string(), "-q", "--align-corners", "--mode", "cubic", "--jobs", "2"});
+    INFO(describe(csv));
+    REQUIRE(csv.status == 0);
+    CHECK(csv.err.find("7 job(s): 7 done") != std::string::npos);
+    const std::vector<std::pair<std::string, std::vector<std::string>>> expected = {
+        {"t.png", {"--inverse", "--align-corners"}}, {"f.png", {"--align-corners"}}, {"one.png", {"--inverse"}},
+        {"zero.png", {"--align-corners"}},           {"yes.png", {"--inverse"}},     {"no.png", {"--align-corners"}},
+        {"unset.png", {"--align-corners"}}};
+    for (const auto& [name, flags] : expected) {
+        INFO(name);
+        std::vector<std::string> options{"--matrix", matrix.string(), "--mode", "cubic", "-q"};
+        options.insert(options.end(), flags.begin(), flags.end());
+        run_single_affine(dir / "a.png", dir / ("single_" + name), options);
+        CHECK(bytes_of(dir / "out" / name) == bytes_of(dir / ("single_" + name)));
+    }
+    // --inverse changes the output (else the comparison above proves nothing; a pixel matrix maps
+    // pixel centres, so --align-corners does not change it).
+    CHECK(bytes_of(dir / "out" / "t.png") != bytes_of(dir / "out" / "f.png"));
+
+    // JSON booleans and numbers, with -v as a default: the jobs report what they write.
+    write_text(dir / "flags.jsonl", "{\"input\": \"a.png\", \"output\": \"out/jt.png\", \"matrix\": \"m.txt\", \"inverse\": true}\n"
+                                    "{\"input\": \"a.png\", \"output\": \"out/jf.png\", \"matrix\": \"m.txt\", \"inverse\": false, "
+                                    "\"align-corners\": 1}\n");
+    const RunResult jsonl = run_gridwarp({"batch", "affine", (dir / "flags.jsonl").string(), "-v", "--jobs", "1"});
+    INFO(describe(jsonl));
+    REQUIRE(jsonl.status == 0);
+    CHECK(jsonl.err.find("out/jt.png") != std::string::npos);
+    run_single_affine(dir / "a.png", dir / "single_jt.png", {"--matrix", matrix.string(), "--inverse"});
+    run_single_affine(dir / "a.png", dir / "single_jf.png", {"--matrix", matrix.string(), "--align-corners"});
+    CHECK(bytes_of(dir / "out" / "jt.png") == bytes_of(dir / "single_jt.png"));
+    CHECK(bytes_of(dir / "out" / "jf.png") == bytes_of(dir / "single_jf.png"));
+
+    // --explain as a default: every job explains itself and writes nothing.
+    fs::remove_all(dir / "out");
+    fs::create_directories(dir / "out");
+    const RunResult explain = run_gridwarp({"batch", "affine", (dir / "flags.csv").string(), "--explain", "--verbose"});
+    INFO(describe(explain));
+    CHECK(explain.status == 0);
+    std::size_t explained = 0;
+    for (std::size_t at = explain.out.find("mapping: "); at != std::string::npos; at = explain.out.find("mapping: ", at + 1)) ++explained;
+    CHECK(explained == 7);
+    CHECK(fs::is_empty(dir / "out"));
+
+    // A flag's cell that is neither true nor false stops the batch before it starts.
+    write_text(dir / "maybe.csv", "input,output,matrix,inverse\na.png,out/m.png,m.txt,maybe\n");
+    const RunResult maybe = run_gridwarp({"batch", "affine", (dir / "maybe.csv").string()});
+    INFO(describe(maybe));
+    CHECK(maybe.status == 2);
+    CHECK(line_count(maybe.err) == 1);
+    for (const char* needle : {"maybe.csv", "line 2", "column 4", "'maybe'", "inverse"}) CHECK(maybe.err.find(needle) != std::string::npos);
+    CHECK(fs::is_empty(dir / "out"));
+}
+
+TEST_CASE("batch: progress never lands in a job's error, and every jsonl event is written", "[cli][batch][progress]") {
+    TempDir dir;
+    make_inputs(dir.path());
+    constexpr int kJobs = 60;
+    std::string manifest = "input,output,rotate\n";
+    for (int i = 0; i < kJobs; ++i) manifest += (i % 2 ? "a.png" : "b.png") + std::string(",out/r") + std::to_string(i) + ".png," + std::to_string(i) + "\n";
+    write_text(dir / "jobs.csv", manifest);
+
+    // JSON events from four jobs at a time: one well-formed event per job, counted in order.
+    const RunResult events = run_gridwarp({"batch", "affine", (dir / "jobs.csv").string(), "--progress", "jsonl", "--jobs", "4"});
+    INFO(describe(events));
+    CHECK(events.status == 0);
+    std::istringstream in(events.err);
+    std::string line;
+    std::set<std::size_t> rows;
+    std::size_t last_finished = 0, others = 0;
+    while (std::getline(in, line)) {
+        if (line.rfind("{", 0) != 0) {
+            ++others;
+            continue;
+        }
+        const auto event = nlohmann::json::parse(line);
+        CHECK(event["status"] == "done");
+        CHECK(event["error"] == "");
+        CHECK(event["total"] == kJobs);
+        CHECK(event["finished"].get<std::size_t>() == last_finished + 1);
+        last_finished = event["finished"].get<std::size_t>();
+        rows.insert(event["row"].get<std::size_t>());
+    }
+    CHECK(rows.size() == static_cast<std::size_t>(kJobs));
+    CHECK(last_finished == static_cast<std::size_t>(kJobs));
+    CHECK(others == 1);  // the summary
+    CHECK(events.err.find(std::to_string(kJobs) + " job(s): " + std::to_string(kJobs) + " done") != std::string::npos);
+
+    // On a terminal: the batch's bar, with verbose jobs whose own phase bars and log lines show at
+    // once, several jobs side by side. No job fails, and no error holds progress text.
+    fs::remove_all(dir / "out");
+    fs::create_directories(dir / "out");
+    const fs::path report = dir / "report.jsonl";
+    const auto [status, terminal] = run_on_terminal("GRIDWARP_PROGRESS_AFTER_MS=0 '" + binary().string() + "' batch affine '" +
+                                                        (dir / "jobs.csv").string() + "' --jobs 4 -v --report '" + report.string() + "'",
+                                                    dir / "terminal.txt");
+    INFO(terminal);
+    CHECK(status == 0);
+    CHECK(terminal.find(" jobs/s ") != std::string::npos);  // the batch's bar was drawn
+    const auto lines = report_lines(report);
+    CHECK(lines.size() == static_cast<std::size_t>(kJobs));
+    for (const auto& job : lines) {
+        INFO(job.dump());
+        CHECK(job["status"] == "done");
+        CHECK(job["error"] == "");
+    }
+    CHECK(listing(dir / "out").size() == static_cast<std::size_t>(kJobs));
+}
+
+TEST_CASE("batch: a UTF-8 byte-order mark is skipped in csv, tsv and jsonl manifests", "[cli][batch][manifest]") {
+    TempDir dir;
+    make_inputs(dir.path());
+    const std::string bom = "\xEF\xBB\xBF";
+    write_text(dir / "bom.csv", bom + "input,output,rotate\na.png,out/csv.png,10\n");
+    write_text(dir / "bom.tsv", bom + "input\toutput\trotate\na.png\tout/tsv.png\t10\n");
+    write_text(dir / "bom.jsonl", bom + "{\"input\": \"a.png\", \"output\": \"out/jsonl.png\", \"rotate\": 10}\n");
+    for (const char* name : {"bom.csv", "bom.tsv", "bom.jsonl"}) {
+        const RunResult r = run_gridwarp({"batch", "affine", (dir / name).string()});
+        INFO(name << "\n" << describe(r));
+        CHECK(r.status == 0);
+    }
+    run_single_affine(dir / "a.png", dir / "single.png", {"--rotate", "10"});
+    for (const char* name : {"csv.png", "tsv.png", "jsonl.png"}) CHECK(bytes_of(dir / "out" / name) == bytes_of(dir / "single.png"));
+    // A mark anywhere else is content: an unknown column.
+    write_text(dir / "inner.csv", "input," + bom + "output\na.png,out/x.png\n");
+    CHECK(run_gridwarp({"batch", "affine", (dir / "inner.csv").string()}).status == 2);
+}
+
+TEST_CASE("batch: a NUL byte in a cell, and counts past their range, stop the batch with one line", "[cli][batch][manifest]") {
+    TempDir dir;
+    make_inputs(dir.path());
+    using namespace std::string_literals;
+    const std::vector<std::tuple<std::string, std::string, std::vector<std::string>>> cases = {
+        {"nul.csv", "input,output\na.png,out/x.png\na.png,out/y.png\0.png\n"s, {"nul.csv", "line 3", "column 2", "NUL"}},
+        {"quoted.csv", "input,output\n\"a.png\",\"out/\0x.png\"\n"s, {"quoted.csv", "line 2", "column 2", "NUL"}},
+        {"nul.tsv", "input\toutput\na.png\tout/x.png\0\n"s, {"nul.tsv", "line 2", "column 2", "NUL"}},
+        {"escaped.jsonl", "{\"input\": \"a.png\", \"output\": \"out/x.png\\u0000.png\"}\n"s, {"escaped.jsonl", "line 1", "'output'", "NUL"}},
+        {"raw.jsonl", "{\"input\": \"a.png\"}\n{\"input\": \"a.png\", \"output\": \"out/\0\"}\n"s, {"raw.jsonl", "line 2", "NUL"}},
+    };
+    for (const auto& [name, text, needles] : cases) {
+        INFO(name);
+        write_text(dir / name, text);
+        const RunResult r = run_gridwarp({"batch", "affine", (dir / name).string(), "--rotate", "5"});
+        INFO(describe(r));
+        CHECK(r.status == 2);
+        CHECK(line_count(r.err) == 1);
+        CHECK(r.err.find('\0') == std::string::npos);
+        for (const auto& needle : needles) CHECK(r.err.find(needle) != std::string::npos);
+    }
+    CHECK(fs::is_empty(dir / "out"));
+
+    write_text(dir / "jobs.csv", "input,output,rotate\na.png,out/a.png,10\n");
+    for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{{"--shard", "1/99999999999999999999"},
+                                                                                     {"--shard", "99999999999999999999/3"},
+                                                                                     {"--shard", "0/18446744073709551616"},
+                                                                                     {"--jobs", "99999999999999999999"},
+                                                                                     {"--threads", "99999999999999999999"}}) {
+        std::vector<std::string> args{"batch", "affine", (dir / "jobs.csv").string()};
+        args.insert(args.end(), extra.begin(), extra.end());
+        const RunResult r = run_gridwarp(args);
+        INFO(describe(r));
+        CHECK(r.status == 2);
+        CHECK(line_count(r.err) == 1);
+        CHECK(r.err.find(extra[0]) != std::string::npos);
+    }
+    // The largest count that fits is a count: shard 0 of 2^64-1 takes row 0.
+    const RunResult widest = run_gridwarp({"batch", "affine", (dir / "jobs.csv").string(), "--shard", "0/18446744073709551615"});
+    INFO(describe(widest));
+    CHECK(widest.status == 0);
+    CHECK(fs::exists(dir / "out" / "a.png"));
+}
+
+TEST_CASE("batch: a million-row manifest is read in seconds, holding only the rows its shard runs", "[cli][batch][scale]") {
+    TempDir dir;
+    make_inputs(dir.path());
+    constexpr int kRows = 1000000;
+    {
+        std::ofstream out(dir / "million.csv", std::ios::binary);
+        out << "input,output,rotate\n";
+        for (int i = 0; i < kRows; ++i) out << "in/" << i << ".png,out/" << i << ".png," << (i % 360) << "\n";
+    }
+    const auto timed = [&](const std::string& extra, const fs::path& stdout_file) {
+        const fs::path usage = dir / "usage.txt";
+        const std::string command = "/usr/bin/time -f '%e %M' -o '" + usage.string() + "' '" + binary().string() + "' batch affine '" +
+                                    (dir / "million.csv").string() + "' --dry-run" + extra + " > '" + stdout_file.string() + "' 2>&1";
+        const int raw = std::system(command.c_str());
+        std::istringstream in(bytes_of(usage));
+        double seconds = 0, max_rss_kb = 0;
+        in >> seconds >> max_rss_kb;
+        return std::make_tuple(WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, seconds, max_rss_kb / 1024);
+    };
+    // One row in a thousand: the parsed rows of the others are not held.
+    const auto [shard_status, shard_seconds, shard_rss_mb] = timed(" --shard 7/1000", dir / "shard.txt");
+    WARN("10^6-row dry run of shard 7/1000: " << shard_seconds << " s, peak RSS " << shard_rss_mb << " MB");
+    CHECK(shard_status == 0);
+    CHECK(shard_seconds < 20);
+    CHECK(shard_rss_mb < 150);
+    CHECK(bytes_of(dir / "shard.txt").find("row 999007: ") != std::string::npos);
+}

@@ -7,11 +7,13 @@
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/npy.hpp"
+#include "gridwarp/io/text.hpp"
 
 namespace gridwarp::io {
 
 TextMatrix parse_text_matrix(std::string_view text, const std::filesystem::path& source) {
     TextMatrix matrix;
+    text = without_byte_order_mark(text);
     std::size_t line_number = 0;
     while (!text.empty()) {
         const auto end = text.find('\n');

@@ -1,5 +1,5 @@
 // Plain-text matrices: one row per line, numbers separated by spaces, tabs or commas;
-// blank lines and lines starting with '#' are ignored.
+// blank lines and lines starting with '#' are ignored, and so is a leading UTF-8 byte-order mark.
 #pragma once
 
 #include <filesystem>
