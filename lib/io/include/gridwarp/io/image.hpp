@@ -99,8 +99,8 @@ struct ReadOptions {
     // compressed voxels, encoded images. Uncompressed data is checked against the file's size
     // instead. 0: no limit. (--max-voxels)
     std::uint64_t max_voxels = kDefaultMaxVoxels;
-    // Whether a detached header (.nhdr, .mhd) may name data files outside its own folder.
-    // (--allow-outside-data-files)
+    // Whether a detached header (.nhdr, .mhd, either half of a NIfTI pair) may bring along data
+    // files outside its own folder. (--allow-outside-data-files)
     bool allow_outside_data_files = false;
     int threads = 0;  // threads a reader may use besides its own (0: every core; --threads)
 };
