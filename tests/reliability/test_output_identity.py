@@ -38,7 +38,8 @@ def snapshot(folder):
             elif os.path.isdir(path):
                 found[key] = ("folder",)
             else:
-                found[key] = open(path, "rb").read()
+                with open(path, "rb") as f:
+                    found[key] = f.read()
     return found
 
 
@@ -174,7 +175,8 @@ class NamesWithControlCharacters(Folder):
     def test_a_newline_in_a_missing_name(self):
         self.assert_refused(["info", self.path("no\nsuch.nii")], ["no\\nsuch.nii"])
         # A command-line mistake quotes the value given.
-        self.assert_refused(["affine", "-i", self.path("in.npy"), "-o", self.path("out.npy"), "--rotate", "1\n2"], ["1\\n2"])
+        self.assert_refused(["affine", "-i", self.path("in.npy"), "-o", self.path("out.npy"), "--rotate", "1\n2"], ["1\\n2"],
+                            status=104)  # CLI11's status for a value it cannot convert
 
     def test_a_batch_jobs_error_stays_one_line(self):
         name = "job\nin.png"
