@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gridwarp/io/atomic_file.hpp"
+#include "gridwarp/io/file_identity.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -75,7 +76,7 @@ void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes) {
         ->check(CLI::IsMember({"standard", "itk"}));
     add_memory_options(command, flags.memory);
     command.add_flag("--allow-outside-data-files", flags.allow_outside_data_files,
-                     "Let a .nhdr/.mhd header name data files outside its own folder");
+                     "Let a detached header (.nhdr, .mhd, a NIfTI pair's half) bring along data files outside its own folder");
     if (writes) {
         command.add_option("--compression-level", flags.compression_level,
                            "gzip level for .nii.gz outputs: 0 (stored) to 12 (smallest); default 4, within 1 % of zlib's 6")
@@ -288,22 +289,59 @@ void report_warnings(const io::Image& image) {
     for (const auto& warning : image.warnings) spdlog::warn("{}", warning);
 }
 
-void check_output_differs(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs) {
-    for (const auto& input : inputs) {
-        // Same file (hard links, symlinks), or the same path once resolved, or spelled alike. A path
-        // that cannot be resolved (a symlink loop, an unsearchable directory) compares by its
-        // spelling only, so that two unresolvable paths are not taken for one.
-        std::error_code same_error, output_error, input_error;
-        bool same = std::filesystem::equivalent(output, input, same_error);
-        if (!same) {
-            const auto resolved_output = std::filesystem::weakly_canonical(output, output_error);
-            const auto resolved_input = std::filesystem::weakly_canonical(input, input_error);
-            same = !output_error && !input_error && resolved_output == resolved_input;
-        }
-        if (same || output.lexically_normal() == input.lexically_normal()) {
-            throw std::invalid_argument(output.string() + ": the output would overwrite the input; choose another path");
+std::string escape_control_characters(std::string_view text) {
+    std::string escaped;
+    escaped.reserve(text.size());
+    for (const char c : text) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (c == '\n') {
+            escaped += "\\n";
+        } else if (c == '\t') {
+            escaped += "\\t";
+        } else if (byte < 0x20 || byte == 0x7f) {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "\\x%02x", byte);
+            escaped += hex;
+        } else {
+            escaped += c;
         }
     }
+    return escaped;
+}
+
+void check_outputs_differ(const std::vector<std::filesystem::path>& outputs, const std::vector<std::filesystem::path>& inputs) {
+    io::FileIdentifier identify;
+    struct Known {
+        io::FileIdentity identity;
+        std::filesystem::path file;   // one file of ...
+        std::filesystem::path named;  // ... this path as given
+        bool output;
+    };
+    std::vector<Known> known;
+    for (const auto& input : inputs) {
+        for (const auto& file : io::files_read(input)) known.push_back({identify(file), file, input, false});
+    }
+    for (const auto& output : outputs) {
+        const auto written = io::files_written(output);
+        for (const auto& file : written) {
+            const io::FileIdentity identity = identify(file);
+            for (const Known& other : known) {
+                if (!(other.identity == identity)) continue;
+                std::string message = output.string() + ": the output would overwrite " +
+                                      (other.output ? "another output " : "the input ") + other.named.string();
+                if (file != output || other.file != other.named) {
+                    message += " (writing it replaces " + file.string() + ", " +
+                               (other.file == other.named ? "that path itself" : "a file of that path") + ")";
+                }
+                throw std::invalid_argument(message + "; choose another path");
+            }
+        }
+        for (const auto& file : written) known.push_back({identify(file), file, output, true});
+    }
+}
+
+void check_output_differs(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs) {
+    check_outputs_differ({output}, inputs);
 }
 
 }  // namespace gridwarp::cli

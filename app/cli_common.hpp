@@ -150,8 +150,16 @@ void check_output_size(const std::filesystem::path& output, const std::string& o
 void check_output_memory(const std::filesystem::path& output, const std::string& origin, const std::vector<std::int64_t>& extents,
                          std::uint64_t per_point, std::uint64_t value_bytes, const io::MemoryBudget& budget);
 
-// Refuses to overwrite an input with the output (the run would destroy its own input).
+// Refuses (std::invalid_argument naming the output) outputs that would overwrite an input or one
+// another: every file each output writes (a pair by both halves) against every file each input
+// reads (a pair by both halves, a detached header's data files), by identity (io::FileIdentity), not
+// by spelling.
+void check_outputs_differ(const std::vector<std::filesystem::path>& outputs, const std::vector<std::filesystem::path>& inputs);
 void check_output_differs(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs);
+
+// `text` with its control characters written out (\n, \t, \xHH), so that a message naming a file
+// whose name holds a newline is still one line.
+std::string escape_control_characters(std::string_view text);
 
 // A command's way of ending with an exit status other than 0 or 1 (batch: 2 and 3); an empty
 // message prints nothing.

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -23,6 +24,7 @@
 #include "batch_manifest.hpp"
 #include "cli_common.hpp"
 #include "gridwarp/io/atomic_file.hpp"
+#include "gridwarp/io/file_identity.hpp"
 #include "gridwarp/io/image.hpp"
 #include "gridwarp/io/shared_files.hpp"
 
@@ -283,6 +285,56 @@ struct Outcome {
     double seconds = 0;
 };
 
+// Refuses, before any job runs, two jobs that would write one file, and a --report that would
+// replace the manifest or a file a job reads or writes: files compared by identity, not spelling,
+// a pair by both halves (check_outputs_differ compares each job's own outputs and inputs).
+void check_batch_files(const BatchCommand& command, const std::vector<Job>& jobs, const std::vector<std::size_t>& selected,
+                       const Values& defaults) {
+    io::FileIdentifier identify;
+    std::map<io::FileIdentity, std::size_t> written;  // -> the row that writes it
+    const auto report = command.report.empty() ? std::vector<fs::path>{} : io::files_written(command.report);
+    std::set<io::FileIdentity> report_files;
+    for (const auto& file : report) report_files.insert(identify(file));
+    const std::string report_named = "--report " + command.report.string();
+    if (report_files.count(identify(command.manifest))) {
+        throw BatchSetupError(report_named + ": it would overwrite the manifest; choose another path");
+    }
+    for (const std::size_t i : selected) {
+        const Values merged = merged_values(defaults, jobs[i]);
+        const std::string row = "row " + std::to_string(jobs[i].row);
+        for (const auto& [name, values] : merged) {
+            if (kPathOptions.count(name) == 0) continue;
+            for (const auto& value : values) {
+                const bool output = name == "output";
+                // A transform is given as FILE, FILE,inverse or [FILE,1].
+                std::string path = value;
+                if (name == "transform") {
+                    if (path.size() >= 2 && path.front() == '[' && path.back() == ']') path = path.substr(1, path.size() - 2);
+                    for (const char* flag : {",inverse", ",forward", ",1", ",0"}) {
+                        if (path.size() > std::strlen(flag) && path.compare(path.size() - std::strlen(flag), std::string::npos, flag) == 0) {
+                            path.resize(path.size() - std::strlen(flag));
+                            break;
+                        }
+                    }
+                }
+                for (const auto& file : output ? io::files_written(path) : io::files_read(path)) {
+                    const io::FileIdentity identity = identify(file);
+                    if (report_files.count(identity)) {
+                        throw BatchSetupError(report_named + ": it would overwrite " + file.string() + ", which " + row +
+                                              (output ? " writes" : " reads") + "; choose another path");
+                    }
+                    if (!output) continue;
+                    const auto [earlier, first] = written.emplace(identity, jobs[i].row);
+                    if (!first && earlier->second != jobs[i].row) {
+                        throw BatchSetupError("rows " + std::to_string(earlier->second) + " and " + std::to_string(jobs[i].row) +
+                                              " would both write " + file.string() + "; give each job an output of its own");
+                    }
+                }
+            }
+        }
+    }
+}
+
 void run_batch(const BatchCommand& command) {
     if (batch_commands().count(command.command) == 0) {
         throw ExitStatus(2, "batch: COMMAND must be affine, flow, resample or sample, got '" + command.command + "'");
@@ -345,6 +397,12 @@ void run_batch(const BatchCommand& command) {
         return !outputs.empty() && std::all_of(outputs.begin(), outputs.end(), [](const std::string& f) { return fs::exists(f); });
     };
 
+    try {
+        check_batch_files(command, jobs, selected, defaults);
+    } catch (const BatchSetupError& e) {
+        throw ExitStatus(2, std::string("batch: ") + e.what());
+    }
+
     if (command.dry_run) {
         // Each job's command line, then what it would do (its --explain), one job after another, as
         // the rows are read: no row is held after it is printed.
@@ -357,7 +415,7 @@ void run_batch(const BatchCommand& command) {
             if (skip) return;
             args.push_back("--explain");
             const std::string error = run_job(command.command, args);
-            if (!error.empty()) std::cout << "  would fail: " << error << "\n";
+            if (!error.empty()) std::cout << "  would fail: " << escape_control_characters(error) << "\n";
         });
         std::cout.flush();
         return;
@@ -408,7 +466,7 @@ void run_batch(const BatchCommand& command) {
         if (o.status == "not run") ++not_run;
         if (o.status == "failed") {
             ++failed;
-            if (first_errors.size() < 5) first_errors.push_back("row " + std::to_string(jobs[k].row) + ": " + o.error);
+            if (first_errors.size() < 5) first_errors.push_back("row " + std::to_string(jobs[k].row) + ": " + escape_control_characters(o.error));
         }
     }
     if (!command.report.empty()) {

@@ -1,5 +1,6 @@
 // gridwarp: exact grid sampling of images, volumes and tensors from the command line.
 #include <CLI/CLI.hpp>
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/ansicolor_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -9,6 +10,20 @@
 
 #include "cli_common.hpp"
 
+namespace {
+
+// The message of a log line, its control characters written out.
+class EscapedMessage : public spdlog::custom_flag_formatter {
+public:
+    void format(const spdlog::details::log_msg& message, const std::tm&, spdlog::memory_buf_t& out) override {
+        const std::string text = gridwarp::cli::escape_control_characters(std::string_view(message.payload.data(), message.payload.size()));
+        out.append(text.data(), text.data() + text.size());
+    }
+    std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<EscapedMessage>(); }
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
     // Messages go to stderr so that stdout stays clean for data (gridwarp info --json), through the
     // descriptor taken before any reader can capture descriptor 2 (cli_common.hpp).
@@ -16,7 +31,10 @@ int main(int argc, char** argv) {
     auto sink = std::make_shared<spdlog::sinks::ansicolor_sink<spdlog::details::console_mutex>>(messages ? messages : stderr,
                                                                                                spdlog::color_mode::automatic);
     auto logger = std::make_shared<spdlog::logger>("gridwarp", std::move(sink));
-    logger->set_pattern("gridwarp: %^%l%$: %v");
+    // Every message is one line: the control characters of a name it quotes are written out.
+    auto formatter = std::make_unique<spdlog::pattern_formatter>();
+    formatter->add_flag<EscapedMessage>('*').set_pattern("gridwarp: %^%l%$: %*");
+    logger->set_formatter(std::move(formatter));
     spdlog::set_default_logger(logger);
 
     CLI::App app{"gridwarp: exact N-D grid sampling (ONNX GridSample / AffineGrid) for images, volumes and tensors"};
@@ -26,7 +44,7 @@ int main(int argc, char** argv) {
     app.failure_message([](const CLI::App* command, const CLI::Error& e) {
         const auto used = command->get_subcommands();
         const std::string help = used.empty() ? "gridwarp --help" : "gridwarp " + used.front()->get_name() + " --help";
-        return "gridwarp: error: " + std::string(e.what()) + " (see '" + help + "')\n";
+        return "gridwarp: error: " + gridwarp::cli::escape_control_characters(e.what()) + " (see '" + help + "')\n";
     });
     app.footer("Run 'gridwarp COMMAND --help' for a command's options and examples.\nDocs: docs/cli.md");
     gridwarp::cli::register_sample_command(app);

@@ -126,7 +126,7 @@ TEST_CASE("batch: failing jobs leave no output, the others finish, exit 3, and t
     write_text(dir / "jobs.csv", "input,output,rotate\n"
                                  "a.png,out/a.png,10\n"
                                  "missing.png,out/m.png,10\n"
-                                 "b.png,out/b.png,not-a-number\n"
+                                 "b.png,out/n.png,not-a-number\n"
                                  "b.png,out/b.png,20\n");
     const RunResult r = run_gridwarp({"batch", "affine", (dir / "jobs.csv").string(), "--report", (dir / "report.jsonl").string()});
     INFO(describe(r));

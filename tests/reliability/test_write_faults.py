@@ -221,6 +221,73 @@ class KilledWriters(unittest.TestCase):
             shutil.rmtree(folder)
 
 
+# What a write failure on a full file system must say (strerror(ENOSPC), or gridwarp's own words).
+DISK_FULL = r"no space left on (the )?(device|file system)"
+
+
+class PairPublishing(unittest.TestCase):
+    """Issue 32: a pair whose write fails (a half of the target is a folder) leaves the earlier pair
+    whole, byte for byte, whichever half is in the way and whichever half is named."""
+
+    PAIRS = [("out.hdr", "out.img"), ("out.img", "out.hdr"), ("out.hdr.gz", "out.img.gz"), ("out.nhdr", "out.raw.gz"),
+             ("out.mhd", "out.zraw")]
+
+    def setUp(self):
+        self.folder = tempfile.mkdtemp(prefix="gridwarp-pairs-")
+        self.earlier = os.path.join(self.folder, "earlier.npy")
+        save_tensor(self.earlier, np.arange(48, dtype=np.float32).reshape(6, 8))
+        self.later = os.path.join(self.folder, "later.npy")
+        save_tensor(self.later, np.full((10, 12), 7, dtype=np.float32))
+        self.output = os.path.join(self.folder, "out")
+        os.mkdir(self.output)
+
+    def tearDown(self):
+        shutil.rmtree(self.folder)
+
+    def contents(self):
+        found = {}
+        for name in sorted(os.listdir(self.output)):
+            path = os.path.join(self.output, name)
+            found[name] = "<folder>" if os.path.isdir(path) else open(path, "rb").read()
+        return found
+
+    def test_a_half_in_the_way_leaves_the_earlier_pair(self):
+        for named, partner in self.PAIRS:
+            for in_the_way in (named, partner):
+                with self.subTest(named=named, in_the_way=in_the_way):
+                    target = os.path.join(self.output, named)
+                    written = run("affine", "-i", self.earlier, "-o", target, "--scale", "1")
+                    self.assertEqual(written.returncode, 0, written.stderr)
+                    self.assertEqual(sorted(os.listdir(self.output)), sorted([named, partner]))
+                    # The other half of the earlier pair stays; the one in the way becomes a folder.
+                    blocked = os.path.join(self.output, in_the_way)
+                    os.remove(blocked)
+                    os.mkdir(blocked)
+                    before = self.contents()
+                    result = run("affine", "-i", self.later, "-o", target, "--scale", "1")
+                    assert_refused(self, result, in_the_way)
+                    self.assertEqual(self.contents(), before, "the earlier pair changed")
+                    self.assertEqual(staging_left(self.output), [])
+                    shutil.rmtree(self.output)
+                    os.mkdir(self.output)
+
+    def test_a_pair_replaces_the_earlier_pair_whole(self):
+        for named, partner in self.PAIRS:
+            with self.subTest(named=named):
+                target = os.path.join(self.output, named)
+                for source in (self.earlier, self.later):
+                    result = run("affine", "-i", source, "-o", target, "--scale", "1")
+                    self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertEqual(sorted(os.listdir(self.output)), sorted([named, partner]))
+                header = named if not named.startswith("out.img") else partner
+                if header.endswith((".nhdr", ".mhd")):
+                    sizes, values = read_detached(os.path.join(self.output, header))
+                    self.assertEqual(sorted(sizes), [10, 12])
+                    self.assertTrue(np.all(values == 7))
+                shutil.rmtree(self.output)
+                os.mkdir(self.output)
+
+
 class FullDisk(unittest.TestCase):
     """Each format written onto a full tmpfs: one error line, exit 1, the earlier output untouched,
     no staging folder left."""
@@ -254,6 +321,7 @@ class FullDisk(unittest.TestCase):
         before = {f: open(os.path.join(self.mount, f), "rb").read() for f in os.listdir(self.mount)}
         result = run("affine", "-i", self.large, "-o", output, "--scale", "1")
         assert_refused(self, result, name)
+        self.assertRegex(result.stderr.lower(), DISK_FULL, "the error does not say that the disk is full")
         after = {f: open(os.path.join(self.mount, f), "rb").read() for f in os.listdir(self.mount)}
         self.assertEqual(before, after, "the earlier output changed, or something was left")
         for f in list(after):
@@ -261,9 +329,43 @@ class FullDisk(unittest.TestCase):
 
     def test_formats(self):
         for name in ["out.nii", "out.nii.gz", "out.hdr", "out.mha", "out.mhd", "out.nrrd", "out.nhdr", "out.bmp", "out.png",
-                     "out.tif", "out.npy"]:
+                     "out.tif", "out.jpg", "out.npy"]:
             with self.subTest(name=name):
                 self.check(name)
+
+
+class ReadOnlyFolder(unittest.TestCase):
+    """An output folder on a read-only file system: the error names the cause, and the earlier
+    output stays."""
+
+    def test_read_only_file_system(self):
+        folder = tempfile.mkdtemp(prefix="gridwarp-readonly-")
+        mount = os.path.join(folder, "ro")
+        os.mkdir(mount)
+        try:
+            mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mount], capture_output=True, text=True)
+            if mounted.returncode != 0:
+                self.skipTest(f"cannot mount a tmpfs here ({mounted.stderr.strip()})")
+            try:
+                source = os.path.join(folder, "in.npy")
+                save_tensor(source, np.arange(64, dtype=np.uint8).reshape(8, 8))
+                for name in ["out.png", "out.tif", "out.hdr", "out.nhdr", "out.npy"]:
+                    self.assertEqual(run("affine", "-i", source, "-o", os.path.join(mount, name), "--scale", "1").returncode, 0)
+                before = {f: open(os.path.join(mount, f), "rb").read() for f in os.listdir(mount)}
+                remounted = subprocess.run(["mount", "-o", "remount,ro", mount], capture_output=True, text=True)
+                if remounted.returncode != 0:
+                    self.skipTest(f"cannot remount read-only here ({remounted.stderr.strip()})")
+                for name in ["out.png", "out.tif", "out.hdr", "out.nhdr", "out.npy"]:
+                    with self.subTest(name=name):
+                        result = run("affine", "-i", source, "-o", os.path.join(mount, name), "--scale", "2")
+                        assert_refused(self, result, name)
+                        self.assertIn("read-only file system", result.stderr.lower())
+                after = {f: open(os.path.join(mount, f), "rb").read() for f in os.listdir(mount)}
+                self.assertEqual(before, after)
+            finally:
+                subprocess.run(["umount", mount])
+        finally:
+            shutil.rmtree(folder)
 
 
 if __name__ == "__main__":
@@ -273,9 +375,9 @@ if __name__ == "__main__":
     arguments, rest = parser.parse_known_args()
     GRIDWARP = os.path.abspath(arguments.gridwarp)
     if arguments.full_disk:
-        suite = unittest.defaultTestLoader.loadTestsFromTestCase(FullDisk)
+        suite = unittest.TestSuite(unittest.defaultTestLoader.loadTestsFromTestCase(case) for case in (FullDisk, ReadOnlyFolder))
     else:
         suite = unittest.TestSuite(unittest.defaultTestLoader.loadTestsFromTestCase(case)
-                                   for case in (SpecialOutputs, ConcurrentWriters, KilledWriters))
+                                   for case in (SpecialOutputs, ConcurrentWriters, KilledWriters, PairPublishing))
     outcome = unittest.TextTestRunner(verbosity=2).run(suite)
     sys.exit(0 if outcome.wasSuccessful() else 1)

@@ -7,17 +7,21 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <exception>
 #include <iterator>
+#include <streambuf>
 #include <mutex>
 #include <set>
 #include <vector>
 
 #include "formats.hpp"
+#include "output_file.hpp"
 #include "gridwarp/io/error.hpp"
 
 namespace gridwarp::io {
@@ -129,6 +133,111 @@ private:
     int fd_;
 };
 
+// The file of a detached pair that describes the others: published last, so that no reader finds
+// it beside another run's data.
+bool is_header_name(const fs::path& name) {
+    const std::string lower = detail::lowercase_filename(name);
+    for (const char* ending : {".hdr", ".hdr.gz", ".nhdr", ".mhd"}) {
+        if (detail::ends_with(lower, ending)) return true;
+    }
+    return false;
+}
+
+void move_into_place(const fs::path& from, const fs::path& to, const fs::path& target) {
+    std::error_code error;
+    fs::rename(from, to, error);
+    if (error) throw FileError(target, "cannot move the finished file " + to.filename().string() + " into place: " + error.message());
+}
+
+// Publishes a header and its data files (`staged`, the header last) from `staging` into
+// `directory`, under the folder's lock so that concurrent writers take turns. The earlier files are
+// first set aside into the staging folder, header first (from then on a reader finds no header),
+// then the new data files are moved in and the new header last. A reader finds the earlier pair, no
+// header, or the new pair. When a step fails, what was moved in is taken out again and the earlier
+// files are put back, data first and header last: the earlier pair is whole again.
+void publish_pair(const fs::path& staging, const fs::path& directory, const std::vector<fs::path>& staged, const fs::path& target) {
+    const FolderLock lock(directory);
+    const std::string aside_prefix = ".earlier-";  // the staged names carry no such prefix
+    std::vector<fs::path> set_aside;               // in the order they were set aside
+    std::vector<fs::path> moved_in;
+    auto restore = [&] {
+        std::error_code ignored;
+        for (auto it = moved_in.rbegin(); it != moved_in.rend(); ++it) fs::remove(directory / *it, ignored);  // header first
+        for (auto it = set_aside.rbegin(); it != set_aside.rend(); ++it) {
+            fs::rename(staging / (aside_prefix + it->string()), directory / *it, ignored);
+        }
+    };
+    try {
+        for (auto it = staged.rbegin(); it != staged.rend(); ++it) {  // the header first
+            std::error_code error;
+            if (!fs::exists(fs::symlink_status(directory / *it, error))) continue;
+            fs::rename(directory / *it, staging / (aside_prefix + it->string()), error);
+            if (error) throw FileError(target, "cannot replace the earlier " + it->string() + ": " + error.message());
+            set_aside.push_back(*it);
+        }
+        for (const auto& name : staged) {
+            move_into_place(staging / name, directory / name, target);
+            moved_in.push_back(name);
+        }
+    } catch (...) {
+        restore();
+        throw;
+    }
+}
+
+// A stream buffer over an OutputFile, so that a stream's writer fails with the cause of the
+// failing write (a full disk, a quota, an I/O error) rather than a stream's bad bit.
+class OutputFileBuffer : public std::streambuf {
+public:
+    explicit OutputFileBuffer(detail::OutputFile& file) : file_(file), buffer_(std::size_t{1} << 16) { reset(); }
+    // Writes what is buffered; rethrows the first failure.
+    void finish() {
+        drain();
+        if (failure_) std::rethrow_exception(failure_);
+    }
+
+protected:
+    int_type overflow(int_type c) override {
+        if (!drain()) return traits_type::eof();
+        if (!traits_type::eq_int_type(c, traits_type::eof())) {
+            *pptr() = traits_type::to_char_type(c);
+            pbump(1);
+        }
+        return traits_type::not_eof(c);
+    }
+    std::streamsize xsputn(const char* data, std::streamsize count) override {
+        if (count < static_cast<std::streamsize>(buffer_.size())) return std::streambuf::xsputn(data, count);
+        // Large pieces go to the file as they are, without a copy into the buffer.
+        if (!drain() || !pass([&] { file_.write({reinterpret_cast<const std::uint8_t*>(data), static_cast<std::size_t>(count)}); })) return 0;
+        return count;
+    }
+    int sync() override { return drain() ? 0 : -1; }
+
+private:
+    void reset() { setp(buffer_.data(), buffer_.data() + buffer_.size()); }
+    bool drain() {
+        const auto* start = reinterpret_cast<const std::uint8_t*>(pbase());
+        const auto size = static_cast<std::size_t>(pptr() - pbase());
+        reset();
+        return pass([&] { file_.write({start, size}); });
+    }
+    // Runs a write, keeping its exception for finish() (a stream buffer reports failure by value).
+    template <typename Write>
+    bool pass(Write&& write) {
+        if (failure_) return false;
+        try {
+            write();
+        } catch (...) {
+            failure_ = std::current_exception();
+        }
+        return !failure_;
+    }
+
+    detail::OutputFile& file_;
+    std::vector<char> buffer_;
+    std::exception_ptr failure_;
+};
+
 }  // namespace
 
 void replace_special_outputs(bool replace) { special_outputs_replaced = replace; }
@@ -154,29 +263,21 @@ void publish_staged(const fs::path& staging, const fs::path& target) {
     if (!fs::exists(staging / target.filename())) throw FileError(target, "the writer produced no file");
     require_space_left(staging, target);
     const fs::path directory = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-    std::vector<fs::path> companions;
-    for (const auto& entry : fs::directory_iterator(staging)) {
-        if (entry.path().filename() != target.filename()) companions.push_back(entry.path());
+    std::vector<fs::path> staged;  // file names, the header last
+    for (const auto& entry : fs::directory_iterator(staging)) staged.push_back(entry.path().filename());
+    std::stable_partition(staged.begin(), staged.end(), [](const fs::path& name) { return !is_header_name(name); });
+    if (staged.size() > 1 && !is_header_name(staged.back())) {
+        // No header among them: the named file goes last.
+        std::stable_partition(staged.begin(), staged.end(), [&](const fs::path& name) { return name != target.filename(); });
     }
-    require_replaceable(target);  // again: something may have appeared there while writing
-    auto move = [&](const fs::path& file) {
-        std::error_code error;
-        fs::rename(file, directory / file.filename(), error);
-        if (error) throw FileError(target, "cannot move the finished file into place: " + error.message());
-    };
-    if (companions.empty()) {
-        move(staging / target.filename());  // one rename: atomic
+    // Everything that can be refused is refused before anything existing is touched (again for
+    // the target: something may have appeared there while writing).
+    for (const auto& name : staged) require_replaceable(directory / name);
+    if (staged.size() == 1) {
+        move_into_place(staging / staged.front(), directory / staged.front(), target);  // one rename: atomic
         return;
     }
-    // A header and its data file: no reader may find a header beside another run's data. Under
-    // the folder's lock (so concurrent writers publish one after the other), the old header goes
-    // first, then the data arrive, then the new header: at every moment the folder holds the old
-    // pair, no header, or the new pair.
-    const FolderLock lock(directory);
-    std::error_code error;
-    fs::remove(target, error);
-    for (const auto& companion : companions) move(companion);
-    move(staging / target.filename());
+    publish_pair(staging, directory, staged, target);
 }
 
 }  // namespace detail
@@ -196,13 +297,13 @@ void write_path_atomically(const fs::path& target, const std::function<void(cons
 
 void write_file_atomically(const fs::path& target, const std::function<void(std::ostream&)>& write) {
     write_path_atomically(target, [&](const fs::path& temporary) {
-        std::ofstream stream(temporary, std::ios::binary | std::ios::trunc);
-        if (!stream) throw FileError(target, "cannot open for writing");
+        detail::OutputFile file(temporary, target);
+        OutputFileBuffer buffer(file);
+        std::ostream stream(&buffer);
         write(stream);
-        stream.flush();
-        if (!stream) throw FileError(target, "write failed (disk full?)");
-        stream.close();
-        if (!stream) throw FileError(target, "write failed when closing the file (disk full?)");
+        buffer.finish();
+        if (!stream) throw FileError(target, "write failed");
+        file.close();
     });
 }
 

@@ -25,6 +25,14 @@ bool ends_with(const std::string& text, const std::string& suffix);
 // Throws FileError unless `file` exists and is a regular file.
 void require_readable_file(const std::filesystem::path& file);
 
+// The one containment rule for the files that a named file brings along (a detached header's data
+// files, the other half of a NIfTI pair), whatever the format: each must lie in the named file's
+// folder (or below it) once symbolic links are resolved, unless options.allow_outside_data_files,
+// and must exist and be a regular file. Throws FileError naming `named`; `role` is what the
+// companion is to it ("data file", "header").
+void require_companion_inside(const std::filesystem::path& named, const std::filesystem::path& companion,
+                              const std::string& role, const ReadOptions& options);
+
 Image read_raster(const std::filesystem::path& file);                           // OpenCV
 void write_raster(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
 Image read_volume(const std::filesystem::path& file, bool with_pixels = true);  // ITK
@@ -34,15 +42,21 @@ Image read_itk_volume(const std::filesystem::path& file, const ReadOptions& opti
 Image read_raster_checked(const std::filesystem::path& file, const ReadOptions& options);
 // Runs `decode` with file descriptor 2 pointed at a temporary file; returns what was written there.
 std::string capture_stderr(const std::function<void()>& decode);
-// Runs a third-party writer (ITK, OpenCV) with its stderr captured: anything it prints (libtiff's
-// "No space left on device", a MetaIO complaint) fails the write with that line.
-void write_reporting_failures(const std::filesystem::path& target, const std::function<void()>& write);
+// Runs a third-party writer (ITK, OpenCV) of `temporary` with its stderr captured: anything it
+// prints (a MetaIO complaint) fails the write with that line. When the storage is the cause (the
+// errno its failing call left is ENOSPC, EDQUOT, EROFS, EIO or EFBIG, or the file system is full or
+// read-only afterwards), the error says so instead.
+void write_reporting_failures(const std::filesystem::path& temporary, const std::filesystem::path& target,
+                              const std::function<void()>& write);
 // The first non-empty line of a decoder's messages, shortened.
 std::string first_message_line(const std::string& text);
 Image read_nifti(const std::filesystem::path& file, const ReadOptions& options, bool with_pixels);
 void write_nifti(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image,
                  const WriteOptions& options);
 bool is_nifti_path(const std::filesystem::path& file);
+// The files of a NIfTI path: the file itself, or a pair's header and data file (for reading, the
+// partner found beside it; for writing, the one the writer makes).
+std::vector<std::filesystem::path> nifti_files(const std::filesystem::path& file, bool for_reading);
 
 // An output sampled straight into its file: `image.pixels` are the mapped voxel bytes of `file`
 // (created at its final size, header written). Release the image's pixels, then call finish() to

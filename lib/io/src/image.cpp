@@ -378,13 +378,13 @@ void write_image(const fs::path& file, const Image& image, const WriteOptions& o
             return;
         case FileKind::Volume:
             write_path_atomically(file, [&](const fs::path& temporary) {
-                detail::write_reporting_failures(file, [&] { detail::itk_backend().write_volume(temporary, file, image); });
+                detail::write_reporting_failures(temporary, file, [&] { detail::itk_backend().write_volume(temporary, file, image); });
             });
             return;
         case FileKind::Raster:
             write_path_atomically(file, [&](const fs::path& temporary) {
                 if (detail::write_plain_bmp(temporary, file, image)) return;
-                detail::write_reporting_failures(file, [&] { detail::raster_backend().write(temporary, file, image); });
+                detail::write_reporting_failures(temporary, file, [&] { detail::raster_backend().write(temporary, file, image); });
             });
             return;
     }

@@ -209,10 +209,19 @@ bool is_nifti_path(const fs::path& file) {
     return false;
 }
 
+std::vector<fs::path> nifti_files(const fs::path& file, bool for_reading) {
+    const NiftiPaths paths = nifti_paths(file, for_reading);
+    if (!paths.pair) return {file};
+    return {paths.header, paths.data};
+}
+
 Image read_nifti(const fs::path& file, const ReadOptions& options, bool with_pixels) {
     const NiftiPaths paths = nifti_paths(file, true);
-    require_readable_file(paths.header);
-    if (paths.pair) require_readable_file(paths.data);
+    require_readable_file(file);
+    if (paths.pair) {
+        const bool named_header = file == paths.header;
+        require_companion_inside(file, named_header ? paths.data : paths.header, named_header ? "data file" : "header", options);
+    }
     MappedFile header_file(paths.header);
     std::vector<std::uint8_t> header_bytes =
         header_file.gzip() ? gunzip_prefix(paths.header, 544) : header_file.read_prefix(544);

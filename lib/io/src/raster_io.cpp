@@ -16,6 +16,7 @@
 #include <fstream>
 
 #include "formats.hpp"
+#include "output_file.hpp"
 #include "gridwarp/io/error.hpp"
 
 namespace gridwarp::io::detail {
@@ -185,7 +186,7 @@ void write_raster(const fs::path& temporary, const fs::path& target, const Image
                                     " pixels (write .tif, .npy or .nii for other types)");
     }
     // Colour TIFFs go through OpenCV's BGR -> RGB swap, which takes 8/16-bit and float32 pixels only
-    // (for other depths imwrite fails after printing its own message on stderr).
+    // (for other depths the encoder fails after printing its own message on stderr).
     const bool colour_tiff_depth = image.dtype() == DType::UInt8 || image.dtype() == DType::UInt16 || image.dtype() == DType::Float32;
     if ((extension == "tif" || extension == "tiff") && image.channels > 1 && !colour_tiff_depth) {
         throw FileError(target, "a ." + extension + " file with " + std::to_string(image.channels) + " channels cannot hold " +
@@ -202,13 +203,19 @@ void write_raster(const fs::path& temporary, const fs::path& target, const Image
     // OpenCV writes 3-channel float32 TIFF as SGILOG (lossy LogLuv) unless a compression is named.
     std::vector<int> parameters;
     if (extension == "tif" || extension == "tiff") parameters = {cv::IMWRITE_TIFF_COMPRESSION, 5 /* LZW */};
-    bool written = false;
+    // Encoded in memory and written here, so that a failing write or close is reported with its
+    // cause (a full disk, a quota, an I/O error); imwrite would only say that it failed.
+    std::vector<unsigned char> encoded;
+    bool encodes = false;
     try {
-        written = cv::imwrite(temporary.string(), mat, parameters);
+        encodes = cv::imencode("." + extension, mat, encoded, parameters);
     } catch (const cv::Exception& e) {
         throw FileError(target, "cannot write the image: " + std::string(e.err));
     }
-    if (!written) throw FileError(target, "cannot write the image (OpenCV has no writer for this format and pixel type)");
+    if (!encodes) throw FileError(target, "cannot write the image (OpenCV has no writer for this format and pixel type)");
+    OutputFile out(temporary, target);
+    out.write(std::span<const std::uint8_t>(encoded.data(), encoded.size()));
+    out.close();
 }
 
 }  // namespace gridwarp::io::detail

@@ -2,9 +2,13 @@
 // are checked against the bytes it holds before a decoder allocates for them, and anything a
 // decoder prints on stderr (a warning about damaged data included) fails the read. See
 // docs/reliability.md.
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -281,9 +285,71 @@ Image read_itk_volume(const fs::path& file, const ReadOptions& options, bool wit
     return image;
 }
 
-void write_reporting_failures(const fs::path& target, const std::function<void()>& write) {
-    const std::string messages = capture_stderr(write);
-    if (!messages.empty()) throw FileError(target, "write failed: " + first_message_line(messages));
+namespace {
+
+// Whether `path` lies inside `folder` (both made canonical, so "..", and symbolic links that lead
+// out, count as outside).
+bool inside_folder(const fs::path& path, const fs::path& folder) {
+    std::error_code error;
+    const fs::path real_folder = fs::weakly_canonical(folder, error);
+    if (error) return false;
+    const fs::path real_path = fs::weakly_canonical(path, error);
+    if (error) return false;
+    auto f = real_folder.begin(), p = real_path.begin();
+    for (; f != real_folder.end(); ++f, ++p) {
+        if (f->empty()) continue;  // a trailing separator
+        if (p == real_path.end() || *p != *f) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+void require_companion_inside(const fs::path& named, const fs::path& companion, const std::string& role,
+                              const ReadOptions& options) {
+    const fs::path folder = named.parent_path().empty() ? fs::path(".") : named.parent_path();
+    const std::string its = "its " + role + " " + companion.string();
+    if (!options.allow_outside_data_files && !inside_folder(companion, folder)) {
+        const std::string whose = role == "header" ? "the data file's" : "the header's";
+        throw FileError(named, its + " lies outside " + whose + " folder (--allow-outside-data-files allows it)");
+    }
+    std::error_code error;
+    const auto status = fs::status(companion, error);
+    if (!fs::exists(status)) throw FileError(named, its + " does not exist");
+    if (!fs::is_regular_file(status)) throw FileError(named, its + " is not a regular file");
+}
+
+namespace {
+
+// Why a third-party writer failed when the storage is the cause: the errno its failing call left
+// when that is a storage error, else a file system found full or read-only after the failure.
+std::optional<std::string> storage_failure(const fs::path& written, int saved_errno) {
+    switch (saved_errno) {
+        case ENOSPC: case EDQUOT: case EROFS: case EIO: case EFBIG: return std::string(std::strerror(saved_errno));
+        default: break;
+    }
+    const fs::path folder = written.parent_path().empty() ? fs::path(".") : written.parent_path();
+    struct statvfs stats {};
+    if (::statvfs(folder.c_str(), &stats) != 0) return std::nullopt;
+    if (stats.f_flag & ST_RDONLY) return std::string(std::strerror(EROFS));
+    if (stats.f_bavail == 0) return std::string(std::strerror(ENOSPC));
+    return std::nullopt;
+}
+
+}  // namespace
+
+void write_reporting_failures(const fs::path& temporary, const fs::path& target, const std::function<void()>& write) {
+    std::string messages;
+    try {
+        errno = 0;
+        messages = capture_stderr(write);
+    } catch (const FileError&) {
+        if (const auto cause = storage_failure(temporary, errno)) throw FileError(target, "write failed: " + *cause);
+        throw;
+    }
+    if (messages.empty()) return;
+    if (const auto cause = storage_failure(temporary, errno)) throw FileError(target, "write failed: " + *cause);
+    throw FileError(target, "write failed: " + first_message_line(messages));
 }
 
 }  // namespace gridwarp::io::detail

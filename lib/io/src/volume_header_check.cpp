@@ -559,22 +559,6 @@ DeclaredVolume parse_metaimage(std::string_view header, std::uint64_t header_end
     return volume;
 }
 
-// Whether `path` lies inside `folder` (both made canonical, so "..", and symbolic links that lead
-// out, count as outside).
-bool inside_folder(const fs::path& path, const fs::path& folder) {
-    std::error_code error;
-    const fs::path real_folder = fs::weakly_canonical(folder, error);
-    if (error) return false;
-    const fs::path real_path = fs::weakly_canonical(path, error);
-    if (error) return false;
-    auto f = real_folder.begin(), p = real_path.begin();
-    for (; f != real_folder.end(); ++f, ++p) {
-        if (f->empty()) continue;  // a trailing separator
-        if (p == real_path.end() || *p != *f) return false;
-    }
-    return true;
-}
-
 std::string describe_bytes(std::uint64_t bytes) { return std::to_string(bytes) + " bytes"; }
 
 }  // namespace
@@ -614,7 +598,6 @@ DeclaredVolume check_volume_file(const fs::path& file, const ReadOptions& option
     const std::uint64_t header_end = header.size();
     DeclaredVolume volume = parse_volume_header(header, header_end, file);
 
-    const fs::path folder = file.parent_path().empty() ? fs::path(".") : file.parent_path();
     const std::uint64_t total_bytes = volume.values * volume.component_bytes;
     const std::uint64_t files = volume.data_files.size();
     if (total_bytes % files != 0) {
@@ -624,14 +607,8 @@ DeclaredVolume check_volume_file(const fs::path& file, const ReadOptions& option
     const std::uint64_t bytes_per_file = total_bytes / files;
     const bool compressed = volume.encoding == DataEncoding::Deflate || volume.encoding == DataEncoding::Bzip2;
     for (const auto& data : volume.data_files) {
-        if (data.path != file && !options.allow_outside_data_files && !inside_folder(data.path, folder)) {
-            throw FileError(file, "its data file " + data.path.string() +
-                                      " lies outside the header's folder (--allow-outside-data-files allows it)");
-        }
+        if (data.path != file) require_companion_inside(file, data.path, "data file", options);
         std::error_code error;
-        const auto status = fs::status(data.path, error);
-        if (!fs::exists(status)) throw FileError(file, "its data file " + data.path.string() + " does not exist");
-        if (!fs::is_regular_file(status)) throw FileError(file, "its data file " + data.path.string() + " is not a regular file");
         const std::uint64_t size = fs::file_size(data.path, error);
         if (error) throw FileError(file, "cannot read the size of its data file " + data.path.string() + ": " + error.message());
         const std::uint64_t offset = data.offset < 0 ? 0 : static_cast<std::uint64_t>(data.offset);

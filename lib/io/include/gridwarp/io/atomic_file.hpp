@@ -22,7 +22,8 @@ void write_path_atomically(const std::filesystem::path& target,
 
 // Staging folders are named .gridwarp-HOST-PID-XXXXXX; the first write into a folder removes those
 // of processes of this host that no longer run (killed writers). A header and its data file are
-// published together: no reader finds one run's header beside another run's data.
+// published together: no reader finds one run's header beside another run's data, and a publish
+// that fails leaves the earlier pair whole (docs/reliability.md gives the order).
 //
 // An existing target that is not a regular file (a device, FIFO or symbolic link) is refused with
 // a FileError unless replace_special_outputs(true) was called (--replace-special-output): then it

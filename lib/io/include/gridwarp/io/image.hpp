@@ -112,8 +112,8 @@ struct ReadOptions {
     // Bounds data whose size the file cannot prove: compressed voxels, encoded images. Uncompressed
     // data is checked against the file's size instead.
     MemoryBudget memory;
-    // Whether a detached header (.nhdr, .mhd) may name data files outside its own folder.
-    // (--allow-outside-data-files)
+    // Whether a detached header (.nhdr, .mhd, either half of a NIfTI pair) may bring along data
+    // files outside its own folder. (--allow-outside-data-files)
     bool allow_outside_data_files = false;
     int threads = 0;  // threads a reader may use besides its own (0: every core; --threads)
 };
