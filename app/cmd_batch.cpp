@@ -288,8 +288,7 @@ struct Outcome {
 // Refuses, before any job runs, two jobs that would write one file, and a --report that would
 // replace the manifest or a file a job reads or writes: files compared by identity, not spelling,
 // a pair by both halves (check_outputs_differ compares each job's own outputs and inputs).
-void check_batch_files(const BatchCommand& command, const std::vector<Job>& jobs, const std::vector<std::size_t>& selected,
-                       const Values& defaults) {
+void check_batch_files(const BatchCommand& command, const std::vector<Job>& jobs, const Values& defaults) {
     io::FileIdentifier identify;
     std::map<io::FileIdentity, std::size_t> written;  // -> the row that writes it
     const auto report = command.report.empty() ? std::vector<fs::path>{} : io::files_written(command.report);
@@ -299,9 +298,9 @@ void check_batch_files(const BatchCommand& command, const std::vector<Job>& jobs
     if (report_files.count(identify(command.manifest))) {
         throw BatchSetupError(report_named + ": it would overwrite the manifest; choose another path");
     }
-    for (const std::size_t i : selected) {
-        const Values merged = merged_values(defaults, jobs[i]);
-        const std::string row = "row " + std::to_string(jobs[i].row);
+    for (const Job& job : jobs) {
+        const Values merged = merged_values(defaults, job);
+        const std::string row = "row " + std::to_string(job.row);
         for (const auto& [name, values] : merged) {
             if (kPathOptions.count(name) == 0) continue;
             for (const auto& value : values) {
@@ -324,9 +323,9 @@ void check_batch_files(const BatchCommand& command, const std::vector<Job>& jobs
                                               (output ? " writes" : " reads") + "; choose another path");
                     }
                     if (!output) continue;
-                    const auto [earlier, first] = written.emplace(identity, jobs[i].row);
-                    if (!first && earlier->second != jobs[i].row) {
-                        throw BatchSetupError("rows " + std::to_string(earlier->second) + " and " + std::to_string(jobs[i].row) +
+                    const auto [earlier, first] = written.emplace(identity, job.row);
+                    if (!first && earlier->second != job.row) {
+                        throw BatchSetupError("rows " + std::to_string(earlier->second) + " and " + std::to_string(job.row) +
                                               " would both write " + file.string() + "; give each job an output of its own");
                     }
                 }
@@ -398,7 +397,7 @@ void run_batch(const BatchCommand& command) {
     };
 
     try {
-        check_batch_files(command, jobs, selected, defaults);
+        check_batch_files(command, jobs, defaults);
     } catch (const BatchSetupError& e) {
         throw ExitStatus(2, std::string("batch: ") + e.what());
     }

@@ -33,7 +33,7 @@ std::vector<fs::path> files_read(const fs::path& file) {
     std::vector<fs::path> files{file};
     ReadOptions every_data_file;
     every_data_file.allow_outside_data_files = true;
-    every_data_file.max_voxels = 0;
+    every_data_file.memory = MemoryBudget{0, 0};
     try {
         for (const auto& data : detail::check_volume_file(file, every_data_file).data_files) {
             if (std::find(files.begin(), files.end(), data.path) == files.end()) files.push_back(data.path);
