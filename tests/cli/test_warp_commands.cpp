@@ -937,7 +937,7 @@ TEST_CASE("affine and flow refuse bad inputs with one line and leave nothing beh
 // of exactly those bytes runs, one byte less is refused with one line naming the option.
 // --------------------------------------------------------------------------------------------
 
-TEST_CASE("--max-memory bounds each command's output, by the bytes it needs", "[cli][budget]") {
+TEST_CASE("budget: --max-memory bounds each command's output, by the bytes it needs", "[cli][budget]") {
     std::mt19937 rng(32);
     TempDir dir;
     const fs::path out_dir = dir / "out";

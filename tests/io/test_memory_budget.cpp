@@ -107,7 +107,7 @@ TEST_CASE("the default budget admits a 512^3 float32 volume and its output, and 
     CHECK_THAT(refusal([&] { io::check_memory_budget("f", "it", UINT64_MAX, 16, budget); }), Catch::Contains("more than 2^64 bytes"));
 }
 
-TEST_CASE("--max-memory 0 lifts the budget up to what can be addressed; --max-voxels counts values", "[io][budget]") {
+TEST_CASE("budget: --max-memory 0 lifts the budget up to what can be addressed; --max-voxels counts values", "[io][budget]") {
     const io::MemoryBudget unlimited{0, 0};
     CHECK_NOTHROW(io::check_memory_budget("f", "it", std::uint64_t{1} << 40, 8, unlimited));
     CHECK_THAT(refusal([&] { io::check_memory_budget("f", "it", std::uint64_t{1} << 60, 8, unlimited); }),

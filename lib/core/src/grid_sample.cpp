@@ -790,8 +790,9 @@ GRIDWARP_STAGE void dense_gather_body(std::int64_t count, const std::int32_t* __
         }
         return;
     }
-    // Whether some sum came out NaN (float pixels): the zero-weight rule.
-    [[maybe_unused]] LaneFlag<V> nan_sums = 0;
+    // A NaN sum, if one came out (float pixels): the zero-weight rule. Kept as a value of V, not an
+    // integer flag, so that GCC still vectorises the loop for double pixels.
+    [[maybe_unused]] V nan_probe = V(0);
     for (std::int64_t p = 0; p < count; ++p) {
         const std::int32_t b = base[p];
         if constexpr (K == 1) {
@@ -803,12 +804,12 @@ GRIDWARP_STAGE void dense_gather_body(std::int64_t count, const std::int32_t* __
                 const R w = Precomputed ? tap_weights[t * B + p] : tap_weight<R, C, K, Rank>(axis_weight, t, p);
                 sum += w * load<V>(in[b + offset[t]]);
             }
-            nan_sums |= static_cast<LaneFlag<V>>(sum != sum);
+            nan_probe = sum != sum ? sum : nan_probe;
             out[p * out_stride] = store_finite<S>(sum);
         }
     }
     if constexpr (K > 1 && std::is_floating_point_v<S>) {
-        if (nan_sums != 0) {
+        if (nan_probe != nan_probe) {
             resum_nan_points<Precomputed, S, C, K, Rank>(count, base, offset, axis_weight, tap_weights, in, out, out_stride);
         }
     }
