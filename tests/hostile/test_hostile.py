@@ -182,6 +182,15 @@ class StreamTail:
         return self.head.decode("utf-8", "replace")
 
 
+STARTUP_RSS_MB = 0.0  # peak RSS of `gridwarp --version`, measured in main()
+
+
+def startup_rss_mb(binary):
+    proc = subprocess.Popen([binary, "--version"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, usage = os.wait4(proc.pid, 0)
+    return usage.ru_maxrss / 1024
+
+
 def execute(run, binary, root, timeout_s, max_rss_mb):
     """Run one command in a fresh folder; fill run.result."""
     folder = tempfile.mkdtemp(prefix="run-", dir=root)
@@ -195,8 +204,10 @@ def execute(run, binary, root, timeout_s, max_rss_mb):
             f.write(f"input,output\n{CARD},out.png\n")
         residents.add("jobs.csv")
     argv = [binary] + [a.replace("{run}", folder) for a in run.argv]
-    # A case may bound memory tighter (a refusal that must come before a large allocation).
-    max_rss_mb = min(max_rss_mb, run.case.get("max_rss_mb", max_rss_mb))
+    # A case may bound memory tighter (a refusal that must come before a large allocation), counted
+    # above what the program takes to start (a sanitizer build's shadow memory is about 100 MB).
+    if "max_rss_mb" in run.case:
+        max_rss_mb = min(max_rss_mb, run.case["max_rss_mb"] + STARTUP_RSS_MB)
     limit_kb = max_rss_mb * 1024
     start = time.monotonic()
     proc = subprocess.Popen(argv, cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -328,6 +339,8 @@ def main():
         print("test_hostile: no case matches --only", file=sys.stderr)
         return 2
 
+    global STARTUP_RSS_MB
+    STARTUP_RSS_MB = startup_rss_mb(binary)
     watched = {folder: snapshot(folder) for folder in (CORPUS, os.path.dirname(CARD))}
     root = tempfile.mkdtemp(prefix="gridwarp-hostile-")
     start = time.monotonic()
