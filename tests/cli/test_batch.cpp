@@ -41,6 +41,19 @@ std::vector<nlohmann::json> report_lines(const fs::path& file) {
     return lines;
 }
 
+// Runs `batch affine` on a manifest FILE holding TEXT: the batch must not start (exit 2), with one
+// error line holding every needle and no NUL byte.
+void check_manifest_refused(const fs::path& file, const std::string& text, const std::vector<std::string>& needles) {
+    INFO(file.filename().string());
+    write_text(file, text);
+    const RunResult r = run_gridwarp({"batch", "affine", file.string(), "--rotate", "5"});
+    INFO(describe(r));
+    CHECK(r.status == 2);
+    CHECK(line_count(r.err) == 1);
+    CHECK(r.err.find('\0') == std::string::npos);
+    for (const auto& needle : needles) CHECK(r.err.find(needle) != std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("batch: csv, tsv and jsonl manifests give the single commands' outputs byte for byte", "[cli][batch]") {
@@ -105,15 +118,7 @@ TEST_CASE("batch: a manifest that cannot start the batch exits 2 with one line n
         {"key.jsonl", "{\"inputt\": \"a.png\"}\n", {"key.jsonl", "line 1", "inputt"}},
         {"jobs.txt", "input,output\n", {"jobs.txt", ".csv, .tsv or .jsonl"}},
     };
-    for (const auto& [name, text, needles] : cases) {
-        INFO(name);
-        write_text(dir / name, text);
-        const RunResult r = run_gridwarp({"batch", "affine", (dir / name).string(), "--rotate", "5"});
-        INFO(describe(r));
-        CHECK(r.status == 2);
-        CHECK(line_count(r.err) == 1);
-        for (const auto& needle : needles) CHECK(r.err.find(needle) != std::string::npos);
-    }
+    for (const auto& [name, text, needles] : cases) check_manifest_refused(dir / name, text, needles);
     CHECK(fs::is_empty(dir / "out"));
     const RunResult missing = run_gridwarp({"batch", "affine", (dir / "absent.csv").string()});
     CHECK(missing.status == 2);
@@ -552,16 +557,7 @@ TEST_CASE("batch: a NUL byte in a cell, and counts past their range, stop the ba
         {"escaped.jsonl", "{\"input\": \"a.png\", \"output\": \"out/x.png\\u0000.png\"}\n"s, {"escaped.jsonl", "line 1", "'output'", "NUL"}},
         {"raw.jsonl", "{\"input\": \"a.png\"}\n{\"input\": \"a.png\", \"output\": \"out/\0\"}\n"s, {"raw.jsonl", "line 2", "NUL"}},
     };
-    for (const auto& [name, text, needles] : cases) {
-        INFO(name);
-        write_text(dir / name, text);
-        const RunResult r = run_gridwarp({"batch", "affine", (dir / name).string(), "--rotate", "5"});
-        INFO(describe(r));
-        CHECK(r.status == 2);
-        CHECK(line_count(r.err) == 1);
-        CHECK(r.err.find('\0') == std::string::npos);
-        for (const auto& needle : needles) CHECK(r.err.find(needle) != std::string::npos);
-    }
+    for (const auto& [name, text, needles] : cases) check_manifest_refused(dir / name, text, needles);
     CHECK(fs::is_empty(dir / "out"));
 
     write_text(dir / "jobs.csv", "input,output,rotate\na.png,out/a.png,10\n");
