@@ -157,6 +157,14 @@ void check_output_memory(const std::filesystem::path& output, const std::string&
 void check_outputs_differ(const std::vector<std::filesystem::path>& outputs, const std::vector<std::filesystem::path>& inputs);
 void check_output_differs(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs);
 
+// A --transform value: "FILE", "FILE,inverse", or ANTs' "[FILE,1]" / "[FILE,0]"; throws
+// std::invalid_argument for another bracketed flag.
+struct TransformArgument {
+    std::filesystem::path file;
+    bool inverse = false;
+};
+TransformArgument parse_transform_argument(std::string text);
+
 // `text` with its control characters written out (\n, \t, \xHH), so that a message naming a file
 // whose name holds a newline is still one line.
 std::string escape_control_characters(std::string_view text);

@@ -305,15 +305,12 @@ void check_batch_files(const BatchCommand& command, const std::vector<Job>& jobs
             if (kPathOptions.count(name) == 0) continue;
             for (const auto& value : values) {
                 const bool output = name == "output";
-                // A transform is given as FILE, FILE,inverse or [FILE,1].
-                std::string path = value;
+                std::filesystem::path path = value;
                 if (name == "transform") {
-                    if (path.size() >= 2 && path.front() == '[' && path.back() == ']') path = path.substr(1, path.size() - 2);
-                    for (const char* flag : {",inverse", ",forward", ",1", ",0"}) {
-                        if (path.size() > std::strlen(flag) && path.compare(path.size() - std::strlen(flag), std::string::npos, flag) == 0) {
-                            path.resize(path.size() - std::strlen(flag));
-                            break;
-                        }
+                    try {
+                        path = parse_transform_argument(value).file;
+                    } catch (const std::invalid_argument&) {
+                        continue;  // the job refuses it itself
                     }
                 }
                 for (const auto& file : output ? io::files_written(path) : io::files_read(path)) {
