@@ -180,6 +180,14 @@ private:
     int code_;
 };
 
+// Makes RUN the action of SUB, whose options write into COMMAND. Every parse starts from the values
+// COMMAND holds now (its defaults), so that batch can parse job after job with one CLI::App.
+template <class Command, class Run>
+void set_command_action(CLI::App& sub, const std::shared_ptr<Command>& command, Run run) {
+    sub.preparse_callback([command, defaults = *command](std::size_t) { *command = defaults; });
+    sub.callback([command, run] { run(*command); });
+}
+
 // Each subcommand lives in its own file and registers itself here: each adds its subcommand to APP
 // and returns the storage its options write into (the subcommand's callback holds it too; a caller
 // that replaces the callback must keep it).

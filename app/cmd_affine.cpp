@@ -287,7 +287,7 @@ std::shared_ptr<void> register_affine_command(CLI::App& app) {
         "  gridwarp affine -i brain.nii.gz -o turned.nii.gz --rotate 15 --mode cubic\n"
         "  gridwarp affine -i brain.nii.gz -o small.nii.gz --size 64,64,40   # resize, same extent\n"
         "  gridwarp affine -i X.npy -o Y.npy --theta theta.npy --align-corners   # = grid + sample");
-    sub->callback([command] { run_affine(*command); });
+    set_command_action(*sub, command, run_affine);
     return command;
 }
 

@@ -15,6 +15,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -59,25 +60,28 @@ const std::map<std::string, Registrar>& batch_commands() {
 // A volume file from this size on is "big": by default such jobs run one at a time, on every core.
 constexpr std::uintmax_t kBigVolumeBytes = std::uintmax_t{4} << 20;
 
-// The command's options, for checking manifest columns and building a job's arguments.
+// The command's options, for checking manifest columns and building a job's arguments: their long
+// names, looked up once per cell and argument.
 class CommandOptions {
 public:
     explicit CommandOptions(const std::string& command) {
-        batch_commands().at(command)(app_);
-        sub_ = app_.get_subcommand(command);
+        CLI::App app;
+        batch_commands().at(command)(app);
+        for (const CLI::Option* option : app.get_subcommand(command)->get_options()) {
+            // CLI11 2.x marks an on/off flag by expecting no value after it (its type size stays 1).
+            for (const std::string& name : option->get_lnames()) is_flag_[name] = option->get_expected_max() == 0;
+        }
     }
-    const CLI::Option* find(const std::string& name) const { return sub_->get_option_no_throw("--" + name); }
-    // CLI11 2.x marks an on/off flag by expecting no value after it (its type size stays 1).
+    bool exists(const std::string& name) const { return is_flag_.count(name) != 0; }
     bool is_flag(const std::string& name) const {
-        const CLI::Option* option = find(name);
-        return option != nullptr && option->get_expected_max() == 0;
+        const auto found = is_flag_.find(name);
+        return found != is_flag_.end() && found->second;
     }
     // Only --transform repeats (--size and --shift take one comma-separated value).
     bool repeatable(const std::string& name) const { return name == "transform"; }
 
 private:
-    CLI::App app_;
-    CLI::App* sub_ = nullptr;
+    std::map<std::string, bool, std::less<>> is_flag_;
 };
 
 // Whether a flag's last value sets it (values are checked as they are read: a manifest's by
@@ -89,7 +93,7 @@ bool flag_set(const Values& values, const std::string& name) {
 
 // The manifest's columns as COMMAND takes them.
 ManifestColumns manifest_columns(const CommandOptions& options) {
-    return ManifestColumns{[&options](const std::string& name) { return options.find(name) != nullptr; },
+    return ManifestColumns{[&options](const std::string& name) { return options.exists(name); },
                            [&options](const std::string& name) { return options.repeatable(name); },
                            [&options](const std::string& name) { return options.is_flag(name); }};
 }
@@ -155,24 +159,31 @@ std::vector<std::string> job_arguments(const std::string& command, const Values&
     return args;
 }
 
-// Runs one job in this process. Returns the error message, empty on success.
-std::string run_job(const std::string& command, const std::vector<std::string>& args) {
-    CLI::App app;
-    batch_commands().at(command)(app);
-    app.require_subcommand(1);
-    std::vector<std::string> owned{"gridwarp"};
-    owned.insert(owned.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : owned) argv.push_back(a.data());
-    try {
-        app.parse(static_cast<int>(argv.size()), argv.data());
-    } catch (const CLI::ParseError& e) {
-        return e.what();
-    } catch (const std::exception& e) {
-        return e.what();
+// Runs jobs of one command in this process, one after another, with one CLI::App: building the
+// App costs more than parsing a job's arguments, and each parse starts from the options' defaults
+// (set_command_action).
+class JobRunner {
+public:
+    explicit JobRunner(const std::string& command) : storage_(batch_commands().at(command)(app_)) { app_.require_subcommand(1); }
+
+    // The job's error message; empty on success.
+    std::string run(const std::vector<std::string>& args) {
+        std::vector<const char*> argv{"gridwarp"};
+        for (const auto& a : args) argv.push_back(a.c_str());
+        try {
+            app_.parse(static_cast<int>(argv.size()), argv.data());
+        } catch (const CLI::ParseError& e) {
+            return e.what();
+        } catch (const std::exception& e) {
+            return e.what();
+        }
+        return "";
     }
-    return "";
-}
+
+private:
+    CLI::App app_;
+    std::shared_ptr<void> storage_;
+};
 
 struct Shard {
     std::size_t index = 0, count = 1;
@@ -400,17 +411,18 @@ void run_batch(const BatchCommand& command) {
     }
 
     if (command.dry_run) {
-        // Each job's command line, then what it would do (its --explain), one job after another, as
-        // the rows are read: no row is held after it is printed.
+        // Each job's command line as the rows are read (no row is held after it is printed), and
+        // what the job would do when --explain is among its options: explaining reads the job's files.
         int threads_per_job = 0;
+        std::optional<JobRunner> runner;
         read_manifest_jobs(manifest, command.manifest, columns, in_shard, [&](Job&& job) {
             if (threads_per_job == 0) threads_per_job = jobs_and_threads(&job).second;
-            auto args = job_arguments(command.command, defaults, job, options, threads_per_job);
+            const auto args = job_arguments(command.command, defaults, job, options, threads_per_job);
             const bool skip = command.resume && outputs_exist(job);
             std::cout << "row " << job.row << ": " << quoted_command(args) << (skip ? "  # skipped: its outputs exist" : "") << "\n";
-            if (skip) return;
-            args.push_back("--explain");
-            const std::string error = run_job(command.command, args);
+            if (skip || std::find(args.begin(), args.end(), "--explain") == args.end()) return;
+            if (!runner) runner.emplace(command.command);
+            const std::string error = runner->run(args);
             if (!error.empty()) std::cout << "  would fail: " << escape_control_characters(error) << "\n";
         });
         std::cout.flush();
@@ -431,6 +443,7 @@ void run_batch(const BatchCommand& command) {
     std::atomic<std::size_t> next{0};
     std::atomic<bool> stop{false};
     auto worker = [&] {
+        JobRunner runner(command.command);
         for (;;) {
             const std::size_t k = next.fetch_add(1);
             if (k >= jobs.size() || stop.load()) return;
@@ -442,7 +455,7 @@ void run_batch(const BatchCommand& command) {
                 continue;
             }
             const auto start = std::chrono::steady_clock::now();
-            outcome.error = run_job(command.command, job_arguments(command.command, defaults, job, options, threads_per_job));
+            outcome.error = runner.run(job_arguments(command.command, defaults, job, options, threads_per_job));
             outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             outcome.status = outcome.error.empty() ? "done" : "failed";
             progress.finished(job.row, outcome.status, outcome.error, outcome.seconds);

@@ -107,7 +107,7 @@ std::shared_ptr<void> register_flow_command(CLI::App& app) {
         "  gridwarp flow -i frame2.png -f kitti_flow.png -o warped.png --fill 0\n"
         "  gridwarp flow -i moving.nii.gz -f displacement.nii.gz -o warped.nii.gz --padding border\n"
         "  gridwarp flow -i X.npy -f grid.npy -o Y.npy --units normalized --absolute   # = sample");
-    sub->callback([command] { run_flow(*command); });
+    set_command_action(*sub, command, run_flow);
     return command;
 }
 

@@ -120,7 +120,7 @@ std::shared_ptr<void> register_grid_command(CLI::App& app) {
         "  gridwarp grid --theta theta.npy --size 2,3,64,64 --output grid.npy\n"
         "  printf '0.8 -0.2 0.1\\n0.2 0.8 0\\n' > theta.txt\n"
         "  gridwarp grid --theta theta.txt --size 1,1,480,640 --output grid.npy --align-corners");
-    sub->callback([command] { run_grid(*command); });
+    set_command_action(*sub, command, run_grid);
     return command;
 }
 

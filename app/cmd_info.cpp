@@ -280,7 +280,7 @@ std::shared_ptr<void> register_info_command(CLI::App& app) {
         "  gridwarp info data/brain.nii.gz\n"
         "  gridwarp info data/tilt.tfm\n"
         "  gridwarp info photo.png --json | python3 -m json.tool");
-    sub->callback([command] { run_info(*command); });
+    set_command_action(*sub, command, run_info);
     return command;
 }
 

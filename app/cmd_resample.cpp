@@ -179,7 +179,7 @@ std::shared_ptr<void> register_resample_command(CLI::App& app) {
         "  gridwarp resample -i moving.nii.gz -r fixed.nii.gz -o moved.nii.gz -t warp.nii.gz -t affine.mat\n"
         "  gridwarp resample -i labels.nii.gz -r fixed.nii.gz -o labels_moved.nii.gz -t affine.tfm,inverse --mode nearest\n"
         "  gridwarp resample -i t1.nii.gz -r template.nii.gz -o t1_in_template.nii.gz --mode cubic --output-type float");
-    sub->callback([command] { run_resample(*command); });
+    set_command_action(*sub, command, run_resample);
     return command;
 }
 

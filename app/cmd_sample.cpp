@@ -74,7 +74,7 @@ std::shared_ptr<void> register_sample_command(CLI::App& app) {
         "  gridwarp sample --input X.npy --grid G.npy --output Y.npy\n"
         "  gridwarp sample -i X.npy -g G.npy -o Y.npy --mode cubic --padding reflection --align-corners\n"
         "  gridwarp sample -i labels.npy -g G.npy -o out.npy --mode nearest --fill 255");
-    sub->callback([command] { run_sample(*command); });
+    set_command_action(*sub, command, run_sample);
     return command;
 }
 
