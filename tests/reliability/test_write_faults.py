@@ -10,6 +10,7 @@ concurrent processes are read back by a parser of this file's own (numpy, zlib, 
 gridwarp. ctest runs both halves (label cli).
 """
 import argparse
+import errno
 import gzip
 import os
 import shutil
@@ -25,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 GRIDWARP = None
+FAULT_LIBRARY = None
 
 
 def run(*args):
@@ -334,6 +336,53 @@ class FullDisk(unittest.TestCase):
                 self.check(name)
 
 
+class StorageErrors(unittest.TestCase):
+    """A disk that fails writes with EIO, and a quota (EDQUOT) that an NFS client reports only at
+    close, made by an LD_PRELOAD library (storage_faults.c) for the files under one folder: every
+    format names the cause in its one error line, and the earlier output stays."""
+
+    FORMATS = ["out.nii", "out.nii.gz", "out.hdr", "out.mha", "out.mhd", "out.nrrd", "out.nhdr", "out.bmp", "out.png",
+               "out.tif", "out.jpg", "out.npy"]
+    FAULTS = [("write", errno.EIO), ("close", errno.EDQUOT)]
+
+    def setUp(self):
+        if not FAULT_LIBRARY:
+            self.skipTest("no --fault-library given")
+        self.folder = tempfile.mkdtemp(prefix="gridwarp-storage-")
+        self.output = os.path.join(self.folder, "out")
+        os.mkdir(self.output)
+        self.earlier = os.path.join(self.folder, "earlier.npy")
+        save_tensor(self.earlier, np.arange(64, dtype=np.uint8).reshape(8, 8))
+        self.later = os.path.join(self.folder, "later.npy")
+        save_tensor(self.later, np.full((10, 12), 7, dtype=np.uint8))
+
+    def tearDown(self):
+        shutil.rmtree(self.folder)
+
+    def faulty_run(self, at, error, *args):
+        environment = dict(os.environ, LD_PRELOAD=FAULT_LIBRARY, GRIDWARP_FAULT_FOLDER=os.path.realpath(self.output),
+                           GRIDWARP_FAULT_AT=at, GRIDWARP_FAULT_ERRNO=str(error),
+                           # An AddressSanitizer build wants its runtime first; the library only wraps libc.
+                           ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0")
+        return subprocess.run([GRIDWARP, *map(str, args)], capture_output=True, text=True, timeout=120, env=environment)
+
+    def test_every_format_names_the_cause(self):
+        for at, error in self.FAULTS:
+            for name in self.FORMATS:
+                with self.subTest(at=at, error=errno.errorcode[error], name=name):
+                    target = os.path.join(self.output, name)
+                    first = run("affine", "-i", self.earlier, "-o", target, "--scale", "1")
+                    self.assertEqual(first.returncode, 0, first.stderr)
+                    before = {f: open(os.path.join(self.output, f), "rb").read() for f in os.listdir(self.output)}
+                    result = self.faulty_run(at, error, "affine", "-i", self.later, "-o", target, "--scale", "1")
+                    assert_refused(self, result, name)
+                    self.assertIn(os.strerror(error).lower(), result.stderr.lower(), "the error does not name the cause")
+                    after = {f: open(os.path.join(self.output, f), "rb").read() for f in os.listdir(self.output)}
+                    self.assertEqual(before, after, "the earlier output changed, or something was left")
+                    shutil.rmtree(self.output)
+                    os.mkdir(self.output)
+
+
 class ReadOnlyFolder(unittest.TestCase):
     """An output folder on a read-only file system: the error names the cause, and the earlier
     output stays."""
@@ -372,12 +421,14 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--gridwarp", required=True)
     parser.add_argument("--full-disk", action="store_true")
+    parser.add_argument("--fault-library", help="storage_faults.c built as a shared library")
     arguments, rest = parser.parse_known_args()
     GRIDWARP = os.path.abspath(arguments.gridwarp)
+    FAULT_LIBRARY = os.path.abspath(arguments.fault_library) if arguments.fault_library else None
     if arguments.full_disk:
         suite = unittest.TestSuite(unittest.defaultTestLoader.loadTestsFromTestCase(case) for case in (FullDisk, ReadOnlyFolder))
     else:
         suite = unittest.TestSuite(unittest.defaultTestLoader.loadTestsFromTestCase(case)
-                                   for case in (SpecialOutputs, ConcurrentWriters, KilledWriters, PairPublishing))
+                                   for case in (SpecialOutputs, ConcurrentWriters, KilledWriters, PairPublishing, StorageErrors))
     outcome = unittest.TextTestRunner(verbosity=2).run(suite)
     sys.exit(0 if outcome.wasSuccessful() else 1)

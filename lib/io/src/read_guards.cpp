@@ -321,13 +321,18 @@ void require_companion_inside(const fs::path& named, const fs::path& companion, 
 
 namespace {
 
+// The cause a failing storage call left in errno, if it is one.
+std::optional<std::string> storage_error(int saved_errno) {
+    switch (saved_errno) {
+        case ENOSPC: case EDQUOT: case EROFS: case EIO: case EFBIG: return std::string(std::strerror(saved_errno));
+        default: return std::nullopt;
+    }
+}
+
 // Why a third-party writer failed when the storage is the cause: the errno its failing call left
 // when that is a storage error, else a file system found full or read-only after the failure.
 std::optional<std::string> storage_failure(const fs::path& written, int saved_errno) {
-    switch (saved_errno) {
-        case ENOSPC: case EDQUOT: case EROFS: case EIO: case EFBIG: return std::string(std::strerror(saved_errno));
-        default: break;
-    }
+    if (auto cause = storage_error(saved_errno)) return cause;
     const fs::path folder = written.parent_path().empty() ? fs::path(".") : written.parent_path();
     struct statvfs stats {};
     if (::statvfs(folder.c_str(), &stats) != 0) return std::nullopt;
@@ -347,8 +352,14 @@ void write_reporting_failures(const fs::path& temporary, const fs::path& target,
         if (const auto cause = storage_failure(temporary, errno)) throw FileError(target, "write failed: " + *cause);
         throw;
     }
-    if (messages.empty()) return;
-    if (const auto cause = storage_failure(temporary, errno)) throw FileError(target, "write failed: " + *cause);
+    // A writer that ignores a failed write or close (ITK's MetaImage and NRRD writers do) still
+    // leaves the storage error in errno.
+    const int saved_errno = errno;
+    if (messages.empty()) {
+        if (const auto cause = storage_error(saved_errno)) throw FileError(target, "write failed: " + *cause);
+        return;
+    }
+    if (const auto cause = storage_failure(temporary, saved_errno)) throw FileError(target, "write failed: " + *cause);
     throw FileError(target, "write failed: " + first_message_line(messages));
 }
 
