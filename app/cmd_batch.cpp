@@ -298,24 +298,26 @@ struct Outcome {
 
 // Refuses, before any job runs, two jobs that would write one file, and a --report that would
 // replace the manifest or a file a job reads or writes: files compared by identity, not spelling,
-// a pair by both halves (check_outputs_differ compares each job's own outputs and inputs).
-void check_batch_files(const BatchCommand& command, const std::vector<Job>& jobs, const Values& defaults) {
-    io::FileIdentifier identify;
-    std::map<io::FileIdentity, std::size_t> written;  // -> the row that writes it
-    const auto report = command.report.empty() ? std::vector<fs::path>{} : io::files_written(command.report);
-    std::set<io::FileIdentity> report_files;
-    for (const auto& file : report) report_files.insert(identify(file));
-    const std::string report_named = "--report " + command.report.string();
-    if (report_files.count(identify(command.manifest))) {
-        throw BatchSetupError(report_named + ": it would overwrite the manifest; choose another path");
+// a pair by both halves (check_outputs_differ compares each job's own outputs and inputs). Jobs
+// are added one at a time, so that a dry run checks its rows without holding them.
+class BatchFileCheck {
+public:
+    BatchFileCheck(const BatchCommand& command, const Values& defaults)
+        : defaults_(defaults), report_named_("--report " + command.report.string()) {
+        if (command.report.empty()) return;
+        for (const auto& file : io::files_written(command.report)) report_files_.insert(identify_(file));
+        if (report_files_.count(identify_(command.manifest))) {
+            throw BatchSetupError(report_named_ + ": it would overwrite the manifest; choose another path");
+        }
     }
-    for (const Job& job : jobs) {
-        const Values merged = merged_values(defaults, job);
-        const std::string row = "row " + std::to_string(job.row);
+
+    void add(const Job& job) {
+        const Values merged = merged_values(defaults_, job);
         for (const auto& [name, values] : merged) {
             if (kPathOptions.count(name) == 0) continue;
+            const bool output = name == "output";
+            if (!output && report_files_.empty()) continue;
             for (const auto& value : values) {
-                const bool output = name == "output";
                 std::filesystem::path path = value;
                 if (name == "transform") {
                     try {
@@ -324,23 +326,32 @@ void check_batch_files(const BatchCommand& command, const std::vector<Job>& jobs
                         continue;  // the job refuses it itself
                     }
                 }
-                for (const auto& file : output ? io::files_written(path) : io::files_read(path)) {
-                    const io::FileIdentity identity = identify(file);
-                    if (report_files.count(identity)) {
-                        throw BatchSetupError(report_named + ": it would overwrite " + file.string() + ", which " + row +
-                                              (output ? " writes" : " reads") + "; choose another path");
-                    }
-                    if (!output) continue;
-                    const auto [earlier, first] = written.emplace(identity, job.row);
-                    if (!first && earlier->second != job.row) {
-                        throw BatchSetupError("rows " + std::to_string(earlier->second) + " and " + std::to_string(job.row) +
-                                              " would both write " + file.string() + "; give each job an output of its own");
-                    }
-                }
+                for (const auto& file : output ? io::files_written(path) : io::files_read(path)) add_file(job.row, file, output);
             }
         }
     }
-}
+
+private:
+    void add_file(std::size_t row, const fs::path& file, bool output) {
+        const io::FileIdentity identity = identify_(file);
+        if (report_files_.count(identity)) {
+            throw BatchSetupError(report_named_ + ": it would overwrite " + file.string() + ", which row " + std::to_string(row) +
+                                  (output ? " writes" : " reads") + "; choose another path");
+        }
+        if (!output) return;
+        const auto [earlier, first] = written_.emplace(identity, row);
+        if (!first && earlier->second != row) {
+            throw BatchSetupError("rows " + std::to_string(earlier->second) + " and " + std::to_string(row) + " would both write " +
+                                  file.string() + "; give each job an output of its own");
+        }
+    }
+
+    const Values& defaults_;
+    const std::string report_named_;
+    io::FileIdentifier identify_;
+    std::set<io::FileIdentity> report_files_;
+    std::map<io::FileIdentity, std::size_t> written_;  // -> the row that writes it
+};
 
 void run_batch(const BatchCommand& command) {
     if (batch_commands().count(command.command) == 0) {
@@ -357,11 +368,15 @@ void run_batch(const BatchCommand& command) {
         defaults = parse_defaults(command.command, command.defaults);
         shard = parse_shard(command.shard);
         manifest = io::read_file_bytes(command.manifest);
+        BatchFileCheck files(command, defaults);
         if (command.dry_run) {
             // Every row checked before the first is printed; then the rows are read again, one at a time.
-            read_manifest_jobs(manifest, command.manifest, columns, [](std::size_t) { return false; }, [](Job&&) {});
+            read_manifest_jobs(manifest, command.manifest, columns, in_shard, [&](Job&& job) { files.add(job); });
         } else {
-            read_manifest_jobs(manifest, command.manifest, columns, in_shard, [&](Job&& job) { jobs.push_back(std::move(job)); });
+            read_manifest_jobs(manifest, command.manifest, columns, in_shard, [&](Job&& job) {
+                files.add(job);
+                jobs.push_back(std::move(job));
+            });
             manifest = std::string();
         }
     } catch (const BatchSetupError& e) {
@@ -403,12 +418,6 @@ void run_batch(const BatchCommand& command) {
         const auto outputs = outputs_of(job);
         return !outputs.empty() && std::all_of(outputs.begin(), outputs.end(), [](const std::string& f) { return fs::exists(f); });
     };
-
-    try {
-        check_batch_files(command, jobs, defaults);
-    } catch (const BatchSetupError& e) {
-        throw ExitStatus(2, std::string("batch: ") + e.what());
-    }
 
     if (command.dry_run) {
         // Each job's command line as the rows are read (no row is held after it is printed), and
