@@ -345,23 +345,7 @@ void check_output_differs(const std::filesystem::path& output, const std::vector
 }
 
 TransformArgument parse_transform_argument(std::string text) {
-    TransformArgument argument;
-    const bool bracketed = text.size() >= 2 && text.front() == '[' && text.back() == ']';
-    if (bracketed) text = text.substr(1, text.size() - 2);
-    const auto comma = text.rfind(',');
-    if (comma != std::string::npos) {
-        const std::string flag = text.substr(comma + 1);
-        if (flag == "inverse" || flag == "1") {
-            argument.inverse = true;
-            text.resize(comma);
-        } else if (flag == "0" || flag == "forward") {
-            text.resize(comma);
-        } else if (bracketed) {
-            throw std::invalid_argument("--transform [" + text + "]: expected [FILE,0] or [FILE,1]");
-        }
-    }
-    argument.file = text;
-    return argument;
+    return io::parse_transform_spec(std::move(text));
 }
 
 }  // namespace gridwarp::cli

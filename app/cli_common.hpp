@@ -19,6 +19,7 @@
 
 #include "gridwarp/grid_sample.hpp"
 #include "gridwarp/io/image.hpp"
+#include "gridwarp/io/transform_io.hpp"
 
 namespace gridwarp::cli {
 
@@ -157,12 +158,9 @@ void check_output_memory(const std::filesystem::path& output, const std::string&
 void check_outputs_differ(const std::vector<std::filesystem::path>& outputs, const std::vector<std::filesystem::path>& inputs);
 void check_output_differs(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs);
 
-// A --transform value: "FILE", "FILE,inverse", or ANTs' "[FILE,1]" / "[FILE,0]"; throws
-// std::invalid_argument for another bracketed flag.
-struct TransformArgument {
-    std::filesystem::path file;
-    bool inverse = false;
-};
+// A --transform value: "FILE[,tag...]" or ANTs' "[FILE,1]" / "[FILE,0]" (io::parse_transform_spec);
+// throws std::invalid_argument for another bracketed flag.
+using TransformArgument = io::TransformSpec;
 TransformArgument parse_transform_argument(std::string text);
 
 // `text` with its control characters written out (\n, \t, \xHH), so that a message naming a file

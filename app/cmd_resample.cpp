@@ -84,7 +84,11 @@ void run_resample(const ResampleCommand& command) {
     std::vector<PointTransform> steps;
     std::vector<std::shared_ptr<const Tensor>> buffers;
     for (auto it = transforms.rbegin(); it != transforms.rend(); ++it) {
-        io::TransformFile file = io::read_transform(it->file, dimension, it->inverse, read_options);
+        io::TransformContext context;
+        context.dimension = dimension;
+        context.moving = &moving;
+        context.reference = &grid;
+        io::TransformFile file = io::read_transform(*it, context, read_options);
         steps.insert(steps.end(), file.steps.rbegin(), file.steps.rend());
         buffers.insert(buffers.end(), file.buffers.begin(), file.buffers.end());
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <stdexcept>
 
 #include "backends.hpp"
 #include "shared_files_internal.hpp"
@@ -109,7 +110,69 @@ TransformFile read_transform_file(const fs::path& file, std::size_t dimension, b
 
 }  // namespace
 
+const std::vector<std::pair<std::string, TransformFormat>>& transform_format_tags() {
+    static const std::vector<std::pair<std::string, TransformFormat>> tags = {
+        {"itk", TransformFormat::Itk},           {"fsl", TransformFormat::Fsl}, {"lta", TransformFormat::Lta},
+        {"afni", TransformFormat::Afni},         {"niftyreg", TransformFormat::NiftyReg},
+        {"ras", TransformFormat::Ras},           {"lps", TransformFormat::Lps}};
+    return tags;
+}
+
+std::string transform_format_name(TransformFormat format) {
+    for (const auto& [tag, listed] : transform_format_tags()) {
+        if (listed == format) return tag;
+    }
+    return "detected";
+}
+
+TransformSpec parse_transform_spec(std::string text) {
+    TransformSpec spec;
+    // ANTs writes [FILE,1] to invert and [FILE,0] not to.
+    const bool bracketed = text.size() >= 2 && text.front() == '[' && text.back() == ']';
+    if (bracketed) text = text.substr(1, text.size() - 2);
+    // Tags are taken from the right while they are tags, so a file name may hold commas.
+    for (auto comma = text.rfind(','); comma != std::string::npos; comma = text.rfind(',')) {
+        const std::string tag = text.substr(comma + 1);
+        const auto format = std::find_if(transform_format_tags().begin(), transform_format_tags().end(),
+                                         [&](const auto& entry) { return entry.first == tag; });
+        if (format != transform_format_tags().end()) {
+            spec.format = format->second;
+        } else if (tag == "inverse" || tag == "1") {
+            spec.inverse = true;
+        } else if (tag == "forward" || tag == "0") {
+            spec.inverse = false;
+        } else if (tag == "per-volume") {
+            spec.per_volume = true;
+        } else if (tag.rfind("src=", 0) == 0) {
+            spec.source = tag.substr(4);
+        } else if (tag.rfind("ref=", 0) == 0) {
+            spec.reference = tag.substr(4);
+        } else {
+            break;
+        }
+        text.resize(comma);
+    }
+    if (bracketed && text.find(',') != std::string::npos) {
+        throw std::invalid_argument("--transform [" + text + "]: expected [FILE,0] or [FILE,1]");
+    }
+    if (text.empty()) throw std::invalid_argument("--transform: no file name");
+    spec.file = text;
+    return spec;
+}
+
 TransformFile read_transform(const fs::path& file, std::size_t dimension, bool invert, const ReadOptions& options) {
+    TransformSpec spec;
+    spec.file = file;
+    spec.inverse = invert;
+    TransformContext context;
+    context.dimension = dimension;
+    return read_transform(spec, context, options);
+}
+
+TransformFile read_transform(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options) {
+    const fs::path& file = spec.file;
+    const std::size_t dimension = context.dimension;
+    const bool invert = spec.inverse;
     // Many jobs of a batch share their transforms: read each once (shared_files.hpp).
     const auto key = detail::shared_file_key(file, "transform|" + std::to_string(dimension) + (invert ? "|inverse|" : "|forward|") +
                                                        std::to_string(static_cast<int>(options.nifti_geometry)));

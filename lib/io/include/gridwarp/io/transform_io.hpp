@@ -8,12 +8,51 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gridwarp/io/image.hpp"
 #include "gridwarp/physical.hpp"
 
 namespace gridwarp::io {
+
+// The packages whose transform files gridwarp reads, as a -t tag names them ("FILE,fsl").
+enum class TransformFormat {
+    Detect,    // by content and extension
+    Itk,       // ITK/ANTs .tfm/.txt/.mat/.h5, and displacement field images
+    Fsl,       // FSL FLIRT .mat (scaled-voxel coordinates; needs both images)
+    Lta,       // FreeSurfer .lta
+    Afni,      // AFNI .aff12.1D / 3dvolreg / 3dAllineate (DICOM order)
+    NiftyReg,  // NiftyReg reg_aladin (reference to floating, RAS)
+    Ras,       // a plain 4x4 world matrix, reference to moving, RAS
+    Lps,       // a plain 4x4 world matrix, reference to moving, LPS
+};
+
+// A transform as a command line names it: "FILE[,tag...]" or ANTs' "[FILE,0|1]". Tags: a format
+// (transform_format_tags()), inverse / forward, per-volume, and FSL's src=IMAGE and ref=IMAGE.
+struct TransformSpec {
+    std::filesystem::path file;
+    TransformFormat format = TransformFormat::Detect;
+    bool inverse = false;
+    bool per_volume = false;                // one transform per volume of a 4-D input
+    std::filesystem::path source, reference;  // the images an FSL matrix was made for (src=, ref=)
+};
+
+// The format tags, in the order documentation lists them, with their formats.
+const std::vector<std::pair<std::string, TransformFormat>>& transform_format_tags();
+std::string transform_format_name(TransformFormat format);
+
+// Parses a -t value; throws std::invalid_argument for an empty file name or a bracketed flag other
+// than 0 and 1. Trailing comma-separated words that are not tags stay part of the file name.
+TransformSpec parse_transform_spec(std::string text);
+
+// What a transform reader may need besides the file: the images it maps between. FSL and AFNI
+// matrices and LTA files are defined through them.
+struct TransformContext {
+    std::size_t dimension = 3;
+    const Image* moving = nullptr;     // the image sampled (-i): its header
+    const Image* reference = nullptr;  // the grid sampled onto (-r, or the moving image)
+};
 
 struct TransformFile {
     // The file's transforms in its own listed order: a point p maps to steps[0](steps[1](...(p))),
@@ -34,6 +73,8 @@ struct TransformFile {
 //    millimetres (the ITK/ANTs convention), interpolated through their own geometry.
 // `dimension` is the images' spatial dimension; `invert` inverts linear transforms (a displacement
 // field cannot be inverted here). Throws FileError naming the file and the problem.
+TransformFile read_transform(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options = {});
+// The same for a file detected by its content, without images.
 TransformFile read_transform(const std::filesystem::path& file, std::size_t dimension, bool invert,
                              const ReadOptions& options = {});
 
