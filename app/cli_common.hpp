@@ -196,5 +196,6 @@ std::shared_ptr<void> register_flow_command(CLI::App& app);
 std::shared_ptr<void> register_info_command(CLI::App& app);
 std::shared_ptr<void> register_resample_command(CLI::App& app);
 std::shared_ptr<void> register_batch_command(CLI::App& app);
+std::shared_ptr<void> register_convert_transform_command(CLI::App& app);
 
 }  // namespace gridwarp::cli

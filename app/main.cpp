@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
     gridwarp::cli::register_resample_command(app);
     gridwarp::cli::register_info_command(app);
     gridwarp::cli::register_batch_command(app);
+    gridwarp::cli::register_convert_transform_command(app);
 
     try {
         app.parse(argc, argv);

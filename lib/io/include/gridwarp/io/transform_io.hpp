@@ -52,6 +52,7 @@ struct TransformContext {
     std::size_t dimension = 3;
     const Image* moving = nullptr;     // the image sampled (-i): its header
     const Image* reference = nullptr;  // the grid sampled onto (-r, or the moving image)
+    std::filesystem::path moving_file, reference_file;  // their names, for formats that record them
 };
 
 struct TransformFile {
@@ -77,6 +78,18 @@ TransformFile read_transform(const TransformSpec& spec, const TransformContext& 
 // The same for a file detected by its content, without images.
 TransformFile read_transform(const std::filesystem::path& file, std::size_t dimension, bool invert,
                              const ReadOptions& options = {});
+
+// The format an output file's name asks for: TAGGED when given, else its extension (.tfm ITK,
+// .lta FreeSurfer, .1D AFNI); nullopt when the name does not say (.mat is FSL text or ITK Matlab,
+// .txt any package's).
+std::optional<TransformFormat> transform_output_format(const std::filesystem::path& file, TransformFormat tagged);
+
+// Writes one affine map (reference point -> moving point, LPS mm; 2-D or 3-D for ITK, 3-D for the
+// rest) as FORMAT: ITK text (.tfm/.txt) or Matlab (.mat), FSL FLIRT, FreeSurfer LTA (RAS2RAS with
+// both volume infos), AFNI .aff12.1D, NiftyReg, or a plain RAS or LPS 4x4. FSL and LTA need the
+// context's moving and reference images (std::invalid_argument without them). Written atomically.
+void write_affine_transform(const std::filesystem::path& file, TransformFormat format, const AffineMap& reference_to_moving,
+                            const TransformContext& context);
 
 enum class ItkTransformEncoding {
     Text,    // "#Insight Transform File V1.0" (.tfm, .txt)

@@ -1,0 +1,103 @@
+// gridwarp convert-transform: a chain of linear transforms, read in any package's convention,
+// written as one matrix in another's.
+#include <spdlog/spdlog.h>
+
+#include <optional>
+
+#include "cli_common.hpp"
+#include "gridwarp/io/error.hpp"
+#include "gridwarp/io/image.hpp"
+#include "gridwarp/io/transform_io.hpp"
+#include "gridwarp/physical.hpp"
+
+namespace gridwarp::cli {
+
+namespace {
+
+struct ConvertTransformCommand {
+    std::vector<std::string> transforms;
+    std::string output;
+    std::filesystem::path moving;
+    std::filesystem::path reference;
+    VolumeFlags volume;
+    CommonOptions common;
+};
+
+std::string format_tags() {
+    std::string tags;
+    for (const auto& [tag, format] : io::transform_format_tags()) tags += (tags.empty() ? "" : ", ") + tag;
+    return tags;
+}
+
+void run_convert_transform(const ConvertTransformCommand& command) {
+    apply_common_options(command.common);
+    const io::TransformSpec output = io::parse_transform_spec(command.output);
+    if (output.inverse || output.per_volume || !output.source.empty() || !output.reference.empty()) {
+        throw std::invalid_argument("-o " + command.output + ": an output takes a format tag only (" + format_tags() + ")");
+    }
+    const std::optional<io::TransformFormat> format = io::transform_output_format(output.file, output.format);
+    if (!format) {
+        throw std::invalid_argument("-o " + output.file.string() + ": the name does not say which package's format to write; add a tag: " +
+                                    output.file.string() + ",TAG with TAG one of " + format_tags());
+    }
+    std::vector<std::filesystem::path> inputs;
+    std::vector<io::TransformSpec> specs;
+    for (const auto& text : command.transforms) {
+        specs.push_back(io::parse_transform_spec(text));
+        inputs.push_back(specs.back().file);
+    }
+    if (!command.moving.empty()) inputs.push_back(command.moving);
+    if (!command.reference.empty()) inputs.push_back(command.reference);
+    check_output_differs(output.file, inputs);
+
+    const io::ReadOptions read_options = to_read_options(command.volume, command.common);
+    std::optional<io::Image> moving, reference;
+    if (!command.moving.empty()) moving = io::read_image_header(command.moving, read_options);
+    if (!command.reference.empty()) reference = io::read_image_header(command.reference, read_options);
+    const std::size_t dimension = moving ? moving->spatial.size() : reference ? reference->spatial.size() : 3;
+    io::TransformContext context;
+    context.dimension = dimension;
+    context.moving = moving ? &*moving : nullptr;
+    context.reference = reference ? &*reference : nullptr;
+    context.moving_file = command.moving;
+    context.reference_file = command.reference;
+
+    // -t T1 -t T2 ... maps a point p to T1(T2(...(p))), as resample applies them.
+    AffineMap chain = AffineMap::identity(dimension);
+    for (const auto& spec : specs) {
+        const io::TransformFile file = io::read_transform(spec, context, read_options);
+        for (const auto& step : file.steps) {
+            if (!step.affine) throw io::FileError(spec.file, "a displacement field cannot be written as a matrix");
+            chain = chain.after(*step.affine);
+        }
+    }
+    io::write_affine_transform(output.file, *format, chain, context);
+    spdlog::info("wrote {} ({})", output.file.string(), io::transform_format_name(*format));
+}
+
+}  // namespace
+
+std::shared_ptr<void> register_convert_transform_command(CLI::App& app) {
+    auto command = std::make_shared<ConvertTransformCommand>();
+    CLI::App* sub = app.add_subcommand("convert-transform", "Write a chain of linear transforms as one matrix in another package's format");
+    sub->add_option("-t,--transform", command->transforms,
+                    "Transform FILE[,tag...] (as resample takes it); repeat for a chain, the last acting first")
+        ->required();
+    sub->add_option("-o,--output", command->output,
+                    "Output FILE[,format]: itk (.tfm/.txt, .mat is ITK's Matlab), fsl, lta, afni, niftyreg, ras, lps; .tfm, .lta and "
+                    ".1D say it themselves")
+        ->required();
+    sub->add_option("-i,--moving", command->moving, "The moving image (FSL, LTA and AFNI conventions are defined through it)");
+    sub->add_option("-r,--reference", command->reference, "The reference image (the grid resample would sample onto)");
+    add_volume_options(*sub, command->volume, false);
+    add_common_options(*sub, command->common);
+    sub->footer(
+        "Examples:\n"
+        "  gridwarp convert-transform -t bold2t1.mat,fsl -i bold.nii.gz -r t1.nii.gz -o bold2t1.tfm\n"
+        "  gridwarp convert-transform -t 0GenericAffine.mat -i moving.nii.gz -r fixed.nii.gz -o reg.lta\n"
+        "  gridwarp convert-transform -t reg.lta -t motion.tfm -o combined.txt,itk");
+    set_command_action(*sub, command, run_convert_transform);
+    return command;
+}
+
+}  // namespace gridwarp::cli
