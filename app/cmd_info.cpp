@@ -5,6 +5,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "cli_common.hpp"
@@ -19,6 +20,7 @@ namespace {
 
 struct InfoCommand {
     std::filesystem::path file;
+    std::filesystem::path moving, reference;  // for transforms defined through their images
     bool json = false;
     VolumeFlags volume;
     CommonOptions common;
@@ -87,22 +89,67 @@ bool has_suffix(const std::string& name, const char* suffix) {
 
 bool is_transform_file(std::string name) {
     for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (const char* suffix : {".tfm", ".h5", ".hdf5", ".mat", ".txt"}) {
+    for (const char* suffix : {".tfm", ".h5", ".hdf5", ".mat", ".txt", ".lta", ".1d"}) {
         if (has_suffix(name, suffix)) return true;
     }
     return false;
 }
 
-// A transform file: its dimension and steps (3-D tried first, then 2-D).
+// The whole chain as one map from reference RAS points to moving RAS points, when it is affine.
+std::optional<AffineMap> reference_ras_to_moving_ras(const io::TransformFile& transform, std::size_t dimension) {
+    AffineMap chain = AffineMap::identity(dimension);
+    for (const auto& step : transform.steps) {
+        if (!step.affine) return std::nullopt;
+        chain = chain.after(*step.affine);
+    }
+    // LPS -> RAS on both sides: x and y change sign.
+    for (std::size_t i = 0; i < dimension; ++i) {
+        const double row_sign = i < 2 ? -1.0 : 1.0;
+        for (std::size_t j = 0; j < dimension; ++j) chain.matrix[i * dimension + j] *= row_sign * (j < 2 ? -1.0 : 1.0);
+        chain.offset[i] *= row_sign;
+    }
+    return chain;
+}
+
+// A transform file: its dimension and steps (3-D tried first, then 2-D, unless images say), and the
+// resolved reference-RAS to moving-RAS matrix.
 void describe_transform(const InfoCommand& command) {
+    const io::TransformSpec spec = io::parse_transform_spec(command.file.string());
+    const io::ReadOptions read_options = to_read_options(command.volume, command.common);
+    std::optional<io::Image> moving, reference;
+    if (!command.moving.empty()) moving = io::read_image_header(command.moving, read_options);
+    if (!command.reference.empty()) reference = io::read_image_header(command.reference, read_options);
+    io::TransformContext context;
+    context.moving = moving ? &*moving : reference ? &*reference : nullptr;
+    context.reference = reference ? &*reference : context.moving;
+    context.moving_file = command.moving;
+    context.reference_file = command.reference;
     io::TransformFile transform;
     std::size_t dimension = 3;
-    try {
-        transform = io::read_transform(command.file, 3, false);
-    } catch (const io::FileError&) {
-        dimension = 2;
-        transform = io::read_transform(command.file, 2, false);
+    if (context.moving) {
+        dimension = context.moving->spatial.size();
+        context.dimension = dimension;
+        transform = io::read_transform(spec, context, read_options);
+    } else {
+        try {
+            transform = io::read_transform(spec, context, read_options);
+        } catch (const io::FileError&) {
+            dimension = 2;
+            context.dimension = 2;
+            transform = io::read_transform(spec, context, read_options);
+        }
     }
+    const std::optional<AffineMap> resolved = reference_ras_to_moving_ras(transform, dimension);
+    auto rows_of = [dimension](const AffineMap& map) {
+        std::vector<std::vector<double>> rows;
+        for (std::size_t i = 0; i < dimension; ++i) {
+            std::vector<double> row(map.matrix.begin() + static_cast<std::ptrdiff_t>(i * dimension),
+                                    map.matrix.begin() + static_cast<std::ptrdiff_t>((i + 1) * dimension));
+            row.push_back(map.offset[i]);
+            rows.push_back(std::move(row));
+        }
+        return rows;
+    };
     nlohmann::ordered_json info;
     info["file"] = command.file.string();
     info["kind"] = "transform";
@@ -125,6 +172,7 @@ void describe_transform(const InfoCommand& command) {
         steps.push_back(entry);
     }
     info["steps"] = steps;
+    if (resolved) info["reference_ras_to_moving_ras"] = rows_of(*resolved);
     if (command.json) {
         std::cout << info.dump() << "\n";
         return;
@@ -145,11 +193,22 @@ void describe_transform(const InfoCommand& command) {
             std::cout << (i == 0 ? "step " + std::to_string(k + 1) + ":    [" : std::string("           [")) << joined(row, ", ") << "]\n";
         }
     }
+    if (resolved) {
+        const auto rows = rows_of(*resolved);
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            std::cout << (i == 0 ? "RAS map:   [" : "           [") << joined(rows[i], ", ") << "]"
+                      << (i == 0 ? "   (the whole file: reference RAS -> moving RAS)" : "") << "\n";
+        }
+    }
 }
 
 void run_info(const InfoCommand& command) {
     apply_common_options(command.common);
-    if (is_transform_file(command.file.filename().string())) return describe_transform(command);
+    if (is_transform_file(io::parse_transform_spec(command.file.string()).file.filename().string()) ||
+        command.file.string() != io::parse_transform_spec(command.file.string()).file.string() || !command.moving.empty() ||
+        !command.reference.empty()) {
+        return describe_transform(command);
+    }
     nlohmann::ordered_json info;
     info["file"] = command.file.string();
     const std::string name = command.file.filename().string();
@@ -273,12 +332,15 @@ std::shared_ptr<void> register_info_command(CLI::App& app) {
     CLI::App* sub = app.add_subcommand("info", "Describe an image, volume, tensor, flow or transform file");
     sub->add_option("file", command->file, "The file to describe")->required();
     sub->add_flag("--json", command->json, "Print one JSON object instead of text");
+    sub->add_option("-i,--moving", command->moving, "For a transform (FILE[,tags]): the moving image, where its format needs it");
+    sub->add_option("-r,--reference", command->reference, "For a transform: the reference image, where its format needs it");
     add_volume_options(*sub, command->volume, false);
     add_common_options(*sub, command->common);
     sub->footer(
         "Examples:\n"
         "  gridwarp info data/brain.nii.gz\n"
         "  gridwarp info data/tilt.tfm\n"
+        "  gridwarp info bold2t1.mat,fsl -i bold.nii.gz -r t1.nii.gz   # the matrix in RAS\n"
         "  gridwarp info photo.png --json | python3 -m json.tool");
     set_command_action(*sub, command, run_info);
     return command;

@@ -170,6 +170,16 @@ class ConvertTransform(unittest.TestCase):
                 self.assertEqual(result.returncode, 0, result.stderr)
                 np.testing.assert_allclose(read_matrix(out), expected, atol=2e-9)
 
+    def test_info_prints_the_ras_map(self):
+        import json
+        (_, _, _, world) = next(iter(self.pairs()))
+        tfm = os.path.join(self.folder, "w.tfm")
+        itk_tfm(tfm, world, centre=(4.0, 5.0, 6.0))
+        result = run("info", tfm, "--json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rows = np.array(json.loads(result.stdout)["reference_ras_to_moving_ras"])
+        np.testing.assert_allclose(rows, (FLIP @ world @ FLIP)[:3], atol=1e-12)
+
     def test_itk_text_and_matlab_round_trip(self):
         (_, _, _, world) = next(iter(self.pairs()))
         tfm = os.path.join(self.folder, "w.tfm")
