@@ -840,6 +840,39 @@ TEST_CASE("resample 3-D: other linear kinds and float precision and HDF5 and fie
 // =============================================================================================
 // 2. 2-D
 
+TEST_CASE("resample 3-D: a composite .h5 holding an affine and a displacement field agrees with ITK", "[resample][itk]") {
+    // What antsRegistration --write-composite-transform writes: linear and displacement field
+    // transforms in one HDF5 file, the last listed acting first.
+    TempDir dir;
+    const Scene3 scene = make_scene3(dir);
+    const auto affine = make_affine3(scene.centre);
+    const auto field = read_field_transform<3>(write_field3(dir, scene.centre, "field.nii.gz"));
+    auto affine_then_field = itk::CompositeTransform<double, 3>::New();
+    affine_then_field->AddTransform(affine);
+    affine_then_field->AddTransform(field);
+    write_transform(affine_then_field, dir / "warp_first.h5");
+    auto field_then_affine = itk::CompositeTransform<double, 3>::New();
+    field_then_affine->AddTransform(field);
+    field_then_affine->AddTransform(affine);
+    write_transform(field_then_affine, dir / "affine_first.h5");
+
+    std::vector<Case> cases;
+    for (const std::string name : {"warp_first", "affine_first"}) {
+        const fs::path file = dir / (name + ".h5");
+        cases.push_back(make_case<3>("composite_" + name, {file.string()}, read_transform<3>(file)));
+    }
+    cross_check<3>(cases, scene.moving_file, scene.reference_file, dir, 6000, "3-D composite .h5 with a field");
+
+    // A field cannot be inverted here: one line naming the file.
+    const RunResult inverted = run_gridwarp(resample_args(scene.moving_file, dir / "inverted.nii.gz", scene.reference_file,
+                                                          {"[" + (dir / "warp_first.h5").string() + ",1]"}, "linear"));
+    CHECK(inverted.status == 1);
+    CHECK(gridwarp::test::line_count(inverted.err) == 1);
+    CHECK(inverted.err.find("warp_first.h5") != std::string::npos);
+    CHECK(inverted.err.find("cannot be inverted") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "inverted.nii.gz"));
+}
+
 TEST_CASE("resample 2-D: 2-D images with 2-D transforms agree with ITK", "[resample][itk]") {
     TempDir dir;
     GridSpec<2> moving_grid;

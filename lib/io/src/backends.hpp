@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gridwarp/io/image.hpp"
+#include "gridwarp/io/transform_io.hpp"
 #include "gridwarp/physical.hpp"
 
 namespace gridwarp::io::detail {
@@ -24,7 +25,7 @@ struct RasterBackend {  // OpenCV
 struct ItkBackend {  // ITK: NRRD, MetaImage, transform files
     Image (*read_volume)(const std::filesystem::path& file, bool with_pixels);
     void (*write_volume)(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
-    std::vector<PointTransform> (*read_transform)(const std::filesystem::path& file, std::size_t dimension);
+    TransformFile (*read_transform)(const std::filesystem::path& file, std::size_t dimension);
 };
 
 // Load the module on first use (thread-safe); throw std::runtime_error naming the module and where

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "gridwarp/io/image.hpp"
+#include "gridwarp/io/transform_io.hpp"
 #include "gridwarp/physical.hpp"
 
 namespace gridwarp::io::detail {
@@ -83,7 +84,7 @@ void stream_nifti_output(const std::filesystem::path& file, const std::filesyste
 // files written in it into target's folder, companion files first, the named file last.
 std::filesystem::path make_staging_directory(const std::filesystem::path& target);
 void publish_staged(const std::filesystem::path& staging, const std::filesystem::path& target);
-std::vector<PointTransform> read_itk_transform(const std::filesystem::path& file, std::size_t dimension);  // ITK
+TransformFile read_itk_transform(const std::filesystem::path& file, std::size_t dimension);  // ITK
 void write_volume(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
 
 // The pixels of `image` as a C-ordered buffer in `layout` ((N, spatial..., C) or (N, C, spatial...)):

@@ -24,6 +24,8 @@ namespace {
 
 // A composite of more steps than this is no registration's output; ITK would build an object per step.
 constexpr std::size_t kMaxTransforms = 1024;
+// A displacement field's values (float64): 2 GiB, the default memory budget.
+constexpr std::size_t kMaxFieldValues = std::size_t{1} << 28;
 
 struct DeclaredTransform {
     std::string type;  // as written: "AffineTransform_double_3_3"
@@ -334,10 +336,23 @@ void check_itk_transform_declarations(const std::vector<ItkTransformDeclaration>
             if (transforms.size() == 1) fail(what + ": the composite holds no transform");
             continue;
         }
+        if (parsed.kind == "DisplacementFieldTransform") {
+            // Fixed parameters: the field's size, origin, spacing and direction; parameters: its vectors.
+            if (!t.has_parameters || !t.has_fixed_parameters) fail(what + ": expected both Parameters and FixedParameters");
+            if (t.fixed_parameters != dimension * (dimension + 3)) {
+                fail(what + ": expected " + std::to_string(dimension * (dimension + 3)) + " fixed parameters, found " +
+                     std::to_string(t.fixed_parameters));
+            }
+            if (t.parameters == 0 || t.parameters % dimension != 0 || t.parameters > kMaxFieldValues) {
+                fail(what + ": " + std::to_string(t.parameters) + " parameters is not a field of " + std::to_string(dimension) +
+                     "-vectors of at most " + std::to_string(kMaxFieldValues / dimension) + " voxels");
+            }
+            continue;
+        }
         const std::size_t expected = expected_parameter_count(parsed.kind, dimension);
         if (expected == 0) {
-            fail(what + " is not supported (gridwarp reads linear ITK transforms, translations, composites of them, and "
-                        "displacement field images)");
+            fail(what + " is not supported (gridwarp reads linear ITK transforms, translations, displacement field "
+                        "transforms, composites of them, and displacement field images)");
         }
         if (!t.has_parameters || !t.has_fixed_parameters) fail(what + ": expected both Parameters and FixedParameters");
         if (t.parameters != expected) {

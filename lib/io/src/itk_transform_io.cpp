@@ -1,11 +1,13 @@
-// ITK transform files (.tfm, .txt, .mat, .h5): linear transforms, translations and composites of
-// them, as affine steps. Part of the ITK module (backends.hpp). Text and Matlab files reach ITK only
+// ITK transform files (.tfm, .txt, .mat, .h5): linear transforms, translations, displacement field
+// transforms and composites of them, as affine and field steps. Part of the ITK module (backends.hpp). Text and Matlab files reach ITK only
 // after transform_io.cpp checked them; an HDF5 file's declarations are checked here, before ITK
 // builds transforms from them (it allocates whatever a B-spline's fixed parameters declare).
 #include <itkCompositeTransform.h>
+#include <itkDisplacementFieldTransform.h>
 #include <itkHDF5TransformIOFactory.h>
 #include <itkMatlabTransformIOFactory.h>
 #include <itkMatrixOffsetTransformBase.h>
+#include <itkTransformFactory.h>
 #include <itkTransformFactoryBase.h>
 #include <itkTransformFileReader.h>
 #include <itkTranslationTransform.h>
@@ -33,6 +35,8 @@ void register_itk_transforms() {
     static std::once_flag once;
     std::call_once(once, [] {
         itk::TransformFactoryBase::RegisterDefaultTransforms();
+        itk::TransformFactory<itk::DisplacementFieldTransform<double, 2>>::RegisterTransform();
+        itk::TransformFactory<itk::DisplacementFieldTransform<double, 3>>::RegisterTransform();
         itk::TxtTransformIOFactory::RegisterOneFactory();
         itk::MatlabTransformIOFactory::RegisterOneFactory();
         itk::HDF5TransformIOFactory::RegisterOneFactory();
@@ -45,12 +49,50 @@ PointTransform affine_step(AffineMap map) {
     return step;
 }
 
+// A displacement field transform's field as gridwarp's DisplacementField: the vectors copied into
+// a (Z, Y, X, D) float64 tensor that `result` keeps, with the field image's geometry.
 template <unsigned D>
-bool append_itk_transform(const itk::TransformBaseTemplate<double>* transform, std::vector<PointTransform>& steps) {
+void append_displacement_field(const itk::DisplacementFieldTransform<double, D>& transform, TransformFile& result) {
+    const auto* field = transform.GetDisplacementField();
+    if (field == nullptr) throw std::invalid_argument("a displacement field transform without its field");
+    const auto size = field->GetLargestPossibleRegion().GetSize();
+    Shape shape;
+    for (unsigned i = 0; i < D; ++i) shape.insert(shape.begin(), static_cast<std::int64_t>(size[i]));
+    shape.push_back(D);
+    auto vectors = std::make_shared<Tensor>(DType::Float64, shape);
+    const std::size_t count = field->GetLargestPossibleRegion().GetNumberOfPixels();
+    const auto* pixels = field->GetBufferPointer();
+    double* out = vectors->template data_as<double>();
+    for (std::size_t k = 0; k < count; ++k) {
+        for (unsigned c = 0; c < D; ++c) {
+            const double value = pixels[k][c];
+            if (!std::isfinite(value)) throw std::invalid_argument("the displacement field holds a non-finite value");
+            out[k * D + c] = value;
+        }
+    }
+    std::vector<double> spacing(D), origin(D), direction(D * D);
+    for (unsigned i = 0; i < D; ++i) {
+        spacing[i] = field->GetSpacing()[i];
+        origin[i] = field->GetOrigin()[i];
+        for (unsigned j = 0; j < D; ++j) direction[i * D + j] = field->GetDirection()(i, j);
+    }
+    PointTransform step;
+    step.field = std::make_shared<const DisplacementField>(std::const_pointer_cast<const Tensor>(vectors)->view(),
+                                                           AffineMap::from_geometry(spacing, origin, direction));
+    result.steps.push_back(std::move(step));
+    result.buffers.push_back(std::move(vectors));
+}
+
+template <unsigned D>
+bool append_itk_transform(const itk::TransformBaseTemplate<double>* transform, TransformFile& result) {
     if (const auto* composite = dynamic_cast<const itk::CompositeTransform<double, D>*>(transform)) {
         for (unsigned i = 0; i < composite->GetNumberOfTransforms(); ++i) {
-            if (!append_itk_transform<D>(composite->GetNthTransformConstPointer(i), steps)) return false;
+            if (!append_itk_transform<D>(composite->GetNthTransformConstPointer(i), result)) return false;
         }
+        return true;
+    }
+    if (const auto* displacement = dynamic_cast<const itk::DisplacementFieldTransform<double, D>*>(transform)) {
+        append_displacement_field<D>(*displacement, result);
         return true;
     }
     AffineMap map = AffineMap::identity(D);
@@ -67,7 +109,7 @@ bool append_itk_transform(const itk::TransformBaseTemplate<double>* transform, s
     } else {
         return false;
     }
-    steps.push_back(affine_step(std::move(map)));
+    result.steps.push_back(affine_step(std::move(map)));
     return true;
 }
 
@@ -154,11 +196,11 @@ bool finite_map(const AffineMap& map) {
 
 }  // namespace
 
-std::vector<PointTransform> read_itk_transform(const fs::path& file, std::size_t dimension) {
+TransformFile read_itk_transform(const fs::path& file, std::size_t dimension) {
     register_itk_transforms();
     const std::string name = lowercase_filename(file);
     if (ends_with(name, ".h5") || ends_with(name, ".hdf5")) check_itk_transform_declarations(hdf5_declarations(file), dimension, file);
-    std::vector<PointTransform> steps;
+    TransformFile result;
     try {
         auto reader = itk::TransformFileReaderTemplate<double>::New();
         reader->SetFileName(file.string());
@@ -169,24 +211,26 @@ std::vector<PointTransform> read_itk_transform(const fs::path& file, std::size_t
                 throw FileError(file, "a " + std::to_string(input_dimension) + "-D " + transform->GetTransformTypeAsString() +
                                           " cannot map " + std::to_string(dimension) + "-D images");
             }
-            const bool known = dimension == 2 ? append_itk_transform<2>(transform.GetPointer(), steps)
-                                              : append_itk_transform<3>(transform.GetPointer(), steps);
+            const bool known = dimension == 2 ? append_itk_transform<2>(transform.GetPointer(), result)
+                                              : append_itk_transform<3>(transform.GetPointer(), result);
             if (!known) {
                 throw FileError(file, "unsupported transform type " + transform->GetTransformTypeAsString() +
-                                          " (gridwarp reads linear ITK transforms, translations, composites of them, "
-                                          "and displacement field images)");
+                                          " (gridwarp reads linear ITK transforms, translations, displacement field "
+                                          "transforms, composites of them, and displacement field images)");
             }
         }
     } catch (const itk::ExceptionObject& e) {
         std::string message = e.GetDescription();
         message.erase(std::remove(message.begin(), message.end(), '\n'), message.end());
         throw FileError(file, "cannot read the transform: " + message);
+    } catch (const std::invalid_argument& e) {
+        throw FileError(file, e.what());
     }
-    if (steps.empty()) throw FileError(file, "the file holds no transform");
-    for (const auto& step : steps) {
-        if (!finite_map(*step.affine)) throw FileError(file, "the transform holds a non-finite value");
+    if (result.steps.empty()) throw FileError(file, "the file holds no transform");
+    for (const auto& step : result.steps) {
+        if (step.affine && !finite_map(*step.affine)) throw FileError(file, "the transform holds a non-finite value");
     }
-    return steps;
+    return result;
 }
 
 }  // namespace gridwarp::io::detail

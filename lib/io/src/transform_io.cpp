@@ -210,7 +210,11 @@ TransformFile read_transform_file(const fs::path& file, std::size_t dimension, b
             native = parse_itk_transform(read_file_bytes(file), text ? ItkTransformEncoding::Text : ItkTransformEncoding::Matlab,
                                          file, dimension);
         }
-        result.steps = native ? std::move(*native) : detail::itk_backend().read_transform(file, dimension);
+        if (native) {
+            result.steps = std::move(*native);
+        } else {
+            result = detail::itk_backend().read_transform(file, dimension);
+        }
     } else {
         result.steps = read_matrix_transform(file, dimension);
     }
