@@ -40,7 +40,8 @@ void apply_common_options(const CommonOptions& options) {
 void add_sampling_options(CLI::App& command, SamplingFlags& flags) {
     command.add_option("--mode", flags.mode, "Interpolation: linear, nearest or cubic (aliases bilinear, trilinear, bicubic)")
         ->capture_default_str();
-    command.add_option("--padding", flags.padding, "Outside the input: zeros, border or reflection")
+    command.add_option("--padding", flags.padding,
+                       "Outside the input: zeros, border or reflection; resample also takes itk (ITK's boundary rule)")
         ->capture_default_str();
     command.add_flag("--align-corners", flags.align_corners,
                      "-1 and 1 are the centres of the corner pixels (default: their outer edges)");
@@ -49,7 +50,9 @@ void add_sampling_options(CLI::App& command, SamplingFlags& flags) {
                      "Print what would be read, the mapping, the sampling and the output grid; write nothing");
 }
 
-SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions& common) {
+bool itk_padding(const SamplingFlags& flags) { return flags.padding == "itk"; }
+
+SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions& common, bool accepts_itk_padding) {
     SampleOptions options;
     // The library's messages name the value; say which option it came from.
     try {
@@ -57,10 +60,22 @@ SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions&
     } catch (const std::invalid_argument& e) {
         throw std::invalid_argument(std::string("--mode: ") + e.what());
     }
-    try {
-        options.padding = parse_padding(flags.padding);
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(std::string("--padding: ") + e.what());
+    if (itk_padding(flags)) {
+        if (!accepts_itk_padding) {
+            throw std::invalid_argument("--padding itk: only resample applies ITK's boundary rule; use zeros, border or reflection here");
+        }
+        if (options.mode == Interpolation::Cubic) {
+            throw std::invalid_argument(
+                "--padding itk: linear and nearest only (ITK's cubic is a B-spline interpolator, which --mode cubic does not equal)");
+        }
+        // The rule is applied to the positions; what it leaves inside never reads beyond the edge.
+        options.padding = Padding::Zeros;
+    } else {
+        try {
+            options.padding = parse_padding(flags.padding);
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument(std::string("--padding: ") + e.what() + (accepts_itk_padding ? ", or itk" : ""));
+        }
     }
     options.align_corners = flags.align_corners;
     options.fill = flags.fill;
@@ -278,10 +293,12 @@ std::string describe_geometry(const io::Geometry& geometry) {
            " mm (LPS), direction " + describe_rows(geometry.direction, d, d);
 }
 
-std::string describe_sampling(const SampleOptions& options) {
+std::string describe_sampling(const SampleOptions& options) { return describe_sampling(options, padding_name(options.padding)); }
+
+std::string describe_sampling(const SampleOptions& options, std::string_view padding) {
     std::ostringstream out;
-    out << interpolation_name(options.mode) << ", padding " << padding_name(options.padding) << ", align_corners "
-        << (options.align_corners ? 1 : 0) << ", fill " << options.fill;
+    out << interpolation_name(options.mode) << ", padding " << padding << ", align_corners " << (options.align_corners ? 1 : 0)
+        << ", fill " << options.fill;
     return out.str();
 }
 

@@ -46,7 +46,11 @@ struct SamplingFlags {
 // --mode, --padding, --align-corners, --fill, --explain.
 void add_sampling_options(CLI::App& command, SamplingFlags& flags);
 // Parses the names (aliases included) into library options; throws std::invalid_argument.
-SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions& common);
+// `--padding itk` (ITK's boundary rule, applied to positions by gridwarp::ItkBoundaryPositions) is
+// accepted only where `accepts_itk_padding` says the command applies it; the options then say zeros.
+SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions& common, bool accepts_itk_padding = false);
+// True for --padding itk.
+bool itk_padding(const SamplingFlags& flags);
 
 // --max-memory BYTES bounds every buffer whose size a file or the command line declares rather than
 // proves (docs/reliability.md). --max-voxels N, deprecated, bounds values instead; given alone it
@@ -141,6 +145,8 @@ std::string describe_image(const io::Image& image);     // "volume int16, 1 chan
 std::string describe_geometry(const io::Geometry& geometry);
 std::string describe_rows(const std::vector<double>& values, std::size_t rows, std::size_t columns);  // "[[a, b], [c, d]]"
 std::string describe_sampling(const SampleOptions& options);
+// The same, naming `padding` (e.g. "itk") instead of the options' padding.
+std::string describe_sampling(const SampleOptions& options, std::string_view padding);
 
 // Refuses an output of `extents` points of `per_point` values of `value_bytes` bytes each, before
 // it is allocated: std::invalid_argument naming `origin` (the option or file that sets the size)

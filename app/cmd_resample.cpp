@@ -9,6 +9,7 @@
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"
 #include "gridwarp/io/transform_io.hpp"
+#include "gridwarp/itk_boundary.hpp"
 #include "gridwarp/physical.hpp"
 
 namespace gridwarp::cli {
@@ -38,7 +39,7 @@ void run_resample(const ResampleCommand& command) {
     apply_common_options(command.common);
     CommandProgress progress("resample", command.common);
     progress.phase("reading", 0, 3);
-    const SampleOptions options = to_sample_options(command.sampling, command.common);
+    const SampleOptions options = to_sample_options(command.sampling, command.common, /*accepts_itk_padding=*/true);
     std::vector<TransformArgument> transforms;
     std::vector<std::filesystem::path> inputs{command.input};
     for (const auto& text : command.transforms) {
@@ -110,6 +111,10 @@ void run_resample(const ResampleCommand& command) {
     if (collapsed) collapsed = point_to_moving_index.after(*collapsed);
     const TransformChainPositions positions(index_to_point(output_geometry), std::move(steps), point_to_moving_index,
                                             grid.spatial);
+    // --padding itk: ITK's boundary rule, on the positions; the sampler pads with zeros (never reached inside).
+    std::optional<ItkBoundaryPositions> itk_positions;
+    if (itk_padding(command.sampling)) itk_positions.emplace(positions, moving.spatial, options.mode);
+    const PositionSource& sampled_positions = itk_positions ? static_cast<const PositionSource&>(*itk_positions) : positions;
     spdlog::debug("resampling {} onto a {} grid through {} transform(s){}", command.input.string(),
                   shape_to_string(grid.spatial), transforms.size(), positions.is_affine() ? " (one affine map)" : "");
 
@@ -135,7 +140,9 @@ void run_resample(const ResampleCommand& command) {
         } else {
             explanation.add("mapping", "through a displacement field: not one affine map");
         }
-        explanation.add("sampling", describe_sampling(options));
+        explanation.add("sampling", itk_padding(command.sampling)
+                                        ? describe_sampling(options, "itk (ITK's rule: fill beyond half a voxel outside, edge voxels within)")
+                                        : describe_sampling(options));
         explanation.add("output", command.output.string() + " (" + std::string(dtype_name(output_type)) + ", spatial " +
                                       shape_to_string(grid.spatial) + ")");
         explanation.add("output grid", describe_geometry(output_geometry) +
@@ -155,7 +162,7 @@ void run_resample(const ResampleCommand& command) {
     }
     if (!command.output_type.empty()) description.scaling.reset();  // the values themselves, in that type
     description.pixels = Tensor(output_type, Shape{0});
-    sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), moving.nchw(), positions, options,
+    sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), moving.nchw(), sampled_positions, options,
                      &progress);
 }
 
@@ -182,7 +189,8 @@ std::shared_ptr<void> register_resample_command(CLI::App& app) {
         "  gridwarp resample -i moving.nii.gz -r fixed.nii.gz -o moved.nii.gz -t affine.mat\n"
         "  gridwarp resample -i moving.nii.gz -r fixed.nii.gz -o moved.nii.gz -t warp.nii.gz -t affine.mat\n"
         "  gridwarp resample -i labels.nii.gz -r fixed.nii.gz -o labels_moved.nii.gz -t affine.tfm,inverse --mode nearest\n"
-        "  gridwarp resample -i t1.nii.gz -r template.nii.gz -o t1_in_template.nii.gz --mode cubic --output-type float");
+        "  gridwarp resample -i t1.nii.gz -r template.nii.gz -o t1_in_template.nii.gz --mode cubic --output-type float\n"
+        "  gridwarp resample -i moving.nii.gz -r fixed.nii.gz -o moved.nii.gz -t affine.mat --padding itk  # = antsApplyTransforms");
     set_command_action(*sub, command, run_resample);
     return command;
 }

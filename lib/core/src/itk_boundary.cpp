@@ -1,0 +1,83 @@
+#include "gridwarp/itk_boundary.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gridwarp {
+
+namespace {
+
+// itk::Math::RoundHalfIntegerUp as ITK 5.2 computes it on x86-64 (itkMathDetail.h,
+// RoundHalfIntegerUp_64): round 2u + 0.5 half to even, then halve towards minus infinity. For
+// |u| < 2^50 this is floor(u + 0.5) computed without the rounding that u + 0.5 itself can suffer.
+double round_half_up_as_itk(double u) {
+    const double twice = std::nearbyint(2 * u + 0.5);
+    return std::floor(twice * 0.5) + 0.0;  // + 0.0: -0 becomes +0
+}
+
+}  // namespace
+
+ItkBoundaryPositions::ItkBoundaryPositions(const PositionSource& source, Shape input_shape, Interpolation mode)
+    : source_(source), input_shape_(std::move(input_shape)), mode_(mode) {
+    if (mode == Interpolation::Cubic) {
+        throw std::invalid_argument(
+            "ITK's boundary rule is defined here for linear and nearest only: ITK's cubic is a B-spline interpolator "
+            "(BSplineInterpolateImageFunction), which cubic convolution does not equal");
+    }
+    if (source.space() != CoordinateSpace::Pixel) {
+        throw std::invalid_argument("ITK's boundary rule needs pixel-space positions");
+    }
+    if (static_cast<std::int64_t>(input_shape_.size()) != source.spatial_rank()) {
+        throw std::invalid_argument("ITK's boundary rule: an input of spatial shape " + shape_to_string(input_shape_) +
+                                    " for positions of rank " + std::to_string(source.spatial_rank()));
+    }
+    // Coordinate k indexes axis rank-1-k (innermost first). ITK's IsInsideBuffer takes
+    // [start - 0.5, end + 0.5) per axis (itkImageFunction.h and .hxx).
+    const std::size_t rank = input_shape_.size();
+    for (std::size_t k = 0; k < rank; ++k) {
+        const auto extent = static_cast<double>(input_shape_[rank - 1 - k]);
+        upper_.push_back(extent - 0.5);
+        last_.push_back(extent - 1);
+    }
+}
+
+void ItkBoundaryPositions::apply(double* xyz, std::int64_t count) const {
+    const std::size_t rank = input_shape_.size();
+    const double* hi = upper_.data();
+    const double* edge = last_.data();
+    for (std::int64_t p = 0; p < count; ++p) {
+        double* u = xyz + static_cast<std::size_t>(p) * rank;
+        bool inside = true;
+        for (std::size_t k = 0; k < rank; ++k) inside = inside && u[k] >= -0.5 && u[k] < hi[k];  // NaN: outside
+        if (!inside) {
+            std::fill(u, u + rank, std::numeric_limits<double>::quiet_NaN());
+            continue;
+        }
+        for (std::size_t k = 0; k < rank; ++k) {
+            u[k] = mode_ == Interpolation::Nearest ? round_half_up_as_itk(u[k]) : std::clamp(u[k], 0.0, edge[k]);
+        }
+    }
+}
+
+void ItkBoundaryPositions::row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+                               double* xyz) const {
+    source_.row(n, outer, start, count, xyz);
+    apply(xyz, count);
+}
+
+void ItkBoundaryPositions::row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+                               float* xyz) const {
+    // The rule decides in double, before the positions are rounded to float.
+    const auto values = static_cast<std::size_t>(count) * input_shape_.size();
+    std::vector<double> wide(values);
+    source_.row(n, outer, start, count, wide.data());
+    apply(wide.data(), count);
+    for (std::size_t i = 0; i < values; ++i) xyz[i] = static_cast<float>(wide[i]);
+}
+
+}  // namespace gridwarp
