@@ -308,6 +308,12 @@ class Refusals(unittest.TestCase):
         self.refused("rows.aff12.1D", (row + "\n") * 3, "holds 3 matrices")
         self.refused("inf.aff12.1D", row.replace("1", "inf", 1) + "\n", "finite number")
         self.refused("empty.aff12.1D", "# nothing\n", "no matrix rows")
+        self.refused("wide.aff12.1D", "0 " * 1000000 + "\n", "more than 64 words")
+        self.refused("long.aff12.1D", "0 0 0 0 0 0 0 0 0 0 0 0\n" * 100001, "more than 100000 matrix rows")
+
+    def test_hostile_sizes(self):
+        self.refused("newlines.lta", "\n" * (8 << 20), "no 'type = N' line")
+        self.refused("big.lta", "#" * ((16 << 20) + 1), "more than a transform text file holds")
 
 
 if __name__ == "__main__":

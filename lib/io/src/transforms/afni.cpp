@@ -73,7 +73,9 @@ bool detects_afni_matrix(const std::string& lowercase_name, std::string_view hea
     if (ends_with(lowercase_name, ".aff12.1d")) return true;
     if (!ends_with(lowercase_name, ".1d")) return false;
     // Another .1D (a motion-parameter or stimulus file) is a transform only with 12 columns.
-    for (const std::string_view line : text_lines(head)) {
+    TextLines lines(head);
+    std::string_view line;
+    while (lines.next(line)) {
         const auto words = line_words(line);
         if (!words.empty()) return words.size() == 12;
     }
@@ -81,16 +83,23 @@ bool detects_afni_matrix(const std::string& lowercase_name, std::string_view hea
 }
 
 std::vector<AffineMap> read_afni_rows(const fs::path& file) {
+    // More volumes than any series holds: a list this long is not a 3dvolreg file.
+    constexpr std::size_t kMaxRows = 100000;
     const std::string text = read_transform_text(file);
     std::vector<AffineMap> rows;
-    const auto lines = text_lines(text);
-    for (std::size_t line = 0; line < lines.size(); ++line) {
-        const auto words = line_words(lines[line]);
+    TextLines lines(text);
+    std::string_view text_line;
+    while (lines.next(text_line)) {
+        const std::size_t line = lines.index();
+        const auto words = line_words(text_line);
         if (words.empty()) continue;
         if (words.size() != 12) {
             throw FileError(file, line_label(line) + ": expected 12 numbers (a 3x4 matrix row by row), found " +
-                                      std::to_string(words.size()) + " words");
+                                      (words.size() > kMaxLineWords ? "more than " + std::to_string(kMaxLineWords)
+                                                                    : std::to_string(words.size())) +
+                                      " words");
         }
+        if (rows.size() == kMaxRows) throw FileError(file, "holds more than " + std::to_string(kMaxRows) + " matrix rows");
         AffineMap map = AffineMap::identity(3);
         for (int r = 0; r < 3; ++r) {
             for (int c = 0; c < 3; ++c) map.matrix[r * 3 + c] = finite_number(words[r * 4 + c], file, line);

@@ -58,7 +58,7 @@ std::string joined(const std::vector<std::string_view>& words, std::size_t from)
 
 LtaFile parse_lta(std::string_view text, const fs::path& file) {
     LtaFile lta;
-    const std::vector<std::string_view> lines = text_lines(text);
+    TextLines lines(text);
     VolumeInfo* volume = nullptr;
     bool saw_nxforms = false;
     auto numbers = [&](const std::vector<std::string_view>& words, std::size_t from, std::size_t count, std::size_t line) {
@@ -70,8 +70,10 @@ LtaFile parse_lta(std::string_view text, const fs::path& file) {
         for (std::size_t i = 0; i < count; ++i) values[i] = finite_number(words[from + i], file, line);
         return values;
     };
-    for (std::size_t line = 0; line < lines.size(); ++line) {
-        const std::vector<std::string_view> words = line_words(lines[line]);
+    std::string_view text_line;
+    while (lines.next(text_line)) {
+        const std::size_t line = lines.index();
+        const std::vector<std::string_view> words = line_words(text_line);
         if (words.empty()) continue;
         const std::string_view key = words[0];
         const bool assignment = words.size() >= 2 && words[1] == "=";
@@ -111,7 +113,7 @@ LtaFile parse_lta(std::string_view text, const fs::path& file) {
         } else if (volume) {
             // subject and fscale (tkregister's) follow the volume infos; nothing here uses them.
             if (key != "subject" && key != "fscale") {
-                throw FileError(file, line_label(line) + ": unexpected '" + std::string(lines[line].substr(0, 60)) +
+                throw FileError(file, line_label(line) + ": unexpected '" + std::string(text_line.substr(0, 60)) +
                                           "' in an LTA volume info block");
             }
         } else if (assignment && key == "type") {
@@ -132,8 +134,10 @@ LtaFile parse_lta(std::string_view text, const fs::path& file) {
             std::array<double, 16> m{};
             std::size_t row = 0;
             while (row < 4) {
-                if (++line >= lines.size()) throw FileError(file, "the file ends inside the 4x4 matrix");
-                const auto values = line_words(lines[line]);
+                std::string_view row_line;
+                if (!lines.next(row_line)) throw FileError(file, "the file ends inside the 4x4 matrix");
+                const std::size_t line = lines.index();
+                const auto values = line_words(row_line);
                 if (values.empty()) continue;
                 if (values.size() != 4) {
                     throw FileError(file, line_label(line) + ": expected 4 numbers in row " + std::to_string(row + 1) +
@@ -144,7 +148,7 @@ LtaFile parse_lta(std::string_view text, const fs::path& file) {
             }
             lta.matrix = m;
         } else {
-            throw FileError(file, line_label(line) + ": unexpected '" + std::string(lines[line].substr(0, 60)) +
+            throw FileError(file, line_label(line) + ": unexpected '" + std::string(text_line.substr(0, 60)) +
                                       "' (not an LTA line)");
         }
     }
@@ -245,7 +249,9 @@ bool detects_lta(const std::string& lowercase_name, std::string_view head) {
     }
     // By content: the two header lines every LTA starts with (after comments).
     bool type = false;
-    for (const std::string_view line : text_lines(head)) {
+    TextLines lines(head);
+    std::string_view line;
+    while (lines.next(line)) {
         const auto words = line_words(line);
         if (words.empty()) continue;
         if (!type) {

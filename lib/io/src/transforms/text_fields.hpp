@@ -33,21 +33,32 @@ inline std::string read_transform_text(const std::filesystem::path& file) {
     return bytes;
 }
 
-// The lines of `text`, without a byte-order mark or carriage returns.
-inline std::vector<std::string_view> text_lines(std::string_view text) {
-    text = without_byte_order_mark(text);
-    std::vector<std::string_view> lines;
-    while (!text.empty()) {
-        const auto end = text.find('\n');
-        std::string_view line = text.substr(0, end);
+// The lines of `text` one at a time (no list of them is kept: a hostile file may be all
+// newlines), without a byte-order mark or carriage returns. index() is the last line's, from 0.
+class TextLines {
+public:
+    explicit TextLines(std::string_view text) : rest_(without_byte_order_mark(text)) {}
+    bool next(std::string_view& line) {
+        if (rest_.empty()) return false;
+        const auto end = rest_.find('\n');
+        line = rest_.substr(0, end);
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        lines.push_back(line);
-        text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+        rest_ = end == std::string_view::npos ? std::string_view() : rest_.substr(end + 1);
+        index_ = started_ ? index_ + 1 : 0;
+        started_ = true;
+        return true;
     }
-    return lines;
-}
+    std::size_t index() const { return index_; }
 
-// Whitespace-separated words of a line, up to a '#' comment.
+private:
+    std::string_view rest_;
+    std::size_t index_ = 0;
+    bool started_ = false;
+};
+
+// Whitespace-separated words of a line, up to a '#' comment; at most kMaxLineWords + 1, so a
+// caller sees a line with too many without a list as long as the line.
+inline constexpr std::size_t kMaxLineWords = 64;
 inline std::vector<std::string_view> line_words(std::string_view line) {
     std::vector<std::string_view> words;
     std::size_t pos = 0;
@@ -58,6 +69,7 @@ inline std::vector<std::string_view> line_words(std::string_view line) {
         std::size_t end = pos;
         while (end < line.size() && !blank(line[end]) && line[end] != '#') ++end;
         words.push_back(line.substr(pos, end - pos));
+        if (words.size() > kMaxLineWords) break;
         pos = end;
     }
     return words;
