@@ -90,6 +90,7 @@ void run_resample(const ResampleCommand& command) {
         context.moving = &moving;
         context.reference = &grid;
         io::TransformFile file = io::read_transform(*it, context, read_options);
+        for (const auto& warning : file.warnings) spdlog::warn("{}", warning);
         steps.insert(steps.end(), file.steps.rbegin(), file.steps.rend());
         buffers.insert(buffers.end(), file.buffers.begin(), file.buffers.end());
     }
@@ -176,7 +177,8 @@ std::shared_ptr<void> register_resample_command(CLI::App& app) {
     sub->add_option("-r,--reference", command->reference, "Image whose grid (size, spacing, origin, direction) the output takes "
                                                           "(default: the moving image's own)");
     sub->add_option("-t,--transform", command->transforms,
-                    "Transform: ITK .tfm/.txt/.mat/.h5, a 4x4 LPS text matrix, or a displacement field image; "
+                    "Transform: ITK .tfm/.txt/.mat/.h5, FreeSurfer .lta, AFNI .aff12.1D, a 4x4 LPS text matrix, or a "
+                    "displacement field image; "
                     "FILE,inverse (or [FILE,1]) inverts a linear one. Repeatable: the last one listed acts first")
         ->take_all()->allow_extra_args(false);
     sub->add_option("--output-type", command->output_type,

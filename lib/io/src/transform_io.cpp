@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 #include <stdexcept>
 
 #include "backends.hpp"
@@ -11,6 +12,7 @@
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"
 #include "gridwarp/io/text_matrix.hpp"
+#include "transforms/transform_formats.hpp"
 
 namespace gridwarp::io {
 
@@ -108,6 +110,45 @@ namespace {
 
 TransformFile read_transform_file(const fs::path& file, std::size_t dimension, bool invert, const ReadOptions& options);
 
+void invert_steps(const fs::path& file, std::vector<PointTransform>& steps) {
+    // (A o B)^-1 = B^-1 o A^-1: reverse the list and invert each step.
+    std::reverse(steps.begin(), steps.end());
+    for (auto& step : steps) {
+        if (!step.affine) throw FileError(file, "a displacement field cannot be inverted here; pass its inverse field");
+        try {
+            step.affine = std::make_shared<const AffineMap>(step.affine->inverse());
+        } catch (const std::invalid_argument& e) {
+            throw FileError(file, e.what());
+        }
+    }
+}
+
+// FreeSurfer LTA and AFNI matrices, named by a tag or detected by name and content. Their maps
+// depend on both images, so they bypass the shared-file cache.
+std::optional<TransformFile> read_package_transform(const TransformSpec& spec, const TransformContext& context,
+                                                    const ReadOptions& options) {
+    TransformFormat format = spec.format;
+    if (format == TransformFormat::Detect) {
+        detail::require_readable_file(spec.file);
+        std::string head(4096, '\0');
+        std::ifstream stream(spec.file, std::ios::binary);
+        stream.read(head.data(), static_cast<std::streamsize>(head.size()));
+        head.resize(static_cast<std::size_t>(std::max<std::streamsize>(stream.gcount(), 0)));
+        const std::string name = lowercase_name(spec.file);
+        if (detail::detects_lta(name, head)) {
+            format = TransformFormat::Lta;
+        } else if (detail::detects_afni_matrix(name, head)) {
+            format = TransformFormat::Afni;
+        }
+    }
+    if (format != TransformFormat::Lta && format != TransformFormat::Afni) return std::nullopt;
+    detail::require_readable_file(spec.file);
+    TransformFile result = format == TransformFormat::Lta ? detail::read_lta(spec, context, options)
+                                                           : detail::read_afni_matrix(spec, context, options);
+    if (spec.inverse) invert_steps(spec.file, result.steps);
+    return result;
+}
+
 }  // namespace
 
 const std::vector<std::pair<std::string, TransformFormat>>& transform_format_tags() {
@@ -170,6 +211,7 @@ TransformFile read_transform(const fs::path& file, std::size_t dimension, bool i
 }
 
 TransformFile read_transform(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options) {
+    if (auto package = read_package_transform(spec, context, options)) return std::move(*package);
     const fs::path& file = spec.file;
     const std::size_t dimension = context.dimension;
     const bool invert = spec.inverse;
@@ -218,18 +260,7 @@ TransformFile read_transform_file(const fs::path& file, std::size_t dimension, b
     } else {
         result.steps = read_matrix_transform(file, dimension);
     }
-    if (invert) {
-        // (A o B)^-1 = B^-1 o A^-1: reverse the list and invert each step.
-        std::reverse(result.steps.begin(), result.steps.end());
-        for (auto& step : result.steps) {
-            if (!step.affine) throw FileError(file, "a displacement field cannot be inverted here; pass its inverse field");
-            try {
-                step.affine = std::make_shared<const AffineMap>(step.affine->inverse());
-            } catch (const std::invalid_argument& e) {
-                throw FileError(file, e.what());
-            }
-        }
-    }
+    if (invert) invert_steps(file, result.steps);
     return result;
 }
 

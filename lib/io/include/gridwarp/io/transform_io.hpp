@@ -61,6 +61,9 @@ struct TransformFile {
     std::vector<PointTransform> steps;
     // Buffers that displacement fields read from; kept alive with the steps.
     std::vector<std::shared_ptr<const Tensor>> buffers;
+    // What the reader wants the user to know (one line each), e.g. an LTA whose volumes are not
+    // the images given.
+    std::vector<std::string> warnings;
 };
 
 // Reads
