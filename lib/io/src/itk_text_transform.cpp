@@ -22,8 +22,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A composite of more steps than this is no registration's output; ITK would build an object per step.
-constexpr std::size_t kMaxTransforms = 1024;
+// More transforms than this are no registration's output (a per-volume head-motion list holds one
+// per volume: a few thousand for the longest fMRI runs); ITK would build an object per step.
+constexpr std::size_t kMaxTransforms = 65536;
 
 struct DeclaredTransform {
     std::string type;  // as written: "AffineTransform_double_3_3"
