@@ -170,6 +170,18 @@ class Series(unittest.TestCase):
         series = self.resample("bold.nii.gz", "hmc_folder.nii.gz", *chain, "-t", self.path("hmc") + ",per-volume")
         self.assert_volumes_equal_alone(series, "hmc_folder", lambda v: chain + ["-t", self.path(f"hmc_{v}.tfm")])
 
+    def test_one_shot_with_a_displacement_field(self):
+        # fMRIPrep's order: head motion, then a distortion field (on the BOLD grid), then the registration.
+        moving = nib.load(self.path("bold_0.nii.gz"))
+        field = np.zeros(moving.shape + (1, 3), np.float32)
+        field[..., 0, 1] = np.linspace(-2.0, 2.0, moving.shape[1])[None, :, None]  # along y, as EPI distortion
+        warp = nib.Nifti1Image(field, moving.affine)
+        warp.header.set_intent("vector")
+        nib.save(warp, self.path("sdc_warp.nii.gz"))
+        chain = ["-r", self.path("ref.nii.gz"), "-t", self.path("bold_to_t1.tfm"), "-t", self.path("sdc_warp.nii.gz")]
+        series = self.resample("bold.nii.gz", "one_shot.nii.gz", *chain, "-t", self.path("hmc.txt") + ",per-volume")
+        self.assert_volumes_equal_alone(series, "one_shot", lambda v: chain + ["-t", self.path(f"hmc_{v}.tfm")])
+
     def test_per_volume_inverse_inverts_each_in_place(self):
         series = self.resample("bold.nii.gz", "hmc_inverse.nii.gz", "-t", self.path("hmc.txt") + ",per-volume,inverse")
         self.assert_volumes_equal_alone(series, "hmc_inverse", lambda v: ["-t", self.path(f"hmc_{v}.tfm") + ",inverse"])
