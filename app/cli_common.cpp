@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
+#include <type_traits>
 #include <stdexcept>
 
 namespace gridwarp::cli {
@@ -254,6 +255,59 @@ void sample_and_write(const std::filesystem::path& file, io::Image description, 
     };
     const std::string summary = std::string(io::file_kind_name(description.kind)) + " " + std::string(dtype_name(description.dtype())) +
                                 ", spatial " + shape_to_string(description.spatial);
+    io::write_sampled(file, std::move(description), write_options, options.threads, sample, [&] {
+        if (progress) progress->phase("writing", 2, 3);
+    });
+    if (progress) progress->finish();
+    spdlog::info("wrote {} ({})", file.string(), summary);
+}
+
+namespace {
+
+// Channel `channel` of a (N, C, ...) view, as a (N, 1, ...) view of the same elements.
+template <class Pointer>
+BasicTensorView<Pointer> one_channel(const BasicTensorView<Pointer>& view, std::int64_t channel) {
+    using Byte = std::conditional_t<std::is_const_v<std::remove_pointer_t<Pointer>>, const std::uint8_t, std::uint8_t>;
+    BasicTensorView<Pointer> result = view;
+    result.data = static_cast<Byte*>(view.data) + channel * view.strides[1] * static_cast<std::int64_t>(dtype_size(view.dtype));
+    result.shape[1] = 1;
+    return result;
+}
+
+}  // namespace
+
+void sample_series_and_write(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options,
+                             const ConstTensorView& input, DType sample_type,
+                             const std::vector<const PositionSource*>& volume_positions, const SampleOptions& options,
+                             CommandProgress* progress) {
+    const std::int64_t volumes = input.shape[1];
+    if (volume_positions.size() != 1 && static_cast<std::int64_t>(volume_positions.size()) != volumes) {
+        throw std::logic_error("sample_series_and_write: one position source, or one per volume");
+    }
+    if (progress) progress->phase("sampling", 1, 3);
+    const auto sample = [&](const Shape& start, const Shape& extent, const TensorView& pixels, int threads) {
+        SampleOptions window_options = options;
+        window_options.threads = threads;
+        for (std::int64_t v = 0; v < volumes; ++v) {
+            const PositionSource& positions = *volume_positions[volume_positions.size() == 1 ? 0 : static_cast<std::size_t>(v)];
+            const PositionWindow window(positions, start, extent);
+            ConstTensorView volume = one_channel(input, v);
+            Tensor converted_volume;
+            if (volume.dtype != sample_type) {
+                converted_volume = convert_to(volume, sample_type);
+                volume = converted_volume.view();
+            }
+            const TensorView output = one_channel(pixels, v);
+            if (output.dtype == sample_type) {
+                grid_sample(volume, window, output, window_options);
+            } else {
+                const Tensor sampled = grid_sample(volume, window, window_options);
+                copy_elements(convert_to(sampled.view(), output.dtype).view(), output);
+            }
+        }
+    };
+    const std::string summary = std::string(io::file_kind_name(description.kind)) + " " + std::string(dtype_name(description.dtype())) +
+                                ", " + std::to_string(volumes) + " volume(s), spatial " + shape_to_string(description.spatial);
     io::write_sampled(file, std::move(description), write_options, options.threads, sample, [&] {
         if (progress) progress->phase("writing", 2, 3);
     });

@@ -126,6 +126,15 @@ private:
 void sample_and_write(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options,
                       const ConstTensorView& input, const PositionSource& positions, const SampleOptions& options,
                       CommandProgress* progress = nullptr);
+// sample_and_write for a series: each channel of `input` (1, C, D1..Dr), a volume of a 4-D series,
+// is sampled on its own into its plane of the output, at `volume_positions[c]` (or, given one,
+// `volume_positions[0]` for every volume), in `sample_type`. A volume of another type is converted
+// one at a time, and an output of another type is rounded and saturated a volume at a time: the
+// series itself is never copied.
+void sample_series_and_write(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options,
+                             const ConstTensorView& input, DType sample_type,
+                             const std::vector<const PositionSource*>& volume_positions, const SampleOptions& options,
+                             CommandProgress* progress = nullptr);
 // Logs what a reader wanted the user to know (a NIfTI file without orientation, ...).
 void report_warnings(const io::Image& image);
 

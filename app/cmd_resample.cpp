@@ -2,6 +2,7 @@
 // transforms and displacement fields composed in antsApplyTransforms' order.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -42,9 +43,11 @@ void run_resample(const ResampleCommand& command) {
     const SampleOptions options = to_sample_options(command.sampling, command.common, /*accepts_itk_padding=*/true);
     std::vector<TransformArgument> transforms;
     std::vector<std::filesystem::path> inputs{command.input};
+    bool per_volume = false;
     for (const auto& text : command.transforms) {
         transforms.push_back(parse_transform_argument(text));
         inputs.push_back(transforms.back().file);
+        per_volume = per_volume || transforms.back().per_volume;
     }
     if (!command.reference.empty()) inputs.push_back(command.reference);
     check_output_differs(command.output, inputs);
@@ -68,32 +71,65 @@ void run_resample(const ResampleCommand& command) {
     if (output_type == DType::String || is_complex(output_type)) {
         throw std::invalid_argument("--output-type must be a real numeric type, got " + command.output_type);
     }
+    // A 4-D series is a volume per channel. One mapping samples every volume at once (each position
+    // computed once); a volume at a time is for per-volume lists, and for types converted on the way
+    // in or out, so that no copy of the whole series (or its output) in another type is made.
+    const std::int64_t volumes = moving.layout == io::ChannelLayout::Planar ? moving.channels : 1;
+    const bool one_volume_series = moving.nifti && moving.nifti->dim[0] > 3 && moving.channels == 1;
+    if (per_volume && volumes == 1 && !one_volume_series) {
+        const auto listed = std::find_if(transforms.begin(), transforms.end(), [](const auto& t) { return t.per_volume; });
+        throw io::FileError(listed->file, "a per-volume transform list needs a 4-D series, but " + command.input.string() + " is one " +
+                                              std::to_string(dimension) + "-D " +
+                                              (moving.channels > 1 ? "image of " + std::to_string(moving.channels) + " interleaved components"
+                                                                   : std::string("volume")));
+    }
+    // An integer image asked for a floating output is sampled in that type, so the output keeps
+    // fractions: a series one volume at a time.
+    const bool sample_as_output = is_floating(output_type) && !is_floating(moving.dtype()) && moving.dtype() != output_type;
+    const bool by_volume = per_volume || (volumes > 1 && output_type != moving.dtype());
+    const std::int64_t converted_volumes = by_volume ? 1 : volumes;
     // The output (on the reference's grid, or in another type) and a floating copy of an integer
     // input are sized by the command, not by a file's bytes.
     const io::MemoryBudget budget = to_memory_budget(command.volume.memory);
     check_output_size(command.output, command.reference.empty() ? command.input.string() : "resampled onto " + command.reference.string(),
                       std::vector<std::int64_t>(grid.spatial.begin(), grid.spatial.end()), static_cast<std::uint64_t>(moving.channels),
                       dtype_size(output_type), budget);
-    if (is_floating(output_type) && !is_floating(moving.dtype()) && moving.dtype() != output_type) {
+    if (sample_as_output) {
         io::check_memory_budget(command.input, "a " + std::string(dtype_name(output_type)) + " copy of the voxels",
-                                static_cast<std::uint64_t>(moving.pixels.numel()), dtype_size(output_type), budget);
+                                static_cast<std::uint64_t>(moving.pixels.numel() / volumes * converted_volumes),
+                                dtype_size(output_type), budget);
     }
     const io::Geometry output_geometry = geometry_or_identity(grid);
     const io::Geometry moving_geometry = geometry_or_identity(moving);
 
-    // -t T1 -t T2 ... -t Tn maps a point p to T1(T2(...Tn(p))): Tn acts first.
-    std::vector<PointTransform> steps;
+    // -t T1 -t T2 ... -t Tn maps a point p to T1(T2(...Tn(p))): Tn acts first. A per-volume list
+    // puts volume v's transform in its place in volume v's chain.
+    const std::size_t chains = per_volume ? static_cast<std::size_t>(volumes) : 1;
+    std::vector<std::vector<PointTransform>> volume_steps(chains);
     std::vector<std::shared_ptr<const Tensor>> buffers;
     for (auto it = transforms.rbegin(); it != transforms.rend(); ++it) {
         io::TransformContext context;
         context.dimension = dimension;
         context.moving = &moving;
-        context.reference = &grid;
-        io::TransformFile file = io::read_transform(*it, context, read_options);
-        for (const auto& warning : file.warnings) spdlog::warn("{}", warning);
-        steps.insert(steps.end(), file.steps.rbegin(), file.steps.rend());
-        buffers.insert(buffers.end(), file.buffers.begin(), file.buffers.end());
+        // A per-volume list (head motion) maps the series onto itself.
+        context.reference = it->per_volume ? &moving : &grid;
+        const std::vector<io::TransformFile> files =
+            it->per_volume ? io::read_transform_series(*it, context, read_options)
+                           : std::vector<io::TransformFile>{io::read_transform(*it, context, read_options)};
+        if (it->per_volume && files.size() != chains) {
+            throw io::FileError(it->file, "the per-volume list holds " + std::to_string(files.size()) + " transform(s) but " +
+                                              command.input.string() + " has " + std::to_string(chains) + " volume(s)");
+        }
+        for (const auto& file : files) {
+            for (const auto& warning : file.warnings) spdlog::warn("{}", warning);
+        }
+        for (std::size_t v = 0; v < chains; ++v) {
+            const io::TransformFile& file = files[files.size() == 1 ? 0 : v];
+            volume_steps[v].insert(volume_steps[v].end(), file.steps.rbegin(), file.steps.rend());
+        }
+        for (const auto& file : files) buffers.insert(buffers.end(), file.buffers.begin(), file.buffers.end());
     }
+    const std::vector<PointTransform>& steps = volume_steps.front();
     AffineMap point_to_moving_index;
     try {
         point_to_moving_index = index_to_point(moving_geometry).inverse();
@@ -110,17 +146,24 @@ void run_resample(const ResampleCommand& command) {
         collapsed = step.affine->after(*collapsed);
     }
     if (collapsed) collapsed = point_to_moving_index.after(*collapsed);
-    const TransformChainPositions positions(index_to_point(output_geometry), std::move(steps), point_to_moving_index,
-                                            grid.spatial);
+    std::vector<std::unique_ptr<const TransformChainPositions>> volume_positions;
+    for (auto& chain : volume_steps) {
+        volume_positions.push_back(std::make_unique<const TransformChainPositions>(index_to_point(output_geometry), std::move(chain),
+                                                                                   point_to_moving_index, grid.spatial));
+    }
+    const TransformChainPositions& positions = *volume_positions.front();
     // --padding itk: ITK's boundary rule, on the positions; the sampler pads with zeros (never reached inside).
-    std::optional<ItkBoundaryPositions> itk_positions;
-    if (itk_padding(command.sampling)) itk_positions.emplace(positions, moving.spatial, options.mode);
-    const PositionSource& sampled_positions = itk_positions ? static_cast<const PositionSource&>(*itk_positions) : positions;
-    spdlog::debug("resampling {} onto a {} grid through {} transform(s){}", command.input.string(),
+    std::vector<std::unique_ptr<const ItkBoundaryPositions>> itk_positions;
+    if (itk_padding(command.sampling)) {
+        for (const auto& p : volume_positions) itk_positions.push_back(std::make_unique<const ItkBoundaryPositions>(*p, moving.spatial, options.mode));
+    }
+    auto sampled_positions = [&](std::size_t v) -> const PositionSource& {
+        return itk_positions.empty() ? static_cast<const PositionSource&>(*volume_positions[v]) : *itk_positions[v];
+    };
+    spdlog::debug("resampling {} ({} volume(s)) onto a {} grid through {} transform(s){}", command.input.string(), volumes,
                   shape_to_string(grid.spatial), transforms.size(), positions.is_affine() ? " (one affine map)" : "");
 
-    // An integer image asked for a floating output is sampled in that type, so the output keeps fractions.
-    if (is_floating(output_type) && !is_floating(moving.dtype()) && moving.dtype() != output_type) {
+    if (sample_as_output && converted_volumes == volumes) {
         moving.pixels = convert_to(moving.pixels.view(), output_type);
     }
     if (command.sampling.explain) {
@@ -128,7 +171,10 @@ void run_resample(const ResampleCommand& command) {
         explanation.add("input", command.input.string() + " (" + describe_image(moving) + ")");
         explanation.add("input grid", describe_geometry(moving_geometry));
         std::string chain;
-        for (const auto& t : transforms) chain += (chain.empty() ? "" : ", then ") + t.file.string() + (t.inverse ? " (inverted)" : "");
+        for (const auto& t : transforms) {
+            chain += (chain.empty() ? "" : ", then ") + t.file.string() + (t.inverse ? " (inverted)" : "") +
+                     (t.per_volume ? " (one per volume)" : "");
+        }
         explanation.add("transforms", chain.empty() ? "none: the two grids' geometry alone"
                                                     : chain + " (listed as given: the last acts first on output points)");
         if (collapsed) {
@@ -137,14 +183,16 @@ void run_resample(const ResampleCommand& command) {
                 for (std::size_t j = 0; j < dimension; ++j) rows.push_back(collapsed->matrix[i * dimension + j]);
                 rows.push_back(collapsed->offset[i]);
             }
-            explanation.add("mapping", describe_rows(rows, dimension, dimension + 1) + " (output index -> input index, x first)");
+            explanation.add("mapping", describe_rows(rows, dimension, dimension + 1) + " (output index -> input index, x first" +
+                                           (per_volume ? "; volume 0's)" : ")"));
         } else {
             explanation.add("mapping", "through a displacement field: not one affine map");
         }
         explanation.add("sampling", itk_padding(command.sampling)
                                         ? describe_sampling(options, "itk (ITK's rule: fill beyond half a voxel outside, edge voxels within)")
                                         : describe_sampling(options));
-        explanation.add("output", command.output.string() + " (" + std::string(dtype_name(output_type)) + ", spatial " +
+        explanation.add("output", command.output.string() + " (" + std::string(dtype_name(output_type)) +
+                                      (volumes > 1 || one_volume_series ? ", " + std::to_string(volumes) + " volume(s)" : std::string()) + ", spatial " +
                                       shape_to_string(grid.spatial) + ")");
         explanation.add("output grid", describe_geometry(output_geometry) +
                                            (command.reference.empty() ? " (the input's)" : " (" + command.reference.string() + "'s)"));
@@ -163,7 +211,15 @@ void run_resample(const ResampleCommand& command) {
     }
     if (!command.output_type.empty()) description.scaling.reset();  // the values themselves, in that type
     description.pixels = Tensor(output_type, Shape{0});
-    sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), moving.nchw(), sampled_positions, options,
+    if (by_volume) {
+        std::vector<const PositionSource*> sources;
+        for (std::size_t v = 0; v < volume_positions.size(); ++v) sources.push_back(&sampled_positions(v));
+        const DType sample_type = sample_as_output ? output_type : moving.dtype();
+        sample_series_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), moving.nchw(),
+                                sample_type, sources, options, &progress);
+        return;
+    }
+    sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), moving.nchw(), sampled_positions(0), options,
                      &progress);
 }
 

@@ -4,6 +4,9 @@
 //   W-nii.gz  256^3 int16 head-like .nii.gz (made with gzip -6), rigid resample, linear:
 //             gridwarp resample vs itk_resample_peer (ITK ResampleImageFilter, int16 in and out)
 //   W-nii     256^3 float32 .nii, the same: gridwarp vs itk_resample_peer (float32)
+//   W-bold    64x64x34x200 int16 .nii.gz BOLD-like series onto a 2 mm MNI grid (91x109x91) with one
+//             affine, linear: gridwarp resample vs itk_series_peer (ITK, volume by volume, as
+//             antsApplyTransforms -e 3 does)
 //   W-bmp     4096^2 RGB .bmp, rotate 30 and scale 0.8, linear: gridwarp affine vs opencv_affine_peer
 //   mrtransform (MRtrix3) on the two volume workloads when it is installed.
 //   W-batch   1,000 PNGs of 256x256 RGB, rotate 15 and scale 0.9, cubic: gridwarp batch vs a
@@ -135,6 +138,58 @@ struct Row {
 
 double best(const std::vector<double>& values) { return *std::min_element(values.begin(), values.end()); }
 
+// A BOLD-like series: the head's ellipsoids on a 64 x 64 x 34 grid of 3 x 3 x 3.6 mm voxels, with
+// fresh noise in each volume, as an int16 4-D NIfTI holds it (a volume per channel).
+gridwarp::io::Image bold_series(std::int64_t volumes) {
+    const std::int64_t nx = 64, ny = 64, nz = 34;
+    gridwarp::io::Image image;
+    image.kind = gridwarp::io::FileKind::Volume;
+    image.format = "nifti";
+    image.spatial = {nz, ny, nx};
+    image.channels = volumes;
+    image.layout = gridwarp::io::ChannelLayout::Planar;
+    image.pixels = gridwarp::Tensor(gridwarp::DType::Int16, gridwarp::Shape{1, volumes, nz, ny, nx});
+    gridwarp::io::Geometry geometry = gridwarp::io::Geometry::identity(3);
+    geometry.spacing = {3.0, 3.0, 3.6};
+    geometry.origin = {94.5, 110.0, -55.0};
+    geometry.direction = {-1, 0, 0, 0, -1, 0, 0, 0, 1};
+    image.geometry = geometry;
+    std::mt19937_64 random(2);
+    std::normal_distribution<float> noise(0.0f, 12.0f);
+    auto at = [](std::int64_t i, std::int64_t n) { return -1.0f + 2.0f * static_cast<float>(i) / static_cast<float>(n - 1); };
+    auto* values = image.pixels.data_as<std::int16_t>();
+    std::int64_t index = 0;
+    for (std::int64_t t = 0; t < volumes; ++t) {
+        for (std::int64_t k = 0; k < nz; ++k) {
+            for (std::int64_t j = 0; j < ny; ++j) {
+                for (std::int64_t i = 0; i < nx; ++i, ++index) {
+                    const float x = at(i, nx), y = at(j, ny), z = at(k, nz);
+                    const float r = std::sqrt((x / 0.80f) * (x / 0.80f) + (y / 0.92f) * (y / 0.92f) + (z / 0.95f) * (z / 0.95f));
+                    float v = r < 0.88f ? (std::sin(9 * x + 2 * std::sin(5 * y)) * std::cos(8 * y + 3 * z) > 0.1f ? 900 : 700) : 0;
+                    if (r < 1.0f) v += 150 + noise(random);
+                    values[index] = static_cast<std::int16_t>(std::clamp(std::round(v), 0.0f, 32767.0f));
+                }
+            }
+        }
+    }
+    return image;
+}
+
+// FSL's 2 mm MNI152 grid (91 x 109 x 91, RAS origin (-90, -126, -72)), empty: a reference.
+gridwarp::io::Image mni_2mm() {
+    gridwarp::io::Image image;
+    image.kind = gridwarp::io::FileKind::Volume;
+    image.format = "nifti";
+    image.spatial = {91, 109, 91};
+    image.pixels = gridwarp::Tensor(gridwarp::DType::UInt8, gridwarp::Shape{91, 109, 91, 1});
+    gridwarp::io::Geometry geometry = gridwarp::io::Geometry::identity(3);
+    geometry.spacing = {2.0, 2.0, 2.0};
+    geometry.origin = {90.0, 126.0, -72.0};  // LPS of RAS (-90, -126, -72)
+    geometry.direction = {-1, 0, 0, 0, -1, 0, 0, 0, 1};
+    image.geometry = geometry;
+    return image;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -154,10 +209,22 @@ int main(int argc, char** argv) {
     }
     const std::string gridwarp = (bin.parent_path().parent_path() / "app" / "gridwarp").string();
     const std::string itk_peer = (bin / "itk_resample_peer").string(), opencv_peer = (bin / "opencv_affine_peer").string();
+    const std::string itk_series_peer = (bin / "itk_series_peer").string();
     const std::string t = std::to_string(threads);
     fs::create_directories(workdir);
     const fs::path i16 = workdir / "head_i16.nii", i16gz = workdir / "head_i16.nii.gz", f32 = workdir / "head_f32.nii";
     const fs::path bmp = workdir / "card4096.bmp", rigid = workdir / "rigid.tfm";
+    const fs::path bold = workdir / "bold_i16.nii.gz", mni = workdir / "mni_2mm.nii.gz", bold_to_mni = workdir / "bold_to_mni.tfm";
+    if (!fs::exists(bold)) {
+        const fs::path plain = workdir / "bold_i16.nii";
+        gridwarp::io::write_image(plain, bold_series(200));
+        if (std::system(("gzip -6 -c " + plain.string() + " > " + bold.string()).c_str()) != 0) return 1;
+        fs::remove(plain);
+    }
+    if (!fs::exists(mni)) gridwarp::io::write_image(mni, mni_2mm());
+    // MNI points to BOLD points: a small rotation, a scale towards the smaller head, a shift.
+    write_text(bold_to_mni, "#Insight Transform File V1.0\n#Transform 0\nTransform: AffineTransform_double_3_3\n"
+                            "Parameters: 0.93 -0.06 0.02 0.05 0.95 -0.08 -0.01 0.07 0.91 2.5 -4 6\nFixedParameters: 0 -18 18\n");
     if (!fs::exists(i16gz)) {
         gridwarp::io::write_image(i16, head(gridwarp::DType::Int16, 256));
         if (std::system(("gzip -6 -c " + i16.string() + " > " + i16gz.string()).c_str()) != 0) return 1;
@@ -207,6 +274,15 @@ int main(int argc, char** argv) {
          2 * 64.0,
          {"mrtransform", "-quiet", "-force", "-nthreads", t, "-interp", "linear", "-linear", (workdir / "rigid_mrtrix.txt").string(),
           "-template", f32.string(), f32.string(), (workdir / "mr_f32.nii").string()}},
+        {"64x64x34x200 int16 .nii.gz series onto 2 mm MNI, one affine, linear",
+         {gridwarp, "resample", "-i", bold.string(), "-r", mni.string(), "-o", (workdir / "gw_bold.nii.gz").string(), "-t",
+          bold_to_mni.string(), "--threads", t, "-q"},
+         {itk_series_peer, bold.string(), mni.string(), (workdir / "itk_bold.nii.gz").string(), bold_to_mni.string(), t},
+         "ITK program, volume by volume (antsApplyTransforms -e 3's way)",
+         workdir / "gw_bold.nii.gz",
+         bold,
+         (64.0 * 64 * 34 + 91.0 * 109 * 91) * 200 * 2 / mb,
+         {}},
         {"4096^2 RGB .bmp rotate 30, scale 0.8, linear",
          {gridwarp, "affine", "-i", bmp.string(), "-o", (workdir / "gw_card.bmp").string(), "--rotate", "30", "--scale", "0.8", "--threads", t, "-q"},
          {opencv_peer, bmp.string(), (workdir / "cv_card.bmp").string(), "30", "0.8", t},

@@ -22,8 +22,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A composite of more steps than this is no registration's output; ITK would build an object per step.
-constexpr std::size_t kMaxTransforms = 1024;
+// More transforms than this are no registration's output (a per-volume head-motion list holds one
+// per volume: a few thousand for the longest fMRI runs); ITK would build an object per step.
+constexpr std::size_t kMaxTransforms = 65536;
 // A displacement field's values (float64): 2 GiB, the default memory budget.
 constexpr std::size_t kMaxFieldValues = std::size_t{1} << 28;
 

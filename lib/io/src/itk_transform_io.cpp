@@ -144,7 +144,7 @@ std::vector<ItkTransformDeclaration> hdf5_declarations(const fs::path& file) {
     H5G_info_t info{};
     if (!group.valid() || H5Gget_info(*group, &info) < 0) throw FileError(file, "cannot read /TransformGroup");
     std::vector<ItkTransformDeclaration> declarations;
-    for (hsize_t i = 0; i < info.nlinks && i <= 1024; ++i) {  // the check refuses more than 1024
+    for (hsize_t i = 0; i < info.nlinks && i <= 65536; ++i) {  // the check refuses more than 65536
         ItkTransformDeclaration declaration;
         declaration.where = "/TransformGroup/" + std::to_string(i);
         const std::string type_path = declaration.where + "/TransformType";

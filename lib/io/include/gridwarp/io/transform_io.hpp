@@ -94,6 +94,15 @@ std::optional<TransformFormat> transform_output_format(const std::filesystem::pa
 void write_affine_transform(const std::filesystem::path& file, TransformFormat format, const AffineMap& reference_to_moving,
                             const TransformContext& context);
 
+// A per-volume list (`-t FILE,per-volume`): one transform per volume of a 4-D series, in volume
+// order. FILE is either a file holding the list (an ITK text/Matlab/HDF5 file of N transforms, as
+// ANTs and fMRIPrep write head motion: its i-th transform is volume i's) or a folder whose files,
+// in name order, are one transform each (MCFLIRT's MAT_0000, MAT_0001, ...), each read by
+// read_transform with the spec's format. `,inverse` inverts each transform in place. Throws
+// FileError naming FILE for an empty list or an unreadable element.
+std::vector<TransformFile> read_transform_series(const TransformSpec& spec, const TransformContext& context,
+                                                 const ReadOptions& options = {});
+
 enum class ItkTransformEncoding {
     Text,    // "#Insight Transform File V1.0" (.tfm, .txt)
     Matlab,  // ITK's Matlab v4 files (.mat)

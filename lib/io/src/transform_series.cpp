@@ -1,0 +1,70 @@
+// Per-volume transform lists: one transform for each volume of a 4-D series (head motion).
+#include <algorithm>
+#include <system_error>
+
+#include "gridwarp/io/error.hpp"
+#include "gridwarp/io/transform_io.hpp"
+
+namespace gridwarp::io {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The files of a folder that a list is made of, in name order: MCFLIRT's MAT_0000, MAT_0001, ...
+// sort as numbered. Hidden files and subfolders are not part of it.
+std::vector<fs::path> list_elements(const fs::path& folder) {
+    std::vector<fs::path> files;
+    std::error_code error;
+    fs::directory_iterator entries(folder, error);
+    if (error) throw FileError(folder, "cannot list the folder: " + error.message());
+    for (const fs::directory_entry& entry : entries) {
+        const std::string name = entry.path().filename().string();
+        if (name.empty() || name.front() == '.') continue;
+        std::error_code kind_error;
+        if (!entry.is_regular_file(kind_error)) continue;
+        files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end(),
+              [](const fs::path& a, const fs::path& b) { return a.filename().string() < b.filename().string(); });
+    return files;
+}
+
+}  // namespace
+
+std::vector<TransformFile> read_transform_series(const TransformSpec& spec, const TransformContext& context,
+                                                 const ReadOptions& options) {
+    TransformSpec element = spec;
+    element.per_volume = false;
+    std::vector<TransformFile> series;
+    std::error_code error;
+    if (fs::is_directory(spec.file, error)) {
+        for (const fs::path& file : list_elements(spec.file)) {
+            element.file = file;
+            series.push_back(read_transform(element, context, options));
+        }
+        if (series.empty()) throw FileError(spec.file, "the folder holds no transform files (a per-volume list needs one per volume)");
+        return series;
+    }
+    // A file of N transforms: each is one volume's, not a step of one chain. Read forward, so that
+    // ,inverse inverts each in its place instead of reversing the list.
+    element.inverse = false;
+    const TransformFile list = read_transform(element, context, options);
+    for (const PointTransform& step : list.steps) {
+        TransformFile one;
+        one.steps.push_back(step);
+        one.buffers = list.buffers;
+        if (spec.inverse) {
+            if (!step.affine) throw FileError(spec.file, "a displacement field cannot be inverted here; pass its inverse field");
+            try {
+                one.steps.front().affine = std::make_shared<const AffineMap>(step.affine->inverse());
+            } catch (const std::invalid_argument& e) {
+                throw FileError(spec.file, "transform " + std::to_string(series.size()) + ": " + e.what());
+            }
+        }
+        series.push_back(std::move(one));
+    }
+    return series;
+}
+
+}  // namespace gridwarp::io
