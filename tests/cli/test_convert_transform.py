@@ -216,6 +216,28 @@ class ConvertTransform(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         np.testing.assert_allclose(read_matrix(inverted), np.linalg.inv(world), atol=1e-9)
 
+    def test_every_format_reads_back(self):
+        """Written by convert-transform, read back by gridwarp's reader of that format: the same map
+        (FSL -> ITK -> LTA -> FSL among them, the matrix back to 1e-5)."""
+        for k, (mpath, _), (rpath, _), world in self.pairs():
+            tfm = os.path.join(self.folder, f"w{k}.tfm")
+            itk_tfm(tfm, world, centre=(2.0, -1.0, 3.0))
+            for name in ("x.lta", "x.aff12.1D", "x.mat,itk", "x.mat,fsl", "x.txt,niftyreg", "x.txt,ras", "x.txt,lps"):
+                with self.subTest(geometry=k, output=name):
+                    out = os.path.join(self.folder, name)
+                    self.convert(tfm, out, mpath, rpath)
+                    back = os.path.join(self.folder, "back.txt")
+                    self.convert(out, back + ",lps", mpath, rpath)
+                    np.testing.assert_allclose(read_matrix(back), world, atol=1e-7)
+            with self.subTest(geometry=k, chain="fsl -> itk -> lta -> fsl"):
+                fsl = os.path.join(self.folder, "first.mat")
+                self.convert(tfm, fsl + ",fsl", mpath, rpath)
+                chain = [(fsl + ",fsl", "hop.tfm"), ("hop.tfm", "hop.lta"), ("hop.lta", "again.mat,fsl")]
+                for source, target in chain:
+                    source = source if os.path.isabs(source) else os.path.join(self.folder, source)
+                    self.convert(source, os.path.join(self.folder, target), mpath, rpath)
+                np.testing.assert_allclose(read_matrix(os.path.join(self.folder, "again.mat")), read_matrix(fsl), atol=1e-5)
+
     def test_refusals(self):
         tfm = os.path.join(self.folder, "w.tfm")
         itk_tfm(tfm, np.eye(4))

@@ -111,6 +111,13 @@ std::vector<AffineMap> read_afni_rows(const fs::path& file) {
     return rows;
 }
 
+AffineMap afni_row_from_world(const AffineMap& world, const TransformContext& context) {
+    AffineMap row = world;
+    if (const auto reference = cardinal_grid(context.reference)) row = row.after(reference->afni_to_world);
+    if (const auto moving = cardinal_grid(context.moving)) row = moving->world_to_afni.after(row);
+    return row;
+}
+
 AffineMap afni_row_to_world(const AffineMap& row, const TransformContext& context) {
     AffineMap map = row;
     if (const auto reference = cardinal_grid(context.reference)) map = map.after(reference->world_to_afni);

@@ -26,5 +26,7 @@ std::vector<AffineMap> read_afni_rows(const std::filesystem::path& file);
 // One such row as a reference-to-moving LPS map for these images: the identity correction for
 // images stored along the axes, AFNI's cardinal-grid coordinates for oblique ones.
 AffineMap afni_row_to_world(const AffineMap& row, const TransformContext& context);
+// The inverse: the row AFNI would save for a reference-to-moving LPS map between these images.
+AffineMap afni_row_from_world(const AffineMap& world, const TransformContext& context);
 
 }  // namespace gridwarp::io::detail

@@ -15,6 +15,7 @@
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/transform_io.hpp"
+#include "transform_formats.hpp"
 
 namespace gridwarp::io {
 
@@ -191,11 +192,13 @@ void write_affine_transform(const fs::path& file, TransformFormat format, const 
             // reg_aladin's -aff: reference world to floating world, RAS.
             return write_text(file, matrix_rows(homogeneous(flip_xy(map)), "%.10g", " "));
         case TransformFormat::Afni: {
-            // 3dAllineate's -1Dmatrix_save: base (reference) to source (moving), DICOM (LPS) order, one row.
+            // 3dAllineate's -1Dmatrix_save: base (reference) to source (moving), DICOM (LPS) order, one
+            // row, between the images' cardinal grids when they are oblique.
+            const AffineMap afni = detail::afni_row_from_world(map, context);
             std::string row;
             for (std::size_t i = 0; i < 3; ++i) {
-                for (std::size_t j = 0; j < 3; ++j) row += number(map.matrix[i * 3 + j], "%.10g") + " ";
-                row += number(map.offset[i], "%.10g") + (i < 2 ? " " : "\n");
+                for (std::size_t j = 0; j < 3; ++j) row += number(afni.matrix[i * 3 + j], "%.10g") + " ";
+                row += number(afni.offset[i], "%.10g") + (i < 2 ? " " : "\n");
             }
             return write_text(file, "# 3dAllineate matrices (DICOM-to-DICOM, row-by-row):\n" + row);
         }
