@@ -296,6 +296,23 @@ def volume_header_seeds():
         put("fuzz_volume_header", name, data)
 
 
+def package_transform_seeds():
+    # Selector % 6: lta, afni, fsl, niftyreg, ras, lps.
+    matrix = b"0.99 -0.1 0.02 3.5\n0.1 0.98 0.0 -2\n-0.02 0.01 1.01 7.25\n0 0 0 1\n"
+    volume_info = (b"valid = 1  # volume info valid\nfilename = a.nii.gz\nvolume = 12 14 10\n"
+                   b"voxelsize = 1.2 0.9 2.5\nxras   = -1 0 0\nyras   = 0 0 1\nzras   = 0 -1 0\ncras   = 1 2 3\n")
+    for kind, name in ((0, "vox2vox"), (1, "ras2ras"), (2, "physvox")):
+        lta = (b"# transform file seed\ntype      = %d # LINEAR\nnxforms   = 1\nmean      = 0.0 0.0 0.0\n"
+               b"sigma     = 1.0\n1 4 4\n" % kind) + matrix + b"src volume info\n" + volume_info + b"dst volume info\n" + \
+            volume_info.replace(b"a.nii.gz", b"b.nii.gz") + b"subject fsaverage\nfscale 0.1\n"
+        put("fuzz_package_transform", f"{name}.lta", bytes([0]) + lta)
+    put("fuzz_package_transform", "allineate.aff12.1D",
+        bytes([1]) + b"# 3dAllineate matrices (DICOM-to-DICOM, row-by-row):\n0.99 -0.1 0.02 3.5 0.1 0.98 0.0 -2 -0.02 0.01 1.01 7.25\n")
+    put("fuzz_package_transform", "volreg.1D", bytes([1]) + b"1 0 0 0 0 1 0 0 0 0 1 0\n1 0 0 0.5 0 1 0 0 0 0 1 0\n")
+    for selector, name in ((2, "flirt.mat"), (3, "niftyreg.txt"), (4, "world_ras.txt"), (5, "world_lps.txt"), (0x82, "flirt_inverse.mat")):
+        put("fuzz_package_transform", name, bytes([selector]) + matrix)
+
+
 def main():
     shutil.rmtree(CORPUS, ignore_errors=True)
     npy_seeds()
@@ -307,6 +324,7 @@ def main():
     nifti_seeds()
     batch_seeds()
     volume_header_seeds()
+    package_transform_seeds()
     total = sum(f.stat().st_size for f in CORPUS.rglob("*") if f.is_file())
     for folder in sorted(CORPUS.iterdir()):
         files = list(folder.iterdir())
