@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <exception>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -100,8 +101,14 @@ void describe_transform(const InfoCommand& command) {
     try {
         transform = io::read_transform(command.file, 3, false);
     } catch (const io::FileError&) {
+        // A file that is no 2-D transform either is reported by its 3-D reading's error.
+        const std::exception_ptr as_3d = std::current_exception();
         dimension = 2;
-        transform = io::read_transform(command.file, 2, false);
+        try {
+            transform = io::read_transform(command.file, 2, false);
+        } catch (const io::FileError&) {
+            std::rethrow_exception(as_3d);
+        }
     }
     nlohmann::ordered_json info;
     info["file"] = command.file.string();

@@ -83,12 +83,14 @@ void run_resample(const ResampleCommand& command) {
     // -t T1 -t T2 ... -t Tn maps a point p to T1(T2(...Tn(p))): Tn acts first.
     std::vector<PointTransform> steps;
     std::vector<std::shared_ptr<const Tensor>> buffers;
+    std::vector<std::string> conventions(transforms.size());  // for --explain, in the listed order
     for (auto it = transforms.rbegin(); it != transforms.rend(); ++it) {
         io::TransformContext context;
         context.dimension = dimension;
         context.moving = &moving;
         context.reference = &grid;
         io::TransformFile file = io::read_transform(*it, context, read_options);
+        conventions[static_cast<std::size_t>(transforms.rend() - it - 1)] = io::transform_format_name(file.format);
         steps.insert(steps.end(), file.steps.rbegin(), file.steps.rend());
         buffers.insert(buffers.end(), file.buffers.begin(), file.buffers.end());
     }
@@ -122,7 +124,10 @@ void run_resample(const ResampleCommand& command) {
         explanation.add("input", command.input.string() + " (" + describe_image(moving) + ")");
         explanation.add("input grid", describe_geometry(moving_geometry));
         std::string chain;
-        for (const auto& t : transforms) chain += (chain.empty() ? "" : ", then ") + t.file.string() + (t.inverse ? " (inverted)" : "");
+        for (std::size_t i = 0; i < transforms.size(); ++i) {
+            chain += (chain.empty() ? "" : ", then ") + transforms[i].file.string() + " (" + conventions[i] +
+                     (transforms[i].inverse ? ", inverted)" : ")");
+        }
         explanation.add("transforms", chain.empty() ? "none: the two grids' geometry alone"
                                                     : chain + " (listed as given: the last acts first on output points)");
         if (collapsed) {

@@ -137,6 +137,18 @@ class TransformFormats(unittest.TestCase):
         # Named, the same matrix is read.
         self.assertEqual(run("resample", "-i", os.path.join(DATA, files["moving"]), "-o", out, "-t", matrix + ",lps").returncode, 0)
 
+    def test_explain_names_each_transform_convention(self):
+        files = self.record["pairs"]["a"]
+        result = run("resample", "-i", os.path.join(DATA, files["moving"]), "-r", os.path.join(DATA, files["reference"]),
+                     "-o", self.path("explained.nii"), "--explain", "-t", os.path.join(DATA, "a_flirt.mat"),
+                     "-t", os.path.join(DATA, "a_ras_reverse.txt") + ",ras,inverse", "-t", os.path.join(DATA, "a.tfm"))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        text = result.stdout + result.stderr
+        self.assertIn("a_flirt.mat (fsl)", text)
+        self.assertIn("a_ras_reverse.txt (ras, inverted)", text)
+        self.assertIn("a.tfm (itk)", text)
+        self.assertFalse(os.path.exists(self.path("explained.nii")))
+
     def test_fsl_matrix_needs_3d_images(self):
         image = self.path("flat.nii")
         nib.save(nib.Nifti1Image(np.zeros((4, 5), np.float32), np.eye(4)), image)

@@ -96,6 +96,7 @@ TransformFile read_transform(const TransformSpec& spec, const TransformContext& 
         if (auto hit = detail::shared_file_find(*key)) return std::any_cast<TransformFile>(*hit);
     }
     TransformFile result = format ? format->read(spec, context, options) : detail::read_undetected_matrix(spec, context, options);
+    result.format = format ? format->format : TransformFormat::Lps;
     if (spec.inverse) {
         // (A o B)^-1 = B^-1 o A^-1: reverse the list and invert each step.
         std::reverse(result.steps.begin(), result.steps.end());

@@ -60,6 +60,8 @@ struct TransformFile {
     std::vector<PointTransform> steps;
     // Buffers that displacement fields read from; kept alive with the steps.
     std::vector<std::shared_ptr<const Tensor>> buffers;
+    // The convention it was read in (a tag's or the detected one; Lps for a bare 2-D matrix).
+    TransformFormat format = TransformFormat::Detect;
 };
 
 // Reads a transform file in the format its tag names, else the one its name and first bytes show
