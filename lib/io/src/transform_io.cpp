@@ -1,12 +1,10 @@
 #include "gridwarp/io/transform_io.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <stdexcept>
 
 #include "shared_files_internal.hpp"
 #include "formats.hpp"
-#include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"
 #include "transforms/transform_formats.hpp"
