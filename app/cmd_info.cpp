@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <exception>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -134,9 +135,15 @@ void describe_transform(const InfoCommand& command) {
         try {
             transform = io::read_transform(spec, context, read_options);
         } catch (const io::FileError&) {
+            // A file that is no 2-D transform either is reported by its 3-D reading's error.
+            const std::exception_ptr as_3d = std::current_exception();
             dimension = 2;
             context.dimension = 2;
-            transform = io::read_transform(spec, context, read_options);
+            try {
+                transform = io::read_transform(spec, context, read_options);
+            } catch (const io::FileError&) {
+                std::rethrow_exception(as_3d);
+            }
         }
     }
     const std::optional<AffineMap> resolved = reference_ras_to_moving_ras(transform, dimension);

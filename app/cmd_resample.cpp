@@ -107,6 +107,7 @@ void run_resample(const ResampleCommand& command) {
     const std::size_t chains = per_volume ? static_cast<std::size_t>(volumes) : 1;
     std::vector<std::vector<PointTransform>> volume_steps(chains);
     std::vector<std::shared_ptr<const Tensor>> buffers;
+    std::vector<std::string> conventions(transforms.size());  // for --explain, in the listed order
     for (auto it = transforms.rbegin(); it != transforms.rend(); ++it) {
         io::TransformContext context;
         context.dimension = dimension;
@@ -123,6 +124,7 @@ void run_resample(const ResampleCommand& command) {
         for (const auto& file : files) {
             for (const auto& warning : file.warnings) spdlog::warn("{}", warning);
         }
+        conventions[static_cast<std::size_t>(transforms.rend() - it - 1)] = io::transform_format_name(files.front().format);
         for (std::size_t v = 0; v < chains; ++v) {
             const io::TransformFile& file = files[files.size() == 1 ? 0 : v];
             volume_steps[v].insert(volume_steps[v].end(), file.steps.rbegin(), file.steps.rend());
@@ -171,9 +173,9 @@ void run_resample(const ResampleCommand& command) {
         explanation.add("input", command.input.string() + " (" + describe_image(moving) + ")");
         explanation.add("input grid", describe_geometry(moving_geometry));
         std::string chain;
-        for (const auto& t : transforms) {
-            chain += (chain.empty() ? "" : ", then ") + t.file.string() + (t.inverse ? " (inverted)" : "") +
-                     (t.per_volume ? " (one per volume)" : "");
+        for (std::size_t i = 0; i < transforms.size(); ++i) {
+            chain += (chain.empty() ? "" : ", then ") + transforms[i].file.string() + " (" + conventions[i] +
+                     (transforms[i].inverse ? ", inverted" : "") + (transforms[i].per_volume ? ", one per volume)" : ")");
         }
         explanation.add("transforms", chain.empty() ? "none: the two grids' geometry alone"
                                                     : chain + " (listed as given: the last acts first on output points)");

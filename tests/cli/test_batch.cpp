@@ -96,12 +96,12 @@ TEST_CASE("batch: repeatable options take ';' in csv and arrays in jsonl", "[cli
     make_inputs(dir.path());
     write_text(dir / "shift.txt", "1 0 0 2\n0 1 0 -1\n0 0 1 0.5\n0 0 0 1\n");
     write_text(dir / "turn.txt", "0.8 -0.6 0 0\n0.6 0.8 0 0\n0 0 1 0\n0 0 0 1\n");
-    write_text(dir / "jobs.csv", "input,output,transform\nv.nii.gz,out/csv.nii.gz,shift.txt;turn.txt\n");
-    write_text(dir / "jobs.jsonl", "{\"input\": \"v.nii.gz\", \"output\": \"out/json.nii.gz\", \"transform\": [\"shift.txt\", \"turn.txt\"]}\n");
+    write_text(dir / "jobs.csv", "input,output,transform\nv.nii.gz,out/csv.nii.gz,\"shift.txt,lps;turn.txt,lps\"\n");
+    write_text(dir / "jobs.jsonl", "{\"input\": \"v.nii.gz\", \"output\": \"out/json.nii.gz\", \"transform\": [\"shift.txt,lps\", \"turn.txt,lps\"]}\n");
     REQUIRE(run_gridwarp({"batch", "resample", (dir / "jobs.csv").string()}).status == 0);
     REQUIRE(run_gridwarp({"batch", "resample", (dir / "jobs.jsonl").string()}).status == 0);
     REQUIRE(run_gridwarp({"resample", "-i", (dir / "v.nii.gz").string(), "-o", (dir / "single.nii.gz").string(), "-t",
-                          (dir / "shift.txt").string(), "-t", (dir / "turn.txt").string()})
+                          (dir / "shift.txt").string() + ",lps", "-t", (dir / "turn.txt").string() + ",lps"})
                 .status == 0);
     CHECK(bytes_of(dir / "out" / "csv.nii.gz") == bytes_of(dir / "single.nii.gz"));
     CHECK(bytes_of(dir / "out" / "json.nii.gz") == bytes_of(dir / "single.nii.gz"));
@@ -305,7 +305,7 @@ TEST_CASE("explain: --explain prints the mapping, the sampling and the output, a
     // LPS translation turned into voxels by the grid itself: the linear part stays the identity.
     write_text(dir / "t.txt", "1 0 0 2\n0 1 0 -1\n0 0 1 0.5\n0 0 0 1\n");
     const RunResult resample = run_gridwarp({"resample", "-i", (dir / "v.nii.gz").string(), "-o", (dir / "out" / "y.nii.gz").string(), "-t",
-                                             (dir / "t.txt").string(), "--explain"});
+                                             (dir / "t.txt").string() + ",lps", "--explain"});
     INFO(describe(resample));
     CHECK(resample.status == 0);
     // output index -> input index = i + (D S)^-1 t, with D orthonormal: offset_k = (D^T t)_k / s_k.
@@ -339,12 +339,12 @@ TEST_CASE("batch: a reference and a transform shared by every row are read once"
     write_text(dir / "shift.txt", "1 0 0 2\n0 1 0 -1\n0 0 1 0.5\n0 0 0 1\n");
     write_text(dir / "jobs.csv", "output\nout/r0.nii.gz\nout/r1.nii.gz\nout/r2.nii.gz\n");
     const RunResult r = run_gridwarp({"batch", "resample", (dir / "jobs.csv").string(), "--input", (dir / "v.nii.gz").string(), "--reference",
-                                      (dir / "v.nii.gz").string(), "--transform", (dir / "shift.txt").string(), "--jobs", "1"});
+                                      (dir / "v.nii.gz").string(), "--transform", (dir / "shift.txt").string() + ",lps", "--jobs", "1"});
     INFO(describe(r));
     REQUIRE(r.status == 0);
     // Rows 1 and 2 take the reference's header and the transform from memory: 4 reads saved.
     CHECK(r.err.find("3 job(s): 3 done, 0 skipped, 0 failed; 4 reads of shared files answered from memory") != std::string::npos);
-    REQUIRE(run_gridwarp({"resample", "-i", (dir / "v.nii.gz").string(), "-r", (dir / "v.nii.gz").string(), "-t", (dir / "shift.txt").string(),
+    REQUIRE(run_gridwarp({"resample", "-i", (dir / "v.nii.gz").string(), "-r", (dir / "v.nii.gz").string(), "-t", (dir / "shift.txt").string() + ",lps",
                           "-o", (dir / "single.nii.gz").string()})
                 .status == 0);
     for (const char* name : {"r0.nii.gz", "r1.nii.gz", "r2.nii.gz"}) CHECK(bytes_of(dir / "out" / name) == bytes_of(dir / "single.nii.gz"));

@@ -115,6 +115,9 @@ def runs_for(case):
         ],
         "transform_inverse": [("resample -t ,inverse",
                                ["resample", "-i", BRAIN, "-t", path + ",inverse", "-o", out_volume])],
+        "transform_lps": [("resample -t ,lps", ["resample", "-i", BRAIN, "-t", path + ",lps", "-o", out_volume])],
+        "transform_lps_inverse": [("resample -t ,lps,inverse",
+                                   ["resample", "-i", BRAIN, "-t", path + ",lps,inverse", "-o", out_volume])],
         "matrix": [
             ("affine --matrix", ["affine", "-i", CARD, "-o", out_image, "--matrix", path]),
             ("affine --theta", ["affine", "-i", CARD, "-o", out_image, "--theta", path]),

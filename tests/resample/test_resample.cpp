@@ -640,7 +640,7 @@ TEST_CASE("resample 3-D: linear and nearest agree with ITK's ResampleImageFilter
     std::vector<Case> cases;
     cases.push_back(make_case<3>("affine_tfm", {a_file}, a));
     cases.push_back(make_case<3>("affine_mat", {mat_file}, a_mat));
-    cases.push_back(make_case<3>("affine_plain", {(dir / "affine_plain.txt").string()}, a));
+    cases.push_back(make_case<3>("affine_plain", {(dir / "affine_plain.txt").string() + ",lps"}, a));
     cases.push_back(make_case<3>("affine_inverse", {a_file + ",inverse"}, a->GetInverseTransform()));
     cases.push_back(make_case<3>("affine_mat_inverse_ants", {"[" + mat_file + ",1]"}, a_mat->GetInverseTransform()));
     cases.push_back(make_case<3>("euler", {e_file}, e));
@@ -1077,7 +1077,7 @@ TEST_CASE("resample: a translation by whole voxels along the oblique axes is exa
         const auto input = read_itk<TImage>(moving);
         int n = 0;
         for (const std::string mode : {"linear", "nearest", "cubic"}) {
-            for (const std::string& transform : {(dir / "shift.tfm").string(), (dir / "shift_plain.txt").string()}) {
+            for (const std::string& transform : {(dir / "shift.tfm").string(), (dir / "shift_plain.txt").string() + ",lps"}) {
                 INFO(moving.filename().string() << " mode " << mode << " transform " << transform);
                 const fs::path out = dir / ("shifted" + std::to_string(n++) + "_" + moving.filename().string());
                 run_ok(resample_args(moving, out, "", {transform}, mode));
@@ -1409,10 +1409,10 @@ TEST_CASE("resample errors name the file in one line and write nothing", "[resam
         {"BSpline transform", {(dir / "bspline.tfm").string()}, {}, dir / "bspline.tfm"},
         {"2-D ITK transform for a 3-D image", {(dir / "affine2d.tfm").string()}, {}, dir / "affine2d.tfm"},
         {"3x3 matrix for a 3-D image", {(dir / "matrix3x3.txt").string()}, {}, dir / "matrix3x3.txt"},
-        {"singular text matrix inverted", {(dir / "singular.txt").string() + ",inverse"}, {}, dir / "singular.txt"},
+        {"singular text matrix inverted", {(dir / "singular.txt").string() + ",lps,inverse"}, {}, dir / "singular.txt"},
         {"singular ITK affine inverted", {"[" + (dir / "singular.tfm").string() + ",1]"}, {}, dir / "singular.tfm"},
         {"displacement field inverted", {field.string() + ",inverse"}, {}, field},
-        {"displacement field inverted, ANTs syntax", {(dir / "singular.txt").string(), "[" + field.string() + ",1]"}, {}, field},
+        {"displacement field inverted, ANTs syntax", {(dir / "singular.txt").string() + ",lps", "[" + field.string() + ",1]"}, {}, field},
         {"corrupt field", {(dir / "corrupt.nii.gz").string()}, {}, dir / "corrupt.nii.gz"},
         {"truncated field", {(dir / "truncated_field.nii.gz").string()}, {}, dir / "truncated_field.nii.gz"},
         {"2-D field for a 3-D image", {(dir / "field2d.nii.gz").string()}, {}, dir / "field2d.nii.gz"},

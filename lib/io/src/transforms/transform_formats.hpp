@@ -1,6 +1,7 @@
-// The transform readers, one file per package under transforms/. Each reads the file as its
-// package writes it and returns the map from reference (output) points to moving points in LPS
-// millimetres, not inverted: read_transform applies a spec's "inverse" afterwards.
+// Internal: the transform file formats read_transform knows, one reader file per format. Adding a
+// format is its reader file (detects_X, read_X) and one row of transform_format_table().
+// Every reader returns the file's transform as the file states it, mapping reference points to
+// moving points in LPS millimetres; read_transform applies a spec's `inverse` afterwards.
 #pragma once
 
 #include <filesystem>
@@ -8,17 +9,70 @@
 #include <string_view>
 #include <vector>
 
+#include "gridwarp/io/text_matrix.hpp"
 #include "gridwarp/io/transform_io.hpp"
 
 namespace gridwarp::io::detail {
 
-// FreeSurfer .lta (LINEAR_VOX_TO_VOX, LINEAR_RAS_TO_RAS, LINEAR_PHYSVOX_TO_PHYSVOX).
-TransformFile read_lta(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);
-bool detects_lta(const std::string& lowercase_name, std::string_view head);
+using TransformDetector = bool (*)(const std::string& lowercase_name, std::string_view head);
+using TransformReader = TransformFile (*)(const TransformSpec& spec, const TransformContext& context,
+                                          const ReadOptions& options);
 
-// AFNI .aff12.1D (3dAllineate / 3dvolreg -1Dmatrix_save): one row of 12 numbers per volume.
-TransformFile read_afni_matrix(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);
+struct TransformFormatEntry {
+    TransformFormat format;
+    std::string_view tag;        // the -t tag that names it ("fsl")
+    TransformDetector detects;   // nullptr: named by its tag only (nothing in the file says so)
+    TransformReader read;
+    bool uses_images;            // the result depends on the context's images (never shared between jobs)
+};
+
+// In detection order: the first row whose detector accepts a file reads it.
+const std::vector<TransformFormatEntry>& transform_format_table();
+const TransformFormatEntry& transform_format_entry(TransformFormat format);
+// The row for a spec: its tag's, else the detected one; a file no row detects is read by
+// read_undetected_matrix. `head` is the file's first bytes.
+const TransformFormatEntry* detect_transform_format(const std::filesystem::path& file, std::string_view head);
+// The first bytes of a file, enough for every detector.
+std::string read_transform_head(const std::filesystem::path& file);
+
+// ITK/ANTs files (.tfm, .txt, .mat, .h5) and displacement field images (itk.cpp).
+bool detects_itk(const std::string& lowercase_name, std::string_view head);
+TransformFile read_itk(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);
+// FSL FLIRT text .mat (fsl.cpp).
+bool detects_fsl_matrix(const std::string& lowercase_name, std::string_view head);
+TransformFile read_fsl_matrix(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);
+// How FSL places one image: index -> world (gridwarp's LPS) and index -> FSL coordinates (scaled
+// voxels, x mirrored for a positive determinant). NAMED and MATRIX_FILE name them in errors.
+struct FslSpace {
+    AffineMap index_to_world;
+    AffineMap index_to_fsl;
+};
+FslSpace fsl_space(const Image& image, const std::filesystem::path& named, const std::filesystem::path& matrix_file);
+// FreeSurfer .lta (lta.cpp).
+bool detects_lta(const std::string& lowercase_name, std::string_view head);
+TransformFile read_lta(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);
+// AFNI .aff12.1D and 3dvolreg / 3dAllineate matrices (afni.cpp).
 bool detects_afni_matrix(const std::string& lowercase_name, std::string_view head);
+TransformFile read_afni_matrix(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);
+// World matrices (world_matrix.cpp): NiftyReg reg_aladin (reference to floating, RAS), plain RAS
+// and LPS 4x4s, and text matrices no format claims.
+TransformFile read_niftyreg_matrix(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);
+TransformFile read_ras_matrix(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);
+TransformFile read_lps_matrix(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);
+// A bare matrix nothing names: a 2-D one (3x3 or 2x3) is read as LPS, as gridwarp always has; a
+// 3-D one (4x4 or 3x4) is refused with the tags to choose from, since packages disagree on it.
+TransformFile read_undetected_matrix(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);
+
+// Shared by the readers.
+TransformFile single_affine(AffineMap map);
+// A (d+1)x(d+1) homogeneous matrix (last row 0 ... 0 1), or d x (d+1) rows when `allow_short`.
+AffineMap homogeneous_matrix(const TextMatrix& m, std::size_t dimension, bool allow_short, const std::filesystem::path& file);
+// A map between RAS points as the same map between LPS points.
+AffineMap ras_to_lps(const AffineMap& ras);
+// "fsl, lta, afni, niftyreg, itk, ras or lps", for messages.
+std::string transform_tag_choices();
+// Whether bytes look like text (printable ASCII and line breaks).
+bool looks_like_text(std::string_view bytes);
 
 // Every row of an AFNI matrix file as AFNI's own base-to-source map in DICOM (RAI = LPS)
 // coordinates, uncorrected for obliquity; for per-volume lists (3dvolreg).

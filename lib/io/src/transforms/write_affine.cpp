@@ -64,22 +64,6 @@ AffineMap index_to_lps(const Image& image) {
     return AffineMap::from_geometry(g.spacing, g.origin, g.direction);
 }
 
-// FSL's coordinates of a voxel index: scaled by the voxel sizes, x reversed first when the
-// voxel-to-world matrix has a positive determinant (FLIRT's convention).
-AffineMap index_to_fsl(const Image& image) {
-    const Geometry& g = *image.geometry;
-    const double* d = g.direction.data();
-    const double determinant = d[0] * (d[4] * d[8] - d[5] * d[7]) - d[1] * (d[3] * d[8] - d[5] * d[6]) +
-                               d[2] * (d[3] * d[7] - d[4] * d[6]);
-    AffineMap map = AffineMap::identity(3);
-    for (std::size_t i = 0; i < 3; ++i) map.matrix[i * 3 + i] = g.spacing[i];
-    if (determinant > 0) {
-        map.matrix[0] = -g.spacing[0];
-        map.offset[0] = (extent(image, 0) - 1.0) * g.spacing[0];
-    }
-    return map;
-}
-
 std::string number(double value, const char* format = "%.10g") {
     if (value == 0.0) value = 0.0;  // no "-0"
     char text[64];
@@ -206,12 +190,12 @@ void write_affine_transform(const fs::path& file, TransformFormat format, const 
             // FLIRT's matrix maps the moving image's FSL coordinates to the reference's.
             const Image& moving = required_image(context.moving, "moving", format);
             const Image& reference = required_image(context.reference, "reference", format);
-            const AffineMap moving_to_reference = map.inverse();
-            const AffineMap flirt = index_to_fsl(reference)
-                                        .after(index_to_lps(reference).inverse())
-                                        .after(moving_to_reference)
-                                        .after(index_to_lps(moving))
-                                        .after(index_to_fsl(moving).inverse());
+            const detail::FslSpace moving_space = detail::fsl_space(moving, context.moving_file, file);
+            const detail::FslSpace reference_space = detail::fsl_space(reference, context.reference_file, file);
+            const AffineMap flirt = reference_space.index_to_fsl.after(reference_space.index_to_world.inverse())
+                                        .after(map.inverse())
+                                        .after(moving_space.index_to_world)
+                                        .after(moving_space.index_to_fsl.inverse());
             return write_text(file, matrix_rows(homogeneous(flirt), "%.10f", "  "));
         }
         case TransformFormat::Lta: {

@@ -64,19 +64,22 @@ struct TransformFile {
     // What the reader wants the user to know (one line each), e.g. an LTA whose volumes are not
     // the images given.
     std::vector<std::string> warnings;
+    // The convention it was read in (a tag's or the detected one; Lps for a bare 2-D matrix).
+    TransformFormat format = TransformFormat::Detect;
 };
 
-// Reads
-//  - ITK transform files (.tfm, .txt with the "#Insight Transform File" header, .mat, .h5/.hdf5):
-//    AffineTransform, MatrixOffsetTransformBase and every linear kind derived from it (Euler2D/3D,
-//    Similarity2D/3D, VersorRigid3D, ScaleTransform, ...), TranslationTransform, and composite
-//    transforms of these;
-//  - plain text matrices (any other .txt/.mat/...): (d+1)x(d+1) homogeneous or d x (d+1) rows in
-//    LPS millimetres mapping reference points to moving points;
-//  - displacement fields: NIfTI/NRRD/MetaImage vector images with d components per voxel, in
-//    millimetres (the ITK/ANTs convention), interpolated through their own geometry.
-// `dimension` is the images' spatial dimension; `invert` inverts linear transforms (a displacement
-// field cannot be inverted here). Throws FileError naming the file and the problem.
+// Reads a transform file in the format its tag names, else the one its name and first bytes show
+// (docs/formats.md, "Transforms"):
+//  - ITK transform files (.tfm, "#Insight Transform File" text, binary .mat, .h5/.hdf5): the linear
+//    kinds derived from MatrixOffsetTransformBase, TranslationTransform, and composites of these;
+//    displacement field images (NIfTI/NRRD/MetaImage vectors in millimetres, the ITK/ANTs
+//    convention), interpolated through their own geometry;
+//  - FSL FLIRT text .mat, placed through the moving and reference images (or src=/ref=);
+//  - FreeSurfer .lta and AFNI .1D matrices;
+//  - with a tag only: NiftyReg reg_aladin affines (,niftyreg), plain world matrices (,ras / ,lps);
+//  - a bare matrix no format claims: 2-D ones (3x3, 2x3) as LPS; a 3-D one is refused with the tags.
+// `spec.inverse` inverts linear transforms (a displacement field cannot be inverted here). Throws
+// FileError naming the file and the problem.
 TransformFile read_transform(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options = {});
 // The same for a file detected by its content, without images.
 TransformFile read_transform(const std::filesystem::path& file, std::size_t dimension, bool invert,

@@ -1,0 +1,84 @@
+// FSL FLIRT matrices (.mat, text 4x4). FLIRT maps the input image's (flirt -in) FSL coordinates to
+// the reference image's (flirt -ref). FSL coordinates of a voxel index v are diag(pixdim) v, with
+// x first mirrored (v_x -> nx - 1 - v_x) when the image's voxel-to-world matrix (sform when
+// sform_code > 0, else qform, else the pixdims) has a positive determinant. See docs/formats.md.
+#include <cmath>
+#include <stdexcept>
+
+#include "../formats.hpp"
+#include "gridwarp/io/error.hpp"
+#include "transform_formats.hpp"
+
+namespace gridwarp::io::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+double determinant3(const std::vector<double>& m) {
+    return m[0] * (m[4] * m[8] - m[5] * m[7]) - m[1] * (m[3] * m[8] - m[5] * m[6]) + m[2] * (m[3] * m[7] - m[4] * m[6]);
+}
+
+}  // namespace
+
+FslSpace fsl_space(const Image& image, const fs::path& named, const fs::path& matrix_file) {
+    if (image.spatial.size() != 3 || !image.geometry) {
+        throw FileError(matrix_file, "an FSL matrix needs 3-D images with a geometry; " + named.string() + " is not one");
+    }
+    const Geometry& geometry = *image.geometry;
+    std::vector<double> pixdim = geometry.spacing;
+    // FSL decides the mirror from the NIfTI header by the standard rule, whatever rule placed the
+    // image in the world for gridwarp; a determinant keeps its sign between RAS and LPS.
+    Geometry standard = geometry;
+    if (image.nifti) {
+        standard = nifti_geometry(*image.nifti, 3, NiftiGeometryRule::Standard, named);
+        for (std::size_t axis = 0; axis < 3; ++axis) pixdim[axis] = std::abs(image.nifti->pixdim[axis + 1]);
+    }
+    std::vector<double> voxel_to_world = standard.direction;
+    for (std::size_t i = 0; i < 3; ++i) {
+        for (std::size_t j = 0; j < 3; ++j) voxel_to_world[i * 3 + j] *= standard.spacing[j];
+    }
+    AffineMap index_to_fsl = AffineMap::identity(3);
+    for (std::size_t axis = 0; axis < 3; ++axis) index_to_fsl.matrix[axis * 4] = pixdim[axis];
+    if (determinant3(voxel_to_world) > 0) {
+        const auto nx = static_cast<double>(image.spatial.back());  // spatial is outermost first: x is last
+        index_to_fsl.matrix[0] = -pixdim[0];
+        index_to_fsl.offset[0] = pixdim[0] * (nx - 1);
+    }
+    return {AffineMap::from_geometry(geometry.spacing, geometry.origin, geometry.direction), index_to_fsl};
+}
+
+bool detects_fsl_matrix(const std::string& lowercase_name, std::string_view head) {
+    // ITK's text .mat files are claimed by the ITK row before this one.
+    return ends_with(lowercase_name, ".mat") && looks_like_text(head);
+}
+
+TransformFile read_fsl_matrix(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options) {
+    const fs::path& file = spec.file;
+    if (context.dimension != 3) {
+        throw FileError(file, "an FSL matrix is for 3-D images, got " + std::to_string(context.dimension) + "-D");
+    }
+    const AffineMap flirt = homogeneous_matrix(read_matrix(file), 3, false, file);
+    // The images FLIRT was given: src=/ref= when the spec names them, else the command's.
+    std::optional<Image> named_source, named_reference;
+    if (!spec.source.empty()) named_source = read_image_header(spec.source, options);
+    if (!spec.reference.empty()) named_reference = read_image_header(spec.reference, options);
+    const Image* source = named_source ? &*named_source : context.moving;
+    const Image* reference = named_reference ? &*named_reference : context.reference;
+    if (!source || !reference) {
+        throw FileError(file, "an FSL matrix needs the images FLIRT was given (-i and -r, or the src= and ref= tags)");
+    }
+    const FslSpace moving = fsl_space(*source, spec.source.empty() ? fs::path("the moving image") : spec.source, file);
+    const FslSpace fixed = fsl_space(*reference, spec.reference.empty() ? fs::path("the reference image") : spec.reference, file);
+    // reference world -> reference index -> reference FSL -> (FLIRT^-1) -> moving FSL -> moving index -> moving world.
+    try {
+        return single_affine(moving.index_to_world.after(moving.index_to_fsl.inverse())
+                                 .after(flirt.inverse())
+                                 .after(fixed.index_to_fsl)
+                                 .after(fixed.index_to_world.inverse()));
+    } catch (const std::invalid_argument& e) {
+        throw FileError(file, std::string("cannot be applied: ") + e.what());
+    }
+}
+
+}  // namespace gridwarp::io::detail

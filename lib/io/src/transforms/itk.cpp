@@ -1,0 +1,83 @@
+// ITK and ANTs transform files, and displacement field images (the ITK/ANTs convention: vectors in
+// LPS millimetres, interpolated through the field's own geometry).
+#include <stdexcept>
+
+#include "../backends.hpp"
+#include "../formats.hpp"
+#include "gridwarp/io/atomic_file.hpp"
+#include "gridwarp/io/error.hpp"
+#include "transform_formats.hpp"
+
+namespace gridwarp::io::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool has_itk_text_header(std::string_view head) { return head.rfind("#Insight Transform File", 0) == 0; }
+
+TransformFile read_displacement_field(const fs::path& file, std::size_t dimension, const ReadOptions& options) {
+    Image image = read_image(file, options);
+    if (image.channels == static_cast<std::int64_t>(dimension) && image.layout == ChannelLayout::Planar) {
+        image = interleaved(std::move(image));  // NIfTI stores vector components as volumes
+    }
+    if (image.spatial.size() != dimension || image.channels != static_cast<std::int64_t>(dimension) ||
+        image.layout != ChannelLayout::Interleaved) {
+        throw FileError(file, "a displacement field for " + std::to_string(dimension) + "-D images must be a " +
+                                  std::to_string(dimension) + "-D vector image with " + std::to_string(dimension) +
+                                  " components, got spatial " + shape_to_string(image.spatial) + " with " +
+                                  std::to_string(image.channels) + " channel(s)");
+    }
+    const Geometry geometry = image.geometry ? *image.geometry : Geometry::identity(dimension);
+    Shape shape = image.spatial;
+    shape.push_back(static_cast<std::int64_t>(dimension));
+    Tensor vectors = std::move(image.pixels).reshaped(shape);
+    if (vectors.dtype() != DType::Float32 && vectors.dtype() != DType::Float64) {
+        vectors = convert_to(vectors.view(), DType::Float64);
+    }
+    auto buffer = std::make_shared<const Tensor>(std::move(vectors));
+    TransformFile result;
+    PointTransform step;
+    try {
+        step.field = std::make_shared<const DisplacementField>(
+            buffer->view(), AffineMap::from_geometry(geometry.spacing, geometry.origin, geometry.direction));
+    } catch (const std::invalid_argument& e) {
+        throw FileError(file, e.what());
+    }
+    result.steps.push_back(std::move(step));
+    result.buffers.push_back(std::move(buffer));
+    return result;
+}
+
+}  // namespace
+
+bool detects_itk(const std::string& lowercase_name, std::string_view head) {
+    return kind_for_path(lowercase_name) == FileKind::Volume || ends_with(lowercase_name, ".tfm") ||
+           ends_with(lowercase_name, ".h5") || ends_with(lowercase_name, ".hdf5") || has_itk_text_header(head) ||
+           (ends_with(lowercase_name, ".mat") && !looks_like_text(head));
+}
+
+TransformFile read_itk(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options) {
+    const fs::path& file = spec.file;
+    const std::size_t dimension = context.dimension;
+    const std::string name = lowercase_filename(file);
+    if (kind_for_path(file) == FileKind::Volume) return read_displacement_field(file, dimension, options);
+    if (ends_with(name, ".h5") || ends_with(name, ".hdf5")) return itk_backend().read_transform(file, dimension);
+    // Text and Matlab files are checked here before ITK may read them (ITK allocates whatever
+    // they declare), and their common linear kinds computed here; HDF5 is ITK's alone.
+    const std::string bytes = read_file_bytes(file);
+    const bool text = ends_with(name, ".tfm") || has_itk_text_header(bytes);
+    const bool matlab = !text && ends_with(name, ".mat") && !looks_like_text(bytes);
+    if (!text && !matlab) {
+        // A bare matrix tagged ",itk": ITK's convention for points, LPS from reference to moving.
+        return single_affine(homogeneous_matrix(read_matrix(file), dimension, true, file));
+    }
+    std::optional<std::vector<PointTransform>> native =
+        parse_itk_transform(bytes, text ? ItkTransformEncoding::Text : ItkTransformEncoding::Matlab, file, dimension);
+    if (!native) return itk_backend().read_transform(file, dimension);
+    TransformFile result;
+    result.steps = std::move(*native);
+    return result;
+}
+
+}  // namespace gridwarp::io::detail
