@@ -182,6 +182,35 @@ class Series(unittest.TestCase):
         series = self.resample("bold.nii.gz", "one_shot.nii.gz", *chain, "-t", self.path("hmc.txt") + ",per-volume")
         self.assert_volumes_equal_alone(series, "one_shot", lambda v: chain + ["-t", self.path(f"hmc_{v}.tfm")])
 
+    def convert(self, transform, output):
+        result = run("convert-transform", "-t", self.path(transform), "-o", self.path(output), "-i", self.path("bold_0.nii.gz"),
+                     "-r", self.path("bold_0.nii.gz"), "-q")
+        self.assertEqual(result.returncode, 0, result.stderr.decode())
+
+    def test_per_volume_afni_rows(self):
+        # 3dvolreg's -1Dmatrix_save: one row per volume. Each row alone (a one-row file) is read by
+        # the single-transform reader; the rows together as one per-volume list must agree.
+        rows = []
+        for v in range(VOLUMES):
+            self.convert(f"hmc_{v}.tfm", f"hmc_{v}.aff12.1D")
+            rows += [line for line in open(self.path(f"hmc_{v}.aff12.1D")) if not line.startswith("#")]
+        with open(self.path("hmc_volreg.1D"), "w") as f:
+            f.write("# 3dvolreg matrices (DICOM-to-DICOM, row-by-row):\n" + "".join(rows))
+        series = self.resample("bold.nii.gz", "hmc_afni.nii.gz", "-t", self.path("hmc_volreg.1D") + ",per-volume")
+        self.assert_volumes_equal_alone(series, "hmc_afni", lambda v: ["-t", self.path(f"hmc_{v}.aff12.1D")])
+        refused = run("resample", "-i", self.path("bold.nii.gz"), "-o", self.path("refused.nii.gz"), "-t", self.path("hmc_volreg.1D"))
+        self.assertEqual(refused.returncode, 1)
+        self.assertIn("per-volume", refused.stderr.decode())
+
+    def test_per_volume_mcflirt_folder(self):
+        # MCFLIRT's bold.mat/MAT_0000, MAT_0001, ...: FSL matrices without an extension, named by ,fsl.
+        os.mkdir(self.path("bold.mat"))
+        for v in range(VOLUMES):
+            self.convert(f"hmc_{v}.tfm", os.path.join("bold.mat", f"MAT_{v:04d}") + ",fsl")
+        series = self.resample("bold.nii.gz", "hmc_fsl.nii.gz", "-t", self.path("bold.mat") + ",fsl,per-volume")
+        self.assert_volumes_equal_alone(series, "hmc_fsl",
+                                        lambda v: ["-t", self.path(os.path.join("bold.mat", f"MAT_{v:04d}")) + ",fsl"])
+
     def test_per_volume_inverse_inverts_each_in_place(self):
         series = self.resample("bold.nii.gz", "hmc_inverse.nii.gz", "-t", self.path("hmc.txt") + ",per-volume,inverse")
         self.assert_volumes_equal_alone(series, "hmc_inverse", lambda v: ["-t", self.path(f"hmc_{v}.tfm") + ",inverse"])

@@ -1,9 +1,11 @@
 // Per-volume transform lists: one transform for each volume of a 4-D series (head motion).
 #include <algorithm>
+#include <stdexcept>
 #include <system_error>
 
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/transform_io.hpp"
+#include "transforms/transform_formats.hpp"
 
 namespace gridwarp::io {
 
@@ -44,6 +46,25 @@ std::vector<TransformFile> read_transform_series(const TransformSpec& spec, cons
             series.push_back(read_transform(element, context, options));
         }
         if (series.empty()) throw FileError(spec.file, "the folder holds no transform files (a per-volume list needs one per volume)");
+        return series;
+    }
+    // 3dvolreg's .1D: a row per volume.
+    const detail::TransformFormatEntry* format = spec.format != TransformFormat::Detect
+                                                     ? &detail::transform_format_entry(spec.format)
+                                                     : detail::detect_transform_format(spec.file, detail::read_transform_head(spec.file));
+    if (format && format->format == TransformFormat::Afni) {
+        for (const AffineMap& row : detail::read_afni_rows(spec.file)) {
+            AffineMap map = detail::afni_row_to_world(row, context);
+            try {
+                if (spec.inverse) map = map.inverse();
+            } catch (const std::invalid_argument& e) {
+                throw FileError(spec.file, "row " + std::to_string(series.size() + 1) + ": " + e.what());
+            }
+            TransformFile one;
+            one.steps.push_back(PointTransform{std::make_shared<const AffineMap>(std::move(map)), nullptr});
+            one.format = TransformFormat::Afni;
+            series.push_back(std::move(one));
+        }
         return series;
     }
     // A file of N transforms: each is one volume's, not a step of one chain. Read forward, so that

@@ -133,8 +133,8 @@ TransformFile read_afni_matrix(const TransformSpec& spec, const TransformContext
     const std::vector<AffineMap> rows = read_afni_rows(file);
     if (rows.size() > 1) {
         throw FileError(file, "holds " + std::to_string(rows.size()) +
-                                  " matrices, one per volume as 3dvolreg and 3dAllineate write them for a series; "
-                                  "applying one per volume is not supported yet, and a single transform needs a file of one row");
+                                  " matrices, one per volume as 3dvolreg and 3dAllineate write them for a series: "
+                                  "give it as FILE,per-volume to a 4-D input, or a file of one row for one transform");
     }
     try {
         AffineMap map = afni_row_to_world(rows.front(), context);
