@@ -62,13 +62,14 @@ void run_convert_transform(const ConvertTransformCommand& command) {
     context.moving_file = command.moving;
     context.reference_file = command.reference;
 
-    // -t T1 -t T2 ... maps a point p to T1(T2(...(p))), as resample applies them.
+    // -t T1 -t T2 ... maps a point p to ...T2(T1(p)), as resample applies them; inside a file the
+    // last step acts first.
     AffineMap chain = AffineMap::identity(dimension);
     for (const auto& spec : specs) {
         const io::TransformFile file = io::read_transform(spec, context, read_options);
-        for (const auto& step : file.steps) {
-            if (!step.affine) throw io::FileError(spec.file, "a displacement field cannot be written as a matrix");
-            chain = chain.after(*step.affine);
+        for (auto step = file.steps.rbegin(); step != file.steps.rend(); ++step) {
+            if (!step->affine) throw io::FileError(spec.file, "a displacement field cannot be written as a matrix");
+            chain = step->affine->after(chain);
         }
     }
     io::write_affine_transform(output.file, *format, chain, context);
@@ -81,7 +82,7 @@ std::shared_ptr<void> register_convert_transform_command(CLI::App& app) {
     auto command = std::make_shared<ConvertTransformCommand>();
     CLI::App* sub = app.add_subcommand("convert-transform", "Write a chain of linear transforms as one matrix in another package's format");
     sub->add_option("-t,--transform", command->transforms,
-                    "Transform FILE[,tag...] (as resample takes it); repeat for a chain, the last acting first")
+                    "Transform FILE[,tag...] (as resample takes it); repeat for a chain, the first acting first")
         ->required();
     sub->add_option("-o,--output", command->output,
                     "Output FILE[,format]: itk (.tfm/.txt, .mat is ITK's Matlab), fsl, lta, afni, niftyreg, ras, lps; .tfm, .lta and "

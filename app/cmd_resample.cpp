@@ -102,13 +102,14 @@ void run_resample(const ResampleCommand& command) {
     const io::Geometry output_geometry = geometry_or_identity(grid);
     const io::Geometry moving_geometry = geometry_or_identity(moving);
 
-    // -t T1 -t T2 ... -t Tn maps a point p to T1(T2(...Tn(p))): Tn acts first. A per-volume list
-    // puts volume v's transform in its place in volume v's chain.
+    // -t T1 -t T2 ... -t Tn maps a point p to Tn(...T2(T1(p))): T1 acts first, as in
+    // antsApplyTransforms; inside one file (an ITK composite) the last listed acts first. A
+    // per-volume list puts volume v's transform in its place in volume v's chain.
     const std::size_t chains = per_volume ? static_cast<std::size_t>(volumes) : 1;
     std::vector<std::vector<PointTransform>> volume_steps(chains);
     std::vector<std::shared_ptr<const Tensor>> buffers;
     std::vector<std::string> conventions(transforms.size());  // for --explain, in the listed order
-    for (auto it = transforms.rbegin(); it != transforms.rend(); ++it) {
+    for (auto it = transforms.begin(); it != transforms.end(); ++it) {
         io::TransformContext context;
         context.dimension = dimension;
         context.moving = &moving;
@@ -124,7 +125,7 @@ void run_resample(const ResampleCommand& command) {
         for (const auto& file : files) {
             for (const auto& warning : file.warnings) spdlog::warn("{}", warning);
         }
-        conventions[static_cast<std::size_t>(transforms.rend() - it - 1)] = io::transform_format_name(files.front().format);
+        conventions[static_cast<std::size_t>(it - transforms.begin())] = io::transform_format_name(files.front().format);
         for (std::size_t v = 0; v < chains; ++v) {
             const io::TransformFile& file = files[files.size() == 1 ? 0 : v];
             volume_steps[v].insert(volume_steps[v].end(), file.steps.rbegin(), file.steps.rend());
@@ -178,7 +179,7 @@ void run_resample(const ResampleCommand& command) {
                      (transforms[i].inverse ? ", inverted" : "") + (transforms[i].per_volume ? ", one per volume)" : ")");
         }
         explanation.add("transforms", chain.empty() ? "none: the two grids' geometry alone"
-                                                    : chain + " (listed as given: the last acts first on output points)");
+                                                    : chain + " (listed as given: the first acts first on output points)");
         if (collapsed) {
             std::vector<double> rows;
             for (std::size_t i = 0; i < dimension; ++i) {
@@ -237,7 +238,8 @@ std::shared_ptr<void> register_resample_command(CLI::App& app) {
     sub->add_option("-t,--transform", command->transforms,
                     "Transform: ITK .tfm/.txt/.mat/.h5, FreeSurfer .lta, AFNI .aff12.1D, a 4x4 LPS text matrix, or a "
                     "displacement field image; "
-                    "FILE,inverse (or [FILE,1]) inverts a linear one. Repeatable: the last one listed acts first")
+                    "FILE,inverse (or [FILE,1]) inverts a linear one. Repeatable, in antsApplyTransforms' order: the first "
+                    "listed acts first on output points")
         ->take_all()->allow_extra_args(false);
     sub->add_option("--output-type", command->output_type,
                     "Output voxel type: uchar, char, ushort, short, uint, int, float, double, ... (default: the moving image's)");

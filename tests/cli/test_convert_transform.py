@@ -207,10 +207,10 @@ class ConvertTransform(unittest.TestCase):
         itk_tfm(first, world)
         itk_tfm(second, other)
         out = os.path.join(self.folder, "chain.txt")
-        # -t A -t B maps p to A(B(p)).
+        # -t A -t B maps p to B(A(p)), as antsApplyTransforms does.
         result = run("convert-transform", "-t", first, "-t", second, "-o", out + ",lps", "-q")
         self.assertEqual(result.returncode, 0, result.stderr)
-        np.testing.assert_allclose(read_matrix(out), world @ other, atol=1e-9)
+        np.testing.assert_allclose(read_matrix(out), other @ world, atol=1e-9)
         inverted = os.path.join(self.folder, "inverse.txt")
         result = run("convert-transform", "-t", first + ",inverse", "-o", inverted + ",lps", "-q")
         self.assertEqual(result.returncode, 0, result.stderr)

@@ -364,6 +364,16 @@ typename TransformD<D>::Pointer compose(std::initializer_list<typename Transform
     return composite.GetPointer();
 }
 
+// A -t list as antsApplyTransforms builds it: its parser hands the options over last first, so the
+// composite holds them in reverse and the first listed acts first on output points: -t A -t B is
+// B(A(p)).
+template <unsigned D>
+typename TransformD<D>::Pointer ants_chain(std::initializer_list<typename TransformD<D>::Pointer> listed) {
+    auto composite = itk::CompositeTransform<double, D>::New();
+    for (auto part = std::rbegin(listed); part != std::rend(listed); ++part) composite->AddTransform(*part);
+    return composite.GetPointer();
+}
+
 template <unsigned D>
 void check_geometry(const itk::ImageBase<D>* actual, const itk::ImageBase<D>* expected, double tolerance) {
     for (unsigned i = 0; i < D; ++i) {
@@ -532,7 +542,7 @@ FillCheck check_fill(const TempDir& dir, double relative) {
     const auto euler = make_euler3(scene.centre);
     write_transform(affine, dir / "affine.tfm");
     write_transform(euler, dir / "euler.tfm");
-    const auto oracle = compose<3>({read_transform<3>(dir / "affine.tfm"), read_transform<3>(dir / "euler.tfm")});
+    const auto oracle = ants_chain<3>({read_transform<3>(dir / "affine.tfm"), read_transform<3>(dir / "euler.tfm")});
     const auto moving = read_itk<Image3F>(scene.moving_file);
     const auto reference = read_itk<Image3F>(scene.reference_file);
     constexpr float fill = -3.25f;
@@ -645,17 +655,17 @@ TEST_CASE("resample 3-D: linear and nearest agree with ITK's ResampleImageFilter
     cases.push_back(make_case<3>("affine_mat_inverse_ants", {"[" + mat_file + ",1]"}, a_mat->GetInverseTransform()));
     cases.push_back(make_case<3>("euler", {e_file}, e));
     cases.push_back(make_case<3>("translation", {t_file}, t));
-    // -t A -t B is ITK's CompositeTransform with A added first, then B: p -> A(B(p)).
-    cases.push_back(make_case<3>("affine_then_euler", {a_file, e_file}, compose<3>({a, e})));
-    cases.push_back(make_case<3>("euler_then_affine", {e_file, a_file}, compose<3>({e, a})));
+    // -t A -t B is antsApplyTransforms' chain: p -> B(A(p)).
+    cases.push_back(make_case<3>("affine_then_euler", {a_file, e_file}, ants_chain<3>({a, e})));
+    cases.push_back(make_case<3>("euler_then_affine", {e_file, a_file}, ants_chain<3>({e, a})));
     cases.push_back(make_case<3>("euler_translation_inverse_affine",
-                                 {e_file, t_file, a_file + ",inverse"}, compose<3>({e, t, a->GetInverseTransform()})));
+                                 {e_file, t_file, a_file + ",inverse"}, ants_chain<3>({e, t, a->GetInverseTransform()})));
     cases.push_back(make_case<3>("composite_file", {(dir / "composite.tfm").string()}, read_transform<3>(dir / "composite.tfm")));
     cases.push_back(make_case<3>("composite_file_inverse", {(dir / "composite.tfm").string() + ",inverse"},
                                  compose<3>({e->GetInverseTransform(), a->GetInverseTransform()})));
     // Displacement fields: ANTs' usual "-t warp -t affine" (affine first), and the other order.
-    cases.push_back(make_case<3>("field_then_affine", {f_file, a_file}, compose<3>({f, a})));
-    cases.push_back(make_case<3>("affine_then_field", {a_file, f_file}, compose<3>({a, f})));
+    cases.push_back(make_case<3>("field_then_affine", {f_file, a_file}, ants_chain<3>({f, a})));
+    cases.push_back(make_case<3>("affine_then_field", {a_file, f_file}, ants_chain<3>({a, f})));
     cases.push_back(make_case<3>("field_alone", {f_file}, f));
 
     // The reference grid has 30*28*24 = 20160 voxels; every case keeps well over a third inside.
@@ -667,7 +677,7 @@ TEST_CASE("resample 3-D: linear and nearest agree with ITK's ResampleImageFilter
         const auto moving = read_itk<Image3F>(scene.moving_file);
         const auto reference = read_itk<Image3F>(scene.reference_file);
         const double range = value_range(moving.GetPointer());
-        const auto oracle = compose<3>({a, e});
+        const auto oracle = ants_chain<3>({a, e});
         const auto expected = itk_resample<Image3F>(moving.GetPointer(), reference.GetPointer(), oracle.GetPointer(), false);
         const fs::path border = dir / "border.nii.gz";
         auto args = resample_args(scene.moving_file, border, scene.reference_file, {a_file, e_file}, "linear");
@@ -683,7 +693,7 @@ TEST_CASE("resample 3-D: linear and nearest agree with ITK's ResampleImageFilter
                std::to_string(near_edge.compared) + " voxels");
     }
 
-    // The composite file's oracle (ITK's first list entry) is A(E(p)), the same as -t A -t E.
+    // The composite file's oracle (ITK's first list entry) is A(E(p)), the same as -t E -t A.
     const auto composite_oracle = read_transform<3>(dir / "composite.tfm");
     itk::Point<double, 3> p = scene.centre;
     p[0] += 4.0;
@@ -826,11 +836,11 @@ TEST_CASE("resample 3-D: other linear kinds and float precision and HDF5 and fie
     cases.push_back(make_case<3>("affine_h5", {(dir / "affine.h5").string()}, a));
     cases.push_back(make_case<3>("composite_h5", {(dir / "composite.h5").string()}, read_transform<3>(dir / "composite.h5")));
     cases.push_back(make_case<3>("field64_mha_then_versor", {(dir / "field64.mha").string(), (dir / "versor.tfm").string()},
-                                 compose<3>({read_field_transform<3>(dir / "field64.mha"), read_transform<3>(dir / "versor.tfm")})));
+                                 ants_chain<3>({read_field_transform<3>(dir / "field64.mha"), read_transform<3>(dir / "versor.tfm")})));
     cases.push_back(make_case<3>("field_nrrd", {(dir / "field.nrrd").string()}, read_field_transform<3>(dir / "field.nrrd")));
     cross_check<3>(cases, scene.moving_file, scene.reference_file, dir, 6000, "3-D kinds");
 
-    // The composite .h5 as ITK reads it is A(V(p)), as -t A -t V.
+    // The composite .h5 as ITK reads it is A(V(p)), as -t V -t A.
     itk::Point<double, 3> p = scene.centre;
     p[1] += 5.0;
     const auto via_file = read_transform<3>(dir / "composite.h5")->TransformPoint(p);
@@ -950,8 +960,8 @@ TEST_CASE("resample 2-D: 2-D images with 2-D transforms agree with ITK", "[resam
     cases.push_back(make_case<2>("affine2d_mat", {(dir / "affine2d.mat").string()}, a_mat));
     cases.push_back(make_case<2>("affine2d_plain", {(dir / "affine2d_plain.txt").string()}, a));
     cases.push_back(make_case<2>("euler2d_inverse", {e_file + ",inverse"}, e->GetInverseTransform()));
-    cases.push_back(make_case<2>("affine_then_euler2d", {a_file, e_file}, compose<2>({a, e})));
-    cases.push_back(make_case<2>("field_then_euler2d", {(dir / "field2d.nii.gz").string(), e_file}, compose<2>({f, e})));
+    cases.push_back(make_case<2>("affine_then_euler2d", {a_file, e_file}, ants_chain<2>({a, e})));
+    cases.push_back(make_case<2>("field_then_euler2d", {(dir / "field2d.nii.gz").string(), e_file}, ants_chain<2>({f, e})));
 
     // 44*38 = 1672 reference pixels.
     cross_check<2>(cases, moving_file, reference_file, dir, 800, "2-D");
@@ -1970,7 +1980,7 @@ TEST_CASE("resample --padding itk: oblique grids, rotations and a displacement f
     write_transform(euler3.GetPointer(), dir / "euler3.tfm");
     const fs::path field = write_field3(dir, centre3, "field3.nii.gz");
     const auto euler_oracle = read_transform<3>(dir / "euler3.tfm");
-    const auto field_oracle = compose<3>({euler_oracle, read_field_transform<3>(field)});
+    const auto field_oracle = ants_chain<3>({euler_oracle, read_field_transform<3>(field)});
     const double largest = largest_magnitude(read_itk<Image3F>(moving3_file).GetPointer());
     struct Chain {
         std::string name;
