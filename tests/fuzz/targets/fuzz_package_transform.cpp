@@ -30,11 +30,11 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using gridwarp::io::TransformFormat;
-    static const char* const suffixes[6] = {".lta", ".aff12.1D", ".mat", ".niftyreg.txt", ".ras.txt", ".lps.txt"};
+    using gridwarp::fuzz::ScratchFile;
     static const TransformFormat formats[6] = {TransformFormat::Lta,      TransformFormat::Afni, TransformFormat::Fsl,
                                                TransformFormat::NiftyReg, TransformFormat::Ras,  TransformFormat::Lps};
-    static const gridwarp::fuzz::ScratchFile files[6] = {{suffixes[0]}, {suffixes[1]}, {suffixes[2]},
-                                                         {suffixes[3]}, {suffixes[4]}, {suffixes[5]}};
+    static const ScratchFile files[6] = {ScratchFile(".lta"),          ScratchFile(".aff12.1D"), ScratchFile(".mat"),
+                                         ScratchFile(".niftyreg.txt"), ScratchFile(".ras.txt"),  ScratchFile(".lps.txt")};
     static const gridwarp::io::Image moving =
         volume({0.98, -0.17, 0.0, 0.17, 0.98, 0.05, 0.0, -0.05, 1.0}, {1.2, 0.9, 2.5}, {-30.0, 12.0, 4.0});
     static const gridwarp::io::Image reference = volume({-1, 0, 0, 0, 1, 0, 0, 0, 1}, {2.0, 2.0, 2.0}, {10.0, -20.0, 5.0});
