@@ -196,14 +196,16 @@ int main(int argc, char** argv) {
     int reps = 5, threads = 2;
     fs::path workdir = "/tmp/gridwarp-e2e";
     fs::path bin = fs::canonical("/proc/self/exe").parent_path();
+    std::string only;  // run only the workloads whose name holds this
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i];
         if (flag == "--reps") reps = std::atoi(argv[i + 1]);
         else if (flag == "--threads") threads = std::atoi(argv[i + 1]);
         else if (flag == "--workdir") workdir = argv[i + 1];
         else if (flag == "--bin") bin = argv[i + 1];
+        else if (flag == "--only") only = argv[i + 1];
         else {
-            std::cerr << "usage: bench_end_to_end [--reps N] [--threads N] [--workdir DIR] [--bin DIR]\n";
+            std::cerr << "usage: bench_end_to_end [--reps N] [--threads N] [--workdir DIR] [--bin DIR] [--only TEXT]\n";
             return 2;
         }
     }
@@ -294,6 +296,7 @@ int main(int argc, char** argv) {
     };
     std::vector<Row> rows;
     for (const auto& w : workloads) {
+        if (!only.empty() && w.name.find(only) == std::string::npos) continue;
         std::vector<double> gw_s, gw_rss, peer_s, peer_rss, mr_s, mr_rss;
         run(w.gridwarp);  // warm the page cache
         run(w.peer);
