@@ -94,7 +94,9 @@ TransformFile read_transform(const TransformSpec& spec, const TransformContext& 
         if (auto hit = detail::shared_file_find(*key)) return std::any_cast<TransformFile>(*hit);
     }
     TransformFile result = format ? format->read(spec, context, options) : detail::read_undetected_matrix(spec, context, options);
-    result.format = format ? format->format : TransformFormat::Lps;
+    // An FSL warp field found among the ITK row's images is FSL's, and defined through the moving image.
+    if (result.format == TransformFormat::Fsl) key.reset();
+    if (result.format == TransformFormat::Detect) result.format = format ? format->format : TransformFormat::Lps;
     if (spec.inverse) {
         // (A o B)^-1 = B^-1 o A^-1: reverse the list and invert each step.
         std::reverse(result.steps.begin(), result.steps.end());

@@ -53,8 +53,68 @@ bool detects_fsl_matrix(const std::string& lowercase_name, std::string_view head
     return ends_with(lowercase_name, ".mat") && looks_like_text(head);
 }
 
+TransformFile read_fnirt_field(Image field, const TransformSpec& spec, const TransformContext& context, const ReadOptions& options) {
+    const fs::path& file = spec.file;
+    if (context.dimension != 3) {
+        throw FileError(file, "an FSL warp field is for 3-D images, got " + std::to_string(context.dimension) + "-D");
+    }
+    if (field.nifti && field.nifti->intent_code != kFnirtDisplacementField && field.nifti->intent_code >= 2007 &&
+        field.nifti->intent_code <= 2018) {
+        throw FileError(file, "holds FSL warp coefficients (NIfTI intent " + std::to_string(field.nifti->intent_code) +
+                                  "), not a displacement field: make one with fnirtfileutils -i COEF -r REF -o FIELD");
+    }
+    if (field.channels == 3 && field.layout == ChannelLayout::Planar) field = interleaved(std::move(field));
+    if (field.spatial.size() != 3 || field.channels != 3 || field.layout != ChannelLayout::Interleaved) {
+        throw FileError(file, "an FSL warp field must be a 3-D volume of 3-vectors, got spatial " + shape_to_string(field.spatial) +
+                                  " with " + std::to_string(field.channels) + " channel(s)");
+    }
+    std::optional<Image> named_source;
+    if (!spec.source.empty()) named_source = read_image_header(spec.source, options);
+    const Image* source = named_source ? &*named_source : context.moving;
+    if (!source) throw FileError(file, "an FSL warp field needs the image it warps (-i, or the src= tag)");
+    // The field lies on the reference grid (it carries the reference's header): FSL coordinates of
+    // the reference voxel plus the displacement (mm, along those axes) are the moving image's FSL
+    // coordinates. Converted here, voxel by voxel, into the world displacement of an ITK field on
+    // the same grid; both are affine in the voxel index, so linear interpolation agrees too.
+    const FslSpace reference = fsl_space(field, file, file);
+    const FslSpace moving = fsl_space(*source, spec.source.empty() ? fs::path("the moving image") : spec.source, file);
+    const AffineMap fsl_to_moving_world = moving.index_to_world.after(moving.index_to_fsl.inverse());
+    const Tensor values = convert_to(field.pixels.view(), DType::Float64);
+    const double* d = values.data_as<double>();
+    const std::int64_t nz = field.spatial[0], ny = field.spatial[1], nx = field.spatial[2];
+    Shape shape = field.spatial;
+    shape.push_back(3);
+    auto world = std::make_shared<Tensor>(DType::Float64, shape);
+    double* out = world->data_as<double>();
+    for (std::int64_t k = 0, at = 0; k < nz; ++k) {
+        for (std::int64_t j = 0; j < ny; ++j) {
+            for (std::int64_t i = 0; i < nx; ++i, at += 3) {
+                const double index[3] = {static_cast<double>(i), static_cast<double>(j), static_cast<double>(k)};
+                double fsl[3], here[3], there[3];
+                reference.index_to_fsl.apply(index, fsl);
+                reference.index_to_world.apply(index, here);
+                for (int c = 0; c < 3; ++c) {
+                    if (!std::isfinite(d[at + c])) throw FileError(file, "the warp field holds a non-finite value");
+                    fsl[c] += d[at + c];
+                }
+                fsl_to_moving_world.apply(fsl, there);
+                for (int c = 0; c < 3; ++c) out[at + c] = there[c] - here[c];
+            }
+        }
+    }
+    TransformFile result;
+    result.format = TransformFormat::Fsl;
+    PointTransform step;
+    step.field = std::make_shared<const DisplacementField>(std::const_pointer_cast<const Tensor>(world)->view(),
+                                                           reference.index_to_world);
+    result.steps.push_back(std::move(step));
+    result.buffers.push_back(std::move(world));
+    return result;
+}
+
 TransformFile read_fsl_matrix(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options) {
     const fs::path& file = spec.file;
+    if (kind_for_path(file) == FileKind::Volume) return read_fnirt_field(read_image(file, options), spec, context, options);
     if (context.dimension != 3) {
         throw FileError(file, "an FSL matrix is for 3-D images, got " + std::to_string(context.dimension) + "-D");
     }

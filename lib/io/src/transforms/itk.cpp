@@ -16,8 +16,14 @@ namespace {
 
 bool has_itk_text_header(std::string_view head) { return head.rfind("#Insight Transform File", 0) == 0; }
 
-TransformFile read_displacement_field(const fs::path& file, std::size_t dimension, const ReadOptions& options) {
+TransformFile read_displacement_field(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options) {
+    const fs::path& file = spec.file;
+    const std::size_t dimension = context.dimension;
     Image image = read_image(file, options);
+    // FSL's fields say what they are in the NIfTI intent; their vectors are FSL's, not ITK's.
+    if (image.nifti && image.nifti->intent_code >= kFnirtDisplacementField && image.nifti->intent_code <= 2018) {
+        return read_fnirt_field(std::move(image), spec, context, options);
+    }
     if (image.channels == static_cast<std::int64_t>(dimension) && image.layout == ChannelLayout::Planar) {
         image = interleaved(std::move(image));  // NIfTI stores vector components as volumes
     }
@@ -61,7 +67,7 @@ TransformFile read_itk(const TransformSpec& spec, const TransformContext& contex
     const fs::path& file = spec.file;
     const std::size_t dimension = context.dimension;
     const std::string name = lowercase_filename(file);
-    if (kind_for_path(file) == FileKind::Volume) return read_displacement_field(file, dimension, options);
+    if (kind_for_path(file) == FileKind::Volume) return read_displacement_field(spec, context, options);
     if (ends_with(name, ".h5") || ends_with(name, ".hdf5")) return itk_backend().read_transform(file, dimension);
     // Text and Matlab files are checked here before ITK may read them (ITK allocates whatever
     // they declare), and their common linear kinds computed here; HDF5 is ITK's alone.

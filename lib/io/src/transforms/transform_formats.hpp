@@ -48,6 +48,10 @@ struct FslSpace {
     AffineMap index_to_fsl;
 };
 FslSpace fsl_space(const Image& image, const std::filesystem::path& named, const std::filesystem::path& matrix_file);
+// FSL FNIRT displacement fields (NIfTI intent 2006, relative, mm along the reference's FSL axes):
+// FIELD as read, turned into an ITK displacement field on its grid (fsl.cpp).
+constexpr int kFnirtDisplacementField = 2006;
+TransformFile read_fnirt_field(Image field, const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);
 // FreeSurfer .lta (lta.cpp).
 bool detects_lta(const std::string& lowercase_name, std::string_view head);
 TransformFile read_lta(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);

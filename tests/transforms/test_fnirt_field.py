@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""FSL FNIRT displacement fields (NIfTI intent 2006: relative displacements in mm along the
+reference's FSL axes) against the FLIRT matrix they encode: a field made here, with numpy and
+nibabel, from a FLIRT matrix M (each reference voxel's FSL coordinates f displaced to M^-1 f) must
+resample exactly as the matrix does.
+
+    /usr/bin/python3 tests/transforms/test_fnirt_field.py --gridwarp build/app/gridwarp
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import nibabel as nib
+import numpy as np
+
+GRIDWARP = None
+
+
+def run(*args):
+    return subprocess.run([GRIDWARP, *map(str, args)], capture_output=True, text=True, timeout=60)
+
+
+def fsl_scaled_voxels(img):
+    """fslpy's voxToScaledVoxMat: voxel sizes, x mirrored for a positive determinant."""
+    zooms = img.header.get_zooms()[:3]
+    scale = np.diag(list(zooms) + [1.0])
+    if np.linalg.det(img.affine[:3, :3]) > 0:
+        flip = np.eye(4)
+        flip[0, 0] = -1
+        flip[0, 3] = (img.shape[0] - 1) * zooms[0]
+        return flip @ scale
+    return scale
+
+
+def save(path, data, affine, intent=None):
+    img = nib.Nifti1Image(data, affine)
+    img.set_sform(affine, code=1)
+    img.set_qform(affine, code=1)
+    if intent is not None:
+        img.header["intent_code"] = intent
+    nib.save(img, path)
+    return nib.load(path)
+
+
+class FnirtField(unittest.TestCase):
+    def setUp(self):
+        self.folder = tempfile.mkdtemp(prefix="gridwarp-fnirt-")
+
+    def tearDown(self):
+        shutil.rmtree(self.folder)
+
+    def path(self, name):
+        return os.path.join(self.folder, name)
+
+    def make(self, moving_affine, reference_affine):
+        rng = np.random.default_rng(5)
+        z, y, x = np.meshgrid(np.arange(16), np.arange(18), np.arange(20), indexing="ij")
+        values = (np.sin(x.T / 3.0) + np.cos(y.T / 4.0) * np.sin(z.T / 5.0)).astype(np.float32) * 100
+        values += rng.normal(0, 1, values.shape).astype(np.float32)
+        moving = save(self.path("moving.nii.gz"), values, moving_affine)
+        reference = save(self.path("reference.nii.gz"), np.zeros((17, 19, 15), np.float32), reference_affine)
+        # FLIRT's matrix: moving FSL coordinates -> reference FSL coordinates.
+        m = np.eye(4)
+        c, s = np.cos(0.12), np.sin(0.12)
+        m[:3, :3] = np.array([[c, -s, 0.02], [s, c, -0.03], [0.01, 0.04, 1.0]]) * 1.03
+        m[:3, 3] = [2.5, -3.0, 1.5]
+        np.savetxt(self.path("flirt.mat"), m, fmt="%.10f")
+        # The field on the reference grid: FSL coordinates f of each voxel, displaced to M^-1 f.
+        grid = np.stack(np.meshgrid(np.arange(17), np.arange(19), np.arange(15), indexing="ij"), -1).reshape(-1, 3)
+        homogeneous = np.c_[grid, np.ones(len(grid))]
+        f = homogeneous @ fsl_scaled_voxels(reference).T
+        target = f @ np.linalg.inv(m).T
+        field = (target - f)[:, :3].reshape(17, 19, 15, 3).astype(np.float32)
+        return moving, reference, field
+
+    def compare(self, field_name, *tags):
+        out_matrix, out_field = self.path("by_matrix.nii.gz"), self.path("by_field.nii.gz")
+        common = ["resample", "-i", self.path("moving.nii.gz"), "-r", self.path("reference.nii.gz"), "--mode", "linear"]
+        result = run(*common, "-o", out_matrix, "-t", self.path("flirt.mat"))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        result = run(*common, "-o", out_field, "-t", self.path(field_name) + "".join("," + t for t in tags))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        a = np.asanyarray(nib.load(out_matrix).dataobj)
+        b = np.asanyarray(nib.load(out_field).dataobj)
+        self.assertGreater(np.count_nonzero(a), a.size // 3)
+        # The field is stored as float32 millimetres: positions agree to about 1e-6 voxel.
+        np.testing.assert_allclose(b, a, atol=2e-3 * np.abs(a).max())
+
+    def test_neurological_and_radiological_images(self):
+        oblique = np.eye(4)
+        c, s = np.cos(0.2), np.sin(0.2)
+        oblique[:3, :3] = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]]) @ np.diag([2.0, 2.2, 2.5])
+        oblique[:3, 3] = [-20, -18, -15]
+        las = np.diag([-1.8, 2.0, 2.4, 1.0])
+        las[:3, 3] = [15, -19, -18]
+        for name, moving_affine, reference_affine in (("RAS moving, LAS reference", oblique, las),
+                                                      ("LAS moving, RAS reference", las, oblique)):
+            with self.subTest(name):
+                _, reference, field = self.make(moving_affine, reference_affine)
+                save(self.path("warp.nii.gz"), field, reference.affine, intent=2006)
+                self.compare("warp.nii.gz")
+                # Without the intent, the tag says it.
+                save(self.path("untagged.nii.gz"), field, reference.affine)
+                self.compare("untagged.nii.gz", "fsl")
+
+    def test_coefficients_refused(self):
+        _, reference, field = self.make(np.diag([2.0, 2.0, 2.0, 1.0]), np.diag([2.0, 2.0, 2.0, 1.0]))
+        save(self.path("coef.nii.gz"), field, reference.affine, intent=2007)
+        result = run("resample", "-i", self.path("moving.nii.gz"), "-o", self.path("out.nii.gz"), "-t", self.path("coef.nii.gz"))
+        self.assertEqual(result.returncode, 1)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+        self.assertIn("fnirtfileutils", result.stderr)
+        self.assertFalse(os.path.exists(self.path("out.nii.gz")))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gridwarp", required=True)
+    arguments, rest = parser.parse_known_args()
+    GRIDWARP = os.path.abspath(arguments.gridwarp)
+    outcome = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
+    sys.exit(0 if outcome.wasSuccessful() else 1)
