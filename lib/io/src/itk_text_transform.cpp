@@ -8,6 +8,7 @@
 // left to ITK (transform_io.cpp).
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <sstream>
 
@@ -348,6 +349,26 @@ void check_itk_transform_declarations(const std::vector<ItkTransformDeclaration>
                 fail(what + ": " + std::to_string(t.parameters) + " parameters is not a field of " + std::to_string(dimension) +
                      "-vectors of at most " + std::to_string(kMaxFieldValues / dimension) + " voxels");
             }
+            // ITK allocates the field from the declared size before it reads a parameter: the size
+            // must be whole, positive and hold exactly the parameters given.
+            if (t.fixed_values.size() != t.fixed_parameters) fail(what + ": its fixed parameters cannot be read");
+            double voxels = 1.0;
+            for (std::size_t axis = 0; axis < dimension; ++axis) {
+                const double size = t.fixed_values[axis];
+                if (!(size >= 1.0 && size <= 1e9 && std::floor(size) == size)) {
+                    fail(what + ": the field's size along axis " + std::to_string(axis) + " is " + std::to_string(size) +
+                         ", not a whole number of voxels");
+                }
+                voxels *= size;
+            }
+            if (voxels * static_cast<double>(dimension) != static_cast<double>(t.parameters)) {
+                fail(what + ": a field of " + std::to_string(static_cast<std::uint64_t>(voxels)) + " voxels takes " +
+                     std::to_string(static_cast<std::uint64_t>(voxels) * dimension) + " parameters, found " +
+                     std::to_string(t.parameters));
+            }
+            for (double value : t.fixed_values) {
+                if (!std::isfinite(value)) fail(what + ": a non-finite fixed parameter");
+            }
             continue;
         }
         const std::size_t expected = expected_parameter_count(parsed.kind, dimension);
@@ -378,7 +399,7 @@ std::optional<std::vector<PointTransform>> parse_itk_transform(std::string_view 
     std::vector<ItkTransformDeclaration> declarations;
     for (const DeclaredTransform& t : transforms) {
         declarations.push_back({t.type, t.parameters.size(), t.fixed.size(), t.has_parameters, t.has_fixed,
-                                (encoding == ItkTransformEncoding::Text ? "line " : "matrix ") + std::to_string(t.line)});
+                                (encoding == ItkTransformEncoding::Text ? "line " : "matrix ") + std::to_string(t.line), t.fixed});
     }
     check_itk_transform_declarations(declarations, dimension, source);
     std::vector<PointTransform> steps;

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 #include "formats.hpp"
 #include "gridwarp/io/error.hpp"
@@ -184,6 +185,17 @@ std::vector<ItkTransformDeclaration> hdf5_declarations(const fs::path& file) {
         declaration.parameters = list_length("/TransformParameters", "/TranformParameters", declaration.has_parameters);
         declaration.fixed_parameters =
             list_length("/TransformFixedParameters", "/TranformFixedParameters", declaration.has_fixed_parameters);
+        // A few fixed parameters are read for the check: a displacement field's declared size.
+        if (declaration.has_fixed_parameters && declaration.fixed_parameters <= 64) {
+            const std::string path = declaration.where + (exists(*h5, declaration.where + "/TransformFixedParameters")
+                                                              ? "/TransformFixedParameters"
+                                                              : "/TranformFixedParameters");
+            const Hdf5Handle set(H5Dopen2(*h5, path.c_str(), H5P_DEFAULT), H5Dclose);
+            std::vector<double> values(declaration.fixed_parameters);
+            if (set.valid() && H5Dread(*set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0) {
+                declaration.fixed_values = std::move(values);
+            }
+        }
         declarations.push_back(std::move(declaration));
     }
     return declarations;

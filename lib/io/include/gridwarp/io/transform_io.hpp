@@ -128,6 +128,9 @@ struct ItkTransformDeclaration {
     std::size_t parameters = 0, fixed_parameters = 0;
     bool has_parameters = false, has_fixed_parameters = false;
     std::string where;  // where the file declares it, for errors: "line 3", "matrix 1", "/TransformGroup/0"
+    // The fixed parameters' values where the reader has them (few: a centre, or a displacement
+    // field's size, origin, spacing and direction, which ITK allocates from).
+    std::vector<double> fixed_values;
 };
 // parse_itk_transform's rules, for readers that see only the declarations (ITK's HDF5 files): throws
 // FileError naming `source` unless every transform is one gridwarp can use for `dimension`-D images.
