@@ -13,10 +13,8 @@ numpy and nibabel (not by gridwarp):
 
     /usr/bin/python3 tests/cli/test_convert_transform.py --gridwarp build/app/gridwarp
 """
-import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -24,20 +22,8 @@ import unittest
 import nibabel as nib
 import numpy as np
 
-GRIDWARP = None
-FLIP = np.diag([-1.0, -1.0, 1.0, 1.0])  # RAS <-> LPS
-
-
-def run(*args):
-    return subprocess.run([GRIDWARP, *map(str, args)], capture_output=True, text=True, timeout=60)
-
-
-def rotation(ax, ay, az):
-    cx, sx, cy, sy, cz, sz = np.cos(ax), np.sin(ax), np.cos(ay), np.sin(ay), np.cos(az), np.sin(az)
-    rx = np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]])
-    ry = np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
-    rz = np.array([[cz, -sz, 0], [sz, cz, 0], [0, 0, 1]])
-    return rz @ ry @ rx
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from script_support import FLIP, fsl_scaled_voxels, main, rotation, run  # noqa: E402
 
 
 def image(folder, name, shape, zooms, axes, oblique=(0, 0, 0), origin=(0, 0, 0)):
@@ -52,17 +38,6 @@ def image(folder, name, shape, zooms, axes, oblique=(0, 0, 0), origin=(0, 0, 0))
     path = os.path.join(folder, name)
     nib.save(img, path)
     return path, nib.load(path)
-
-
-def fsl_scaled_voxels(img):
-    zooms = img.header.get_zooms()[:3]
-    scale = np.diag(list(zooms) + [1.0])
-    if np.linalg.det(img.affine[:3, :3]) > 0:
-        flip = np.eye(4)
-        flip[0, 0] = -1
-        flip[0, 3] = (img.shape[0] - 1) * zooms[0]
-        return flip @ scale
-    return scale
 
 
 def read_matrix(path):
@@ -260,9 +235,4 @@ class ConvertTransform(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--gridwarp", required=True)
-    arguments, rest = parser.parse_known_args()
-    GRIDWARP = os.path.abspath(arguments.gridwarp)
-    outcome = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
-    sys.exit(0 if outcome.wasSuccessful() else 1)
+    main()

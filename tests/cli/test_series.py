@@ -8,10 +8,8 @@ nibabel into a 3-D file of its own, resampled alone by gridwarp with the same op
 per-volume list, with its own transform): byte for byte. The series' header (TR, toffset, units,
 description) is read back with nibabel.
 """
-import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -19,13 +17,11 @@ import unittest
 import nibabel as nib
 import numpy as np
 
-GRIDWARP = None
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from script_support import main, run  # noqa: E402
+
 VOLUMES = 8
 TR, TOFFSET = 2.5, 1.25
-
-
-def run(*args):
-    return subprocess.run([GRIDWARP, *map(str, args)], capture_output=True, timeout=120)
 
 
 def itk_entry(index, kind, matrix, translation, centre):
@@ -116,7 +112,7 @@ class Series(unittest.TestCase):
 
     def resample(self, moving, output, *options):
         result = run("resample", "-i", self.path(moving), "-o", self.path(output), "--threads", "2", *options)
-        self.assertEqual(result.returncode, 0, result.stderr.decode())
+        self.assertEqual(result.returncode, 0, result.stderr)
         return nib.load(self.path(output))
 
     def assert_volumes_equal_alone(self, series, name, options_for_volume):
@@ -185,7 +181,7 @@ class Series(unittest.TestCase):
     def convert(self, transform, output):
         result = run("convert-transform", "-t", self.path(transform), "-o", self.path(output), "-i", self.path("bold_0.nii.gz"),
                      "-r", self.path("bold_0.nii.gz"), "-q")
-        self.assertEqual(result.returncode, 0, result.stderr.decode())
+        self.assertEqual(result.returncode, 0, result.stderr)
 
     def test_per_volume_afni_rows(self):
         # 3dvolreg's -1Dmatrix_save: one row per volume. Each row alone (a one-row file) is read by
@@ -200,7 +196,7 @@ class Series(unittest.TestCase):
         self.assert_volumes_equal_alone(series, "hmc_afni", lambda v: ["-t", self.path(f"hmc_{v}.aff12.1D")])
         refused = run("resample", "-i", self.path("bold.nii.gz"), "-o", self.path("refused.nii.gz"), "-t", self.path("hmc_volreg.1D"))
         self.assertEqual(refused.returncode, 1)
-        self.assertIn("per-volume", refused.stderr.decode())
+        self.assertIn("per-volume", refused.stderr)
 
     def test_per_volume_mcflirt_folder(self):
         # MCFLIRT's bold.mat/MAT_0000, MAT_0001, ...: FSL matrices without an extension, named by ,fsl.
@@ -222,19 +218,19 @@ class Series(unittest.TestCase):
         field[..., 2] = 0.75
         np.save(self.path("flow.npy"), field)
         result = run("flow", "-i", self.path("bold.nii.gz"), "--flow", self.path("flow.npy"), "-o", self.path("flow_out.nii.gz"))
-        self.assertEqual(result.returncode, 0, result.stderr.decode())
+        self.assertEqual(result.returncode, 0, result.stderr)
         series = nib.load(self.path("flow_out.nii.gz"))
         self.assertAlmostEqual(float(series.header["pixdim"][4]), TR)
         values = np.asanyarray(series.dataobj.get_unscaled())
         for v in range(VOLUMES):
             result = run("flow", "-i", self.path(f"bold_{v}.nii.gz"), "--flow", self.path("flow.npy"), "-o", self.path(f"flow_{v}.nii.gz"))
-            self.assertEqual(result.returncode, 0, result.stderr.decode())
+            self.assertEqual(result.returncode, 0, result.stderr)
             self.assertEqual(values[..., v].tobytes(), np.asanyarray(nib.load(self.path(f"flow_{v}.nii.gz")).dataobj.get_unscaled()).tobytes())
 
     def assert_refused(self, moving, *options, mentions=()):
         output = self.path("refused.nii.gz")
         result = run("resample", "-i", self.path(moving), "-o", output, *options)
-        stderr = result.stderr.decode()
+        stderr = result.stderr
         self.assertEqual(result.returncode, 1, stderr)
         self.assertEqual(len(stderr.splitlines()), 1, stderr)
         self.assertTrue(stderr.startswith("gridwarp: error:"), stderr)
@@ -254,8 +250,4 @@ class Series(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--gridwarp", required=True)
-    arguments, rest = parser.parse_known_args()
-    GRIDWARP = os.path.abspath(arguments.gridwarp)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    main()

@@ -6,10 +6,8 @@ resample exactly as the matrix does.
 
     /usr/bin/python3 tests/transforms/test_fnirt_field.py --gridwarp build/app/gridwarp
 """
-import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -17,23 +15,8 @@ import unittest
 import nibabel as nib
 import numpy as np
 
-GRIDWARP = None
-
-
-def run(*args):
-    return subprocess.run([GRIDWARP, *map(str, args)], capture_output=True, text=True, timeout=60)
-
-
-def fsl_scaled_voxels(img):
-    """fslpy's voxToScaledVoxMat: voxel sizes, x mirrored for a positive determinant."""
-    zooms = img.header.get_zooms()[:3]
-    scale = np.diag(list(zooms) + [1.0])
-    if np.linalg.det(img.affine[:3, :3]) > 0:
-        flip = np.eye(4)
-        flip[0, 0] = -1
-        flip[0, 3] = (img.shape[0] - 1) * zooms[0]
-        return flip @ scale
-    return scale
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from script_support import fsl_scaled_voxels, main, run  # noqa: E402
 
 
 def save(path, data, affine, intent=None):
@@ -118,9 +101,4 @@ class FnirtField(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--gridwarp", required=True)
-    arguments, rest = parser.parse_known_args()
-    GRIDWARP = os.path.abspath(arguments.gridwarp)
-    outcome = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
-    sys.exit(0 if outcome.wasSuccessful() else 1)
+    main()

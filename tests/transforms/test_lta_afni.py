@@ -14,7 +14,6 @@ here from the formats' own documentation:
     dataset's coordinates are its nearest axis-aligned grid about the first voxel).
 Each must resample like the .tfm, and one case must equal scipy's map_coordinates of the world map.
 """
-import argparse
 import os
 import shutil
 import subprocess
@@ -26,16 +25,8 @@ import nibabel as nib
 import numpy as np
 from scipy import ndimage
 
-GRIDWARP = None
-FLIP = np.diag([-1.0, -1.0, 1.0, 1.0])  # RAS <-> LPS
-
-
-def rotation(ax, ay, az):
-    cx, sx, cy, sy, cz, sz = np.cos(ax), np.sin(ax), np.cos(ay), np.sin(ay), np.cos(az), np.sin(az)
-    rx = np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]])
-    ry = np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
-    rz = np.array([[cz, -sz, 0], [sz, cz, 0], [0, 0, 1]])
-    return rz @ ry @ rx
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from script_support import FLIP, gridwarp, main, rotation  # noqa: E402
 
 
 def affine(direction, sizes, origin):
@@ -154,7 +145,7 @@ class Case:
 
     def resample(self, transform, out_name):
         out = self.path(out_name)
-        result = subprocess.run([GRIDWARP, "resample", "-i", self.mov, "-r", self.ref, "-o", out, "-t", transform],
+        result = subprocess.run([gridwarp(), "resample", "-i", self.mov, "-r", self.ref, "-o", out, "-t", transform],
                                 capture_output=True, text=True, timeout=120)
         return result, out
 
@@ -235,7 +226,7 @@ class Formats(unittest.TestCase):
             with self.subTest(file=name):
                 out_tfm, out_got = case.path("inv_tfm.nii.gz"), case.path("inv_got.nii.gz")
                 for transform, out in [(case.path("map.tfm") + ",inverse", out_tfm), (case.path(name) + ",inverse", out_got)]:
-                    result = subprocess.run([GRIDWARP, "resample", "-i", case.mov, "-r", case.ref, "-o", out, "-t", transform],
+                    result = subprocess.run([gridwarp(), "resample", "-i", case.mov, "-r", case.ref, "-o", out, "-t", transform],
                                             capture_output=True, text=True, timeout=120)
                     self.assertEqual(result.returncode, 0, result.stderr)
                 expected = np.asanyarray(nib.load(out_tfm).dataobj)
@@ -317,8 +308,4 @@ class Refusals(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--gridwarp", required=True)
-    args, rest = parser.parse_known_args()
-    GRIDWARP = os.path.abspath(args.gridwarp)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    main()

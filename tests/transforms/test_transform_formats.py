@@ -8,10 +8,8 @@ each format's documentation. Every form of the map (FSL FLIRT .mat, NiftyReg, ,r
 .tfm, and the inverses) must resample to the same image, equal to trilinear sampling (zeros
 outside) at the positions this file computes from the images' affines and the world map alone.
 """
-import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -19,12 +17,10 @@ import unittest
 import nibabel as nib
 import numpy as np
 
-GRIDWARP = None
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from script_support import main, run  # noqa: E402
+
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "transforms")
-
-
-def run(*args):
-    return subprocess.run([GRIDWARP, *map(str, args)], capture_output=True, text=True, timeout=120)
 
 
 def best_affine(image):
@@ -158,8 +154,4 @@ class TransformFormats(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--gridwarp", required=True)
-    args, rest = parser.parse_known_args()
-    GRIDWARP = os.path.abspath(args.gridwarp)
-    unittest.main(argv=[sys.argv[0], *rest])
+    main()

@@ -1,0 +1,64 @@
+"""What the Python test scripts share: the gridwarp binary under test and how to run it, and the
+conventions several of them compute their expectations with (written here from the packages'
+documentation, never from gridwarp's output).
+
+A script puts this folder on sys.path, calls main() under `if __name__ == "__main__":`, and runs
+gridwarp with run(...).
+"""
+import argparse
+import os
+import subprocess
+import sys
+import unittest
+
+import numpy as np
+
+FLIP = np.diag([-1.0, -1.0, 1.0, 1.0])  # RAS <-> LPS
+
+_gridwarp = None
+
+
+def gridwarp():
+    """The path of the gridwarp binary given with --gridwarp."""
+    return _gridwarp
+
+
+def run(*args, text=True, timeout=120, **kwargs):
+    """gridwarp with ARGS, its output captured."""
+    return subprocess.run([_gridwarp, *map(str, args)], capture_output=True, text=text, timeout=timeout, **kwargs)
+
+
+def rotation(ax, ay, az):
+    """Rz @ Ry @ Rx for angles in radians about x, y and z."""
+    cx, sx, cy, sy, cz, sz = np.cos(ax), np.sin(ax), np.cos(ay), np.sin(ay), np.cos(az), np.sin(az)
+    rx = np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]])
+    ry = np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
+    rz = np.array([[cz, -sz, 0], [sz, cz, 0], [0, 0, 1]])
+    return rz @ ry @ rx
+
+
+def fsl_scaled_voxels(img):
+    """fslpy's voxToScaledVoxMat: voxel indices to FSL coordinates, the voxel sizes, x mirrored
+    first when the voxel-to-world matrix has a positive determinant."""
+    zooms = img.header.get_zooms()[:3]
+    scale = np.diag(list(zooms) + [1.0])
+    if np.linalg.det(img.affine[:3, :3]) > 0:
+        flip = np.eye(4)
+        flip[0, 0] = -1
+        flip[0, 3] = (img.shape[0] - 1) * zooms[0]
+        return flip @ scale
+    return scale
+
+
+def main(add_arguments=None):
+    """Parses --gridwarp (and what add_arguments(parser) adds), runs the script's tests, and
+    returns the parsed arguments only if they were all run and passed (else exits non-zero)."""
+    global _gridwarp
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gridwarp", required=True)
+    if add_arguments:
+        add_arguments(parser)
+    arguments, rest = parser.parse_known_args()
+    _gridwarp = os.path.abspath(arguments.gridwarp)
+    outcome = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
+    sys.exit(0 if outcome.wasSuccessful() else 1)
