@@ -236,20 +236,35 @@ void CommandProgress::run() {
     }
 }
 
+namespace {
+
+// Channels first .. first + count - 1 of a (N, C, ...) view, as a (N, count, ...) view of the same elements.
+template <class Pointer>
+BasicTensorView<Pointer> channel_range(const BasicTensorView<Pointer>& view, std::int64_t first, std::int64_t count) {
+    using Byte = std::conditional_t<std::is_const_v<std::remove_pointer_t<Pointer>>, const std::uint8_t, std::uint8_t>;
+    BasicTensorView<Pointer> result = view;
+    result.data = static_cast<Byte*>(view.data) + first * view.strides[1] * static_cast<std::int64_t>(dtype_size(view.dtype));
+    result.shape[1] = count;
+    return result;
+}
+
+}  // namespace
+
 void sample_and_write(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options,
                       const ConstTensorView& input, const PositionSource& positions, const SampleOptions& options,
                       CommandProgress* progress) {
     // (An output written a block at a time is sampled and written together: "sampling" to the end.)
     if (progress) progress->phase("sampling", 1, 3);
-    const auto sample = [&](const Shape& start, const Shape& extent, const TensorView& pixels, int threads) {
+    const auto sample = [&](const Shape& start, const Shape& extent, std::int64_t first_channel, const TensorView& pixels, int threads) {
         SampleOptions window_options = options;
         window_options.threads = threads;
         const PositionWindow window(positions, start, extent);
+        const ConstTensorView channels = channel_range(input, first_channel, pixels.shape[1]);
         if (pixels.dtype == input.dtype) {
-            grid_sample(input, window, pixels, window_options);
+            grid_sample(channels, window, pixels, window_options);
             return;
         }
-        const Tensor sampled = grid_sample(input, window, window_options);
+        const Tensor sampled = grid_sample(channels, window, window_options);
         const Tensor converted = convert_to(sampled.view(), pixels.dtype);
         copy_elements(converted.view(), pixels);
     };
@@ -262,20 +277,6 @@ void sample_and_write(const std::filesystem::path& file, io::Image description, 
     spdlog::info("wrote {} ({})", file.string(), summary);
 }
 
-namespace {
-
-// Channel `channel` of a (N, C, ...) view, as a (N, 1, ...) view of the same elements.
-template <class Pointer>
-BasicTensorView<Pointer> one_channel(const BasicTensorView<Pointer>& view, std::int64_t channel) {
-    using Byte = std::conditional_t<std::is_const_v<std::remove_pointer_t<Pointer>>, const std::uint8_t, std::uint8_t>;
-    BasicTensorView<Pointer> result = view;
-    result.data = static_cast<Byte*>(view.data) + channel * view.strides[1] * static_cast<std::int64_t>(dtype_size(view.dtype));
-    result.shape[1] = 1;
-    return result;
-}
-
-}  // namespace
-
 void sample_series_and_write(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options,
                              const ConstTensorView& input, DType sample_type,
                              const std::vector<const PositionSource*>& volume_positions, const SampleOptions& options,
@@ -285,19 +286,19 @@ void sample_series_and_write(const std::filesystem::path& file, io::Image descri
         throw std::logic_error("sample_series_and_write: one position source, or one per volume");
     }
     if (progress) progress->phase("sampling", 1, 3);
-    const auto sample = [&](const Shape& start, const Shape& extent, const TensorView& pixels, int threads) {
+    const auto sample = [&](const Shape& start, const Shape& extent, std::int64_t first_channel, const TensorView& pixels, int threads) {
         SampleOptions window_options = options;
         window_options.threads = threads;
-        for (std::int64_t v = 0; v < volumes; ++v) {
+        for (std::int64_t v = first_channel; v < first_channel + pixels.shape[1]; ++v) {
             const PositionSource& positions = *volume_positions[volume_positions.size() == 1 ? 0 : static_cast<std::size_t>(v)];
             const PositionWindow window(positions, start, extent);
-            ConstTensorView volume = one_channel(input, v);
+            ConstTensorView volume = channel_range(input, v, 1);
             Tensor converted_volume;
             if (volume.dtype != sample_type) {
                 converted_volume = convert_to(volume, sample_type);
                 volume = converted_volume.view();
             }
-            const TensorView output = one_channel(pixels, v);
+            const TensorView output = channel_range(pixels, v - first_channel, 1);
             if (output.dtype == sample_type) {
                 grid_sample(volume, window, output, window_options);
             } else {
@@ -310,7 +311,7 @@ void sample_series_and_write(const std::filesystem::path& file, io::Image descri
                                 ", " + std::to_string(volumes) + " volume(s), spatial " + shape_to_string(description.spatial);
     io::write_sampled(file, std::move(description), write_options, options.threads, sample, [&] {
         if (progress) progress->phase("writing", 2, 3);
-    });
+    }, io::ChannelSampling::Apart);
     if (progress) progress->finish();
     spdlog::info("wrote {} ({})", file.string(), summary);
 }

@@ -1,6 +1,7 @@
 // io::write_sampled: outputs made a block of rows at a time (.nii.gz, .img.gz, .hdr/.img) hold
 // every voxel the sampler was asked for, read back through the NIfTI reader; the blocks cover
-// every row exactly once, each sampled on one thread; a plain .nii is sampled in one call; a
+// every row of every channel exactly once (one channel a block where the file stores a volume per
+// channel), each sampled on one thread; a plain .nii is sampled in one call; a
 // sampler that fails leaves the earlier file and no staging folder behind. The expected voxels
 // come from a formula of the voxel's own indices, not from another write.
 #include <catch2/catch.hpp>
@@ -29,17 +30,19 @@ double voxel_value(std::int64_t c, const Shape& index) {
 
 struct Calls {
     std::mutex mutex;
-    std::vector<std::int64_t> row_count;  // times each row (outer index flattened) was sampled
+    std::vector<std::int64_t> row_count;  // times each channel's row (channel, outer index flattened) was sampled
     std::size_t calls = 0;
     std::vector<int> threads;
+    std::int64_t most_channels = 0;  // in one call
 };
 
 // A sampler that writes voxel_value into the view and records which rows it was asked for.
-io::WindowSampler recording_sampler(const Shape& spatial, Calls& calls) {
+io::WindowSampler recording_sampler(const Shape& spatial, std::int64_t channels, Calls& calls) {
     std::int64_t rows = 1;
     for (std::size_t a = 0; a + 1 < spatial.size(); ++a) rows *= spatial[a];
-    calls.row_count.assign(static_cast<std::size_t>(rows), 0);
-    return [&calls, spatial](const Shape& start, const Shape& extent, const TensorView& pixels, int threads) {
+    calls.row_count.assign(static_cast<std::size_t>(rows * channels), 0);
+    return [&calls, spatial, rows](const Shape& start, const Shape& extent, std::int64_t first_channel, const TensorView& pixels,
+                                   int threads) {
         REQUIRE(pixels.shape.size() == extent.size() + 2);
         REQUIRE(extent.back() == spatial.back());
         const std::size_t rank = extent.size();
@@ -55,7 +58,7 @@ io::WindowSampler recording_sampler(const Shape& spatial, Calls& calls) {
             for (std::int64_t c = 0; c < pixels.shape[1]; ++c) {
                 std::int64_t offset = c * pixels.strides[1];
                 for (std::size_t a = 0; a < rank; ++a) offset += local[a] * pixels.strides[a + 2];
-                const double value = voxel_value(c, index);
+                const double value = voxel_value(first_channel + c, index);
                 switch (pixels.dtype) {
                     case DType::UInt8: pixels.typed<std::uint8_t>()[offset] = static_cast<std::uint8_t>(value); break;
                     case DType::Int16: pixels.typed<std::int16_t>()[offset] = static_cast<std::int16_t>(value); break;
@@ -67,16 +70,19 @@ io::WindowSampler recording_sampler(const Shape& spatial, Calls& calls) {
         std::lock_guard lock(calls.mutex);
         ++calls.calls;
         calls.threads.push_back(threads);
-        // The rows of the box, flattened over the outer axes.
+        calls.most_channels = std::max(calls.most_channels, pixels.shape[1]);
+        // The rows of the box, flattened over the outer axes, of each channel it holds.
         const Shape outer_extent(extent.begin(), extent.end() - 1);
-        for (std::int64_t r = 0; r < shape_numel(outer_extent); ++r) {
-            std::int64_t rest = r, flat = 0, scale = 1;
-            for (std::size_t a = outer_extent.size(); a-- > 0;) {
-                flat += (start[a] + rest % outer_extent[a]) * scale;
-                rest /= outer_extent[a];
-                scale *= spatial[a];
+        for (std::int64_t c = 0; c < pixels.shape[1]; ++c) {
+            for (std::int64_t r = 0; r < shape_numel(outer_extent); ++r) {
+                std::int64_t rest = r, flat = 0, scale = 1;
+                for (std::size_t a = outer_extent.size(); a-- > 0;) {
+                    flat += (start[a] + rest % outer_extent[a]) * scale;
+                    rest /= outer_extent[a];
+                    scale *= spatial[a];
+                }
+                ++calls.row_count[static_cast<std::size_t>((first_channel + c) * rows + flat)];
             }
-            ++calls.row_count[static_cast<std::size_t>(flat)];
         }
     };
 }
@@ -131,6 +137,7 @@ TEST_CASE("write_sampled: NIfTI outputs made a block of rows at a time hold ever
         DType dtype;
         Shape spatial;
         std::int64_t channels;
+        io::ChannelSampling channel_sampling = io::ChannelSampling::Together;
     };
     const std::vector<Case> cases = {
         // 128 KiB slices: slabs of 8 slices, the last one shorter.
@@ -139,6 +146,13 @@ TEST_CASE("write_sampled: NIfTI outputs made a block of rows at a time hold ever
         {"float32 boxes in slices", DType::Float32, {3, 41, 8192}, 1},
         {"float32 2-D rows", DType::Float32, {3000, 500}, 1},
         {"RGB24", DType::UInt8, {5, 300, 400}, 3},
+        // A 4-D series whose volumes are sampled apart: the file holds a volume per channel, so a
+        // block is rows of one channel.
+        {"int16 series of 6 volumes", DType::Int16, {5, 30, 40}, 6, io::ChannelSampling::Apart},
+        {"float32 series with 1.25 MiB slices", DType::Float32, {3, 41, 8192}, 2, io::ChannelSampling::Apart},
+        // Sampled together: a group of channels a call (all six here), a channel a block.
+        {"int16 series sampled together", DType::Int16, {5, 30, 40}, 6, io::ChannelSampling::Together},
+        {"float32 series of 3 MiB volumes sampled together", DType::Float32, {3, 32, 8192}, 14, io::ChannelSampling::Together},
         {"tiny", DType::Int16, {1, 1, 3}, 1},
     };
     for (const auto& c : cases) {
@@ -147,7 +161,8 @@ TEST_CASE("write_sampled: NIfTI outputs made a block of rows at a time hold ever
                 TempDir dir;
                 const fs::path file = dir / ("out" + extension);
                 Calls calls;
-                io::write_sampled(file, description(c.dtype, c.spatial, c.channels), {}, 2, recording_sampler(c.spatial, calls));
+                io::write_sampled(file, description(c.dtype, c.spatial, c.channels), {}, 2, recording_sampler(c.spatial, c.channels, calls),
+                                  nullptr, c.channel_sampling);
 
                 const bool pair = extension != ".nii.gz" && extension != ".nii";
                 std::vector<std::string> expected_files = {"out" + extension};
@@ -167,6 +182,14 @@ TEST_CASE("write_sampled: NIfTI outputs made a block of rows at a time hold ever
                     CHECK(calls.threads == std::vector<int>{2});
                 } else {
                     for (int threads : calls.threads) CHECK(threads == 1);
+                    // A file of a volume per channel: one channel a call where the channels are
+                    // sampled apart; a group of them (up to kChannelGroupBytes) where together.
+                    const bool volume_per_channel = c.channels > 1 && c.dtype != DType::UInt8;
+                    if (volume_per_channel && c.channel_sampling == io::ChannelSampling::Apart) CHECK(calls.most_channels == 1);
+                    if (volume_per_channel && c.channel_sampling == io::ChannelSampling::Together) {
+                        const std::int64_t volume_mib = shape_numel(c.spatial) * static_cast<std::int64_t>(dtype_size(c.dtype)) >> 20;
+                        CHECK(calls.most_channels == std::min<std::int64_t>(c.channels, 32 / std::max<std::int64_t>(1, volume_mib)));
+                    }
                 }
 
                 const io::Image read = io::read_image(pair ? dir / expected_files.front() : file);
@@ -181,24 +204,27 @@ TEST_CASE("write_sampled: NIfTI outputs made a block of rows at a time hold ever
         TempDir dir;
         Calls calls;
         const Shape spatial{43, 64, 1024};  // int16: 128 KiB slices, 5.4 MiB in all
-        io::write_sampled(dir / "out.nii.gz", description(DType::Int16, spatial, 1), {}, 2, recording_sampler(spatial, calls));
+        io::write_sampled(dir / "out.nii.gz", description(DType::Int16, spatial, 1), {}, 2, recording_sampler(spatial, 1, calls));
         CHECK(calls.calls == 6);  // 8 slices a block: 5 full blocks and 3 slices
     }
 }
 
 TEST_CASE("write_sampled: a sampler that fails leaves the earlier file and nothing else", "[io][write_sampled][errors]") {
-    for (const std::string extension : {".nii.gz", ".nii"}) {
+    // (A series of 3 volumes is sampled a group of channels at a time: the threads that wait for a
+    // group whose sampling fails stop with the same error.)
+    for (const std::string extension : {".nii.gz", ".nii", "series.nii.gz"}) {
         DYNAMIC_SECTION(extension) {
+            const std::int64_t channels = extension == "series.nii.gz" ? 3 : 1;
             TempDir dir;
             const fs::path file = dir / ("out" + extension);
             std::ofstream(file) << "earlier";
             std::mutex mutex;
             int calls = 0;
-            const io::WindowSampler failing = [&](const Shape&, const Shape&, const TensorView&, int) {
+            const io::WindowSampler failing = [&](const Shape&, const Shape&, std::int64_t, const TensorView&, int) {
                 std::lock_guard lock(mutex);
                 if (++calls == 3 || extension == ".nii") throw std::runtime_error("sampler failed");
             };
-            CHECK_THROWS_WITH(io::write_sampled(file, description(DType::Int16, {43, 64, 1024}, 1), {}, 2, failing),
+            CHECK_THROWS_WITH(io::write_sampled(file, description(DType::Int16, {43, 64, 1024}, channels), {}, 2, failing),
                               "sampler failed");
             CHECK(listing(dir.path()) == std::vector<std::string>{"out" + extension});
             std::ifstream in(file);

@@ -73,12 +73,16 @@ std::optional<MappedOutput> map_nifti_output(const std::filesystem::path& file, 
                                              const Image& description);
 
 // write_sampled's NIfTI form: whether `target` is written block by block (one image whose
-// voxels need no conversion on the way, stored a row of all channels after another: no scaled
-// values, no other channel layout, no volume per channel; and not a plain .nii), and the
-// writer, which makes `file` (and its pair's partner) beside it.
+// voxels need no conversion on the way: no scaled values, no other stored type; and not a plain
+// .nii), and the writer, which makes `file` (and its pair's partner) beside it, a block of rows of
+// all channels at a time, or, where the file stores a volume per channel (a 4-D series), of one
+// channel, sampled with a group of channels of about kChannelGroupBytes where `channel_sampling`
+// is Together.
 bool nifti_output_streams(const std::filesystem::path& target, const Image& description);
 void stream_nifti_output(const std::filesystem::path& file, const std::filesystem::path& target, const Image& description,
-                         const WriteOptions& options, const WindowSampler& sample);
+                         const WriteOptions& options, const WindowSampler& sample, ChannelSampling channel_sampling);
+inline constexpr std::uint64_t kChannelGroupBytes = std::uint64_t{32} << 20;
+inline constexpr std::uint64_t kMinSeriesBlockBytes = std::uint64_t{64} << 10;
 
 // Staging for atomic writes (atomic_file.cpp): a fresh folder beside target, and the move of the
 // files written in it into target's folder, companion files first, the named file last.

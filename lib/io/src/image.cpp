@@ -182,16 +182,16 @@ void PendingOutput::commit() {
 }
 
 void write_sampled(const fs::path& target, Image description, const WriteOptions& options, int sample_threads,
-                   const WindowSampler& sample, const std::function<void()>& sampled) {
+                   const WindowSampler& sample, const std::function<void()>& sampled, ChannelSampling channel_sampling) {
     if (detail::is_nifti_path(target) && detail::nifti_output_streams(target, description)) {
         write_path_atomically(target, [&](const fs::path& temporary) {
-            detail::stream_nifti_output(temporary, target, description, options, sample);
+            detail::stream_nifti_output(temporary, target, description, options, sample, channel_sampling);
         });
         return;
     }
     PendingOutput output(target, std::move(description), options);
     Image& image = output.image();
-    sample(Shape(image.spatial.size(), 0), image.spatial, image.nchw(), sample_threads);
+    sample(Shape(image.spatial.size(), 0), image.spatial, 0, image.nchw(), sample_threads);
     if (sampled) sampled();
     output.commit();
 }

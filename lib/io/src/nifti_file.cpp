@@ -11,7 +11,12 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include "formats.hpp"
 #include "gzip.hpp"
@@ -565,10 +570,85 @@ bool stores_pixels_as_they_are(const NiftiWritePlan& plan, const Image& descript
     return !plan.store_scaled && plan.stored == description.dtype() && same_layout;
 }
 
-// Whether the file's voxel bytes are rows of all channels, one row after another (no volume per
-// channel): then a box of rows is a run of the file's bytes.
-bool stores_in_row_order(const NiftiWritePlan& plan, const Image& description) {
-    return stores_pixels_as_they_are(plan, description) && (description.channels == 1 || plan.file_layout == ChannelLayout::Interleaved);
+// The boxes of a file that stores a volume per channel, each channel's box a block of the file,
+// sampled for a group of channels at once (so that their positions are planned once, not once a
+// channel) by the first thread that asks for one of them; the others wait for it. A group is
+// dropped when its last channel's box has been taken, so that in file order (every box of one
+// channel, then the next channel's) about a group's volumes are held at a time.
+class ChannelGroupBoxes {
+public:
+    ChannelGroupBoxes(const WindowSampler& sample, DType dtype, std::int64_t channels, std::int64_t group_channels,
+                      const std::vector<RowBox>& boxes)
+        : sample_(sample), dtype_(dtype), channels_(channels), group_channels_(group_channels), boxes_(boxes) {}
+
+    // Channel `channel`'s values over box `box`, copied into `scratch`.
+    std::span<const std::uint8_t> take(std::int64_t channel, std::size_t box, std::vector<std::uint8_t>& scratch) {
+        const std::int64_t first = channel / group_channels_ * group_channels_;
+        const std::int64_t count = std::min(group_channels_, channels_ - first);
+        const auto key = std::make_pair(first, box);
+        std::shared_ptr<Group> group;
+        bool mine = false;
+        {
+            std::lock_guard lock(mutex_);
+            std::shared_ptr<Group>& slot = groups_[key];
+            if (!slot) {
+                slot = std::make_shared<Group>();
+                slot->untaken = count;
+                mine = true;
+            }
+            group = slot;
+        }
+        const RowBox& row_box = boxes_[box];
+        const auto box_bytes = static_cast<std::size_t>(shape_numel(row_box.extent)) * dtype_size(dtype_);
+        if (mine) {
+            try {
+                group->pixels.reset(new std::uint8_t[box_bytes * static_cast<std::size_t>(count)]);
+                Shape shape = row_box.extent;
+                shape.insert(shape.begin(), {1, count});
+                sample_(row_box.start, row_box.extent, first,
+                        TensorView(dtype_, group->pixels.get(), shape, nchw_strides(row_box.extent, count, ChannelLayout::Planar)), 1);
+            } catch (...) {
+                std::lock_guard lock(mutex_);
+                group->failure = std::current_exception();
+                group->ready = true;
+                ready_.notify_all();
+                throw;
+            }
+            std::lock_guard lock(mutex_);
+            group->ready = true;
+            ready_.notify_all();
+        } else {
+            std::unique_lock lock(mutex_);
+            ready_.wait(lock, [&] { return group->ready; });
+            if (group->failure) std::rethrow_exception(group->failure);
+        }
+        scratch.assign(group->pixels.get() + static_cast<std::size_t>(channel - first) * box_bytes,
+                       group->pixels.get() + static_cast<std::size_t>(channel - first + 1) * box_bytes);
+        std::lock_guard lock(mutex_);
+        if (--group->untaken == 0) groups_.erase(key);
+        return std::span<const std::uint8_t>(scratch.data(), scratch.size());
+    }
+
+private:
+    struct Group {
+        std::unique_ptr<std::uint8_t[]> pixels;  // (count, box) planar
+        bool ready = false;
+        std::exception_ptr failure;
+        std::int64_t untaken = 0;
+    };
+    const WindowSampler& sample_;
+    DType dtype_;
+    std::int64_t channels_, group_channels_;
+    const std::vector<RowBox>& boxes_;
+    std::mutex mutex_;
+    std::condition_variable ready_;
+    std::map<std::pair<std::int64_t, std::size_t>, std::shared_ptr<Group>> groups_;
+};
+
+// Whether the voxels go to the file as the sampler makes them: a block sampled into a view laid
+// out as the file stores it needs no other conversion.
+bool stores_values_as_they_are(const NiftiWritePlan& plan, const Image& description) {
+    return !plan.store_scaled && plan.stored == description.dtype();
 }
 
 }  // namespace
@@ -577,38 +657,59 @@ bool nifti_output_streams(const fs::path& target, const Image& description) {
     // A plain .nii is sampled into its own mapped pages instead (map_nifti_output): that writes
     // each byte once, where a block written out is also copied into the page cache.
     if (ends_with(lowercase_filename(target), ".nii")) return false;
-    return description.batch == 1 && stores_in_row_order(plan_nifti_write(target, target, description), description);
+    return description.batch == 1 && stores_values_as_they_are(plan_nifti_write(target, target, description), description);
 }
 
 void stream_nifti_output(const fs::path& file, const fs::path& target, const Image& description, const WriteOptions& options,
-                         const WindowSampler& sample) {
+                         const WindowSampler& sample, ChannelSampling channel_sampling) {
     const NiftiWritePlan plan = plan_nifti_write(file, target, description);
-    if (!stores_in_row_order(plan, description)) throw std::logic_error("stream_nifti_output: the voxels are not stored as they are, in row order");
+    if (!stores_values_as_they_are(plan, description)) throw std::logic_error("stream_nifti_output: the voxels need a conversion");
     std::size_t header_size = 0;
     const auto header_bytes = serialize_nifti_header(plan.header, header_size);
     const std::span<const std::uint8_t> header_span(header_bytes.data(), header_size);
 
-    // The voxels in file order, a box of rows per block, each sampled into its writer's scratch.
+    // The voxels in file order, a box of rows per block, each sampled into its writer's scratch;
+    // where the file stores a volume per channel, a box of one channel per block, sampled with its
+    // group of channels (ChannelGroupBoxes).
     const DType dtype = description.dtype();
-    const std::int64_t channels = description.channels;
-    const std::uint64_t row_bytes = static_cast<std::uint64_t>(description.spatial.back() * channels) * dtype_size(dtype);
-    const std::vector<RowBox> boxes = row_boxes(description.spatial, row_bytes, kGzipBlockBytes);
+    const bool volume_per_channel = description.channels > 1 && plan.file_layout == ChannelLayout::Planar;
+    const std::int64_t channels_per_block = volume_per_channel ? 1 : description.channels;
+    const std::uint64_t row_bytes = static_cast<std::uint64_t>(description.spatial.back() * channels_per_block) * dtype_size(dtype);
+    const std::uint64_t volume_bytes = row_bytes * static_cast<std::uint64_t>(shape_numel(description.spatial) / description.spatial.back());
+    // A volume in at least two boxes, so that two threads sample two groups at once rather than
+    // one waiting for the other's.
+    const std::uint64_t block_bytes =
+        volume_per_channel ? std::clamp(volume_bytes / 2, kMinSeriesBlockBytes, kGzipBlockBytes) : kGzipBlockBytes;
+    const std::vector<RowBox> boxes = row_boxes(description.spatial, row_bytes, block_bytes);
+    const std::int64_t group_channels =
+        channel_sampling == ChannelSampling::Apart || !volume_per_channel
+            ? 1
+            : std::clamp<std::int64_t>(static_cast<std::int64_t>(kChannelGroupBytes / std::max<std::uint64_t>(1, volume_bytes)), 1,
+                                       description.channels);
+    ChannelGroupBoxes grouped(sample, dtype, description.channels, group_channels, boxes);
+    const std::uint64_t channel_passes = volume_per_channel ? static_cast<std::uint64_t>(description.channels) : 1;
     const bool single_file = !plan.paths.pair;
     const std::uint64_t first_box = single_file ? 1 : 0;  // a single file's block 0 is its header
     BlockSource source;
     if (single_file) source.sizes.push_back(header_size);
-    for (const RowBox& box : boxes) {
-        source.sizes.push_back(static_cast<std::uint64_t>(shape_numel(box.extent) * channels) * dtype_size(dtype));
+    for (std::uint64_t pass = 0; pass < channel_passes; ++pass) {
+        for (const RowBox& box : boxes) {
+            source.sizes.push_back(static_cast<std::uint64_t>(shape_numel(box.extent) * channels_per_block) * dtype_size(dtype));
+        }
     }
     source.bytes = [&](std::uint64_t b, std::vector<std::uint8_t>& scratch) -> std::span<const std::uint8_t> {
         if (b < first_box) return header_span;
-        const RowBox& box = boxes[static_cast<std::size_t>(b - first_box)];
+        const std::uint64_t index = b - first_box;
+        const std::size_t box_index = static_cast<std::size_t>(index % boxes.size());
+        const auto channel = static_cast<std::int64_t>(index / boxes.size());
+        if (group_channels > 1) return grouped.take(channel, box_index, scratch);
+        const RowBox& box = boxes[box_index];
         scratch.resize(static_cast<std::size_t>(source.sizes[static_cast<std::size_t>(b)]));
         // (1, C, extent...) over the block, channels interleaved or (one channel) alone.
         Shape shape = box.extent;
-        shape.insert(shape.begin(), {1, channels});
-        sample(box.start, box.extent,
-               TensorView(dtype, scratch.data(), shape, nchw_strides(box.extent, channels, ChannelLayout::Interleaved)), 1);
+        shape.insert(shape.begin(), {1, channels_per_block});
+        sample(box.start, box.extent, channel,
+               TensorView(dtype, scratch.data(), shape, nchw_strides(box.extent, channels_per_block, ChannelLayout::Interleaved)), 1);
         return std::span<const std::uint8_t>(scratch.data(), scratch.size());
     };
 

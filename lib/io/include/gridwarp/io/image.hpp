@@ -161,20 +161,28 @@ private:
 };
 
 // Samples an output's values over a box of its spatial grid into `pixels`, a (1, C, extent...)
-// view: `start` and `extent` outermost first, the innermost axis always whole. `threads` is the
-// number of threads the call may sample with (SampleOptions::threads).
-using WindowSampler =
-    std::function<void(const Shape& start, const Shape& extent, const TensorView& pixels, int threads)>;
+// view of the output's channels first_channel .. first_channel + C - 1 (all of them, or one where
+// the file stores a volume per channel): `start` and `extent` outermost first, the innermost axis
+// always whole. `threads` is the number of threads the call may sample with.
+using WindowSampler = std::function<void(const Shape& start, const Shape& extent, std::int64_t first_channel,
+                                         const TensorView& pixels, int threads)>;
+
+// How a WindowSampler takes the channels of a file that stores a volume per channel (a 4-D
+// series): Together when its positions are shared (a group of channels is then sampled in one
+// call, the positions planned once for them all), Apart when each channel has positions of its own.
+enum class ChannelSampling { Together, Apart };
 
 // Samples an output and writes it atomically, as PendingOutput does. Where the format allows it (a
 // NIfTI file of one image whose voxels need no conversion: .nii.gz, .hdr/.img, .img.gz) the file
-// is made a block of rows at a time, each block sampled on one thread and compressed while still
-// in that core's cache (or written), `options.threads` blocks at once: no buffer of the whole
-// output is ever needed. Otherwise, a plain .nii among them (sampled into its own mapped pages),
-// `sample` is called once for the whole grid, with `sample_threads`, into a PendingOutput, then
-// `sampled` (when given) before the file is written. `description` as for PendingOutput.
+// is made a block of rows at a time (of one channel where the file stores a volume per channel,
+// sampled with a group of channels as `channel_sampling` allows), each block compressed (or
+// written) on one thread, `options.threads` blocks at once: no buffer of the whole output is ever
+// needed. Otherwise, a plain .nii among them (sampled into its own mapped pages), `sample` is
+// called once for the whole grid, with `sample_threads`, into a PendingOutput, then `sampled`
+// (when given) before the file is written. `description` as for PendingOutput.
 void write_sampled(const std::filesystem::path& target, Image description, const WriteOptions& options,
-                   int sample_threads, const WindowSampler& sample, const std::function<void()>& sampled = nullptr);
+                   int sample_threads, const WindowSampler& sample, const std::function<void()>& sampled = nullptr,
+                   ChannelSampling channel_sampling = ChannelSampling::Together);
 
 // The format a path's extension selects.
 FileKind kind_for_path(const std::filesystem::path& file);
