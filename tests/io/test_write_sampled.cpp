@@ -161,7 +161,10 @@ TEST_CASE("write_sampled: NIfTI outputs made a block of rows at a time hold ever
                 TempDir dir;
                 const fs::path file = dir / ("out" + extension);
                 Calls calls;
-                io::write_sampled(file, description(c.dtype, c.spatial, c.channels), {}, 2, recording_sampler(c.spatial, c.channels, calls),
+                // (A level given: the default's trial would sample one block once more.)
+                io::WriteOptions options;
+                options.compression_level = 4;
+                io::write_sampled(file, description(c.dtype, c.spatial, c.channels), options, 2, recording_sampler(c.spatial, c.channels, calls),
                                   nullptr, c.channel_sampling);
 
                 const bool pair = extension != ".nii.gz" && extension != ".nii";
@@ -204,8 +207,26 @@ TEST_CASE("write_sampled: NIfTI outputs made a block of rows at a time hold ever
         TempDir dir;
         Calls calls;
         const Shape spatial{43, 64, 1024};  // int16: 128 KiB slices, 5.4 MiB in all
-        io::write_sampled(dir / "out.nii.gz", description(DType::Int16, spatial, 1), {}, 2, recording_sampler(spatial, 1, calls));
+        io::WriteOptions options;
+        options.compression_level = 4;
+        io::write_sampled(dir / "out.nii.gz", description(DType::Int16, spatial, 1), options, 2, recording_sampler(spatial, 1, calls));
         CHECK(calls.calls == 6);  // 8 slices a block: 5 full blocks and 3 slices
+    }
+    SECTION("the default level's trial samples the middle block once more") {
+        for (const std::int64_t channels : {1, 3}) {
+            TempDir dir;
+            Calls calls;
+            const Shape spatial{43, 64, 1024};  // 5.4 MiB a channel: tried
+            io::write_sampled(dir / "out.nii.gz", description(DType::Int16, spatial, channels), {}, 2,
+                              recording_sampler(spatial, channels, calls));
+            std::int64_t twice = 0;
+            for (const std::int64_t count : calls.row_count) {
+                REQUIRE((count == 1 || count == 2));
+                twice += count == 2;
+            }
+            CHECK(twice == 8 * 64);  // one block: 8 slices of 64 rows
+            CHECK(compare_with_formula(io::read_image(dir / "out.nii.gz")) == "");
+        }
     }
 }
 

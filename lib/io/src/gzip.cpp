@@ -466,6 +466,20 @@ bool make_non_final(CompressedBlock& block) {
 
 }  // namespace
 
+int resolve_compression_level(int requested, std::span<const std::uint8_t> sample) {
+    if (requested >= 0) return std::clamp(requested, kMinCompressionLevel, kMaxCompressionLevel);
+    if (sample.empty()) return kDefaultCompressionLevel;
+    const auto compressed_size = [&](int level) {
+        std::unique_ptr<libdeflate_compressor, void (*)(libdeflate_compressor*)> compressor(libdeflate_alloc_compressor(level),
+                                                                                            libdeflate_free_compressor);
+        if (!compressor) throw std::bad_alloc();
+        std::vector<std::uint8_t> out(libdeflate_deflate_compress_bound(compressor.get(), sample.size()));
+        return static_cast<double>(libdeflate_deflate_compress(compressor.get(), sample.data(), sample.size(), out.data(), out.size()));
+    };
+    const double fast = compressed_size(kFastCompressionLevel), standard = compressed_size(kDefaultCompressionLevel);
+    return standard > fast * (1.0 - kDefaultLevelGain) ? kFastCompressionLevel : kDefaultCompressionLevel;
+}
+
 void gzip_compress(const BlockSource& source, int level, int threads, const std::function<void(std::span<const std::uint8_t>)>& sink) {
     level = std::clamp(level, kMinCompressionLevel, kMaxCompressionLevel);
     const std::uint64_t block_count = source.sizes.size();

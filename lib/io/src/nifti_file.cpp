@@ -196,7 +196,14 @@ void write_bytes(const fs::path& file, const fs::path& target, const std::vector
                  const WriteOptions& options) {
     OutputFile out(file, target);
     if (compress) {
-        const int level = options.compression_level < 0 ? kDefaultCompressionLevel : options.compression_level;
+        // The default level's trial block: the data's middle one.
+        const BlockSource blocks = blocks_of(pieces, kGzipBlockBytes);
+        std::uint64_t total = 0;
+        for (const std::uint64_t size : blocks.sizes) total += size;
+        std::vector<std::uint8_t> scratch;
+        const std::span<const std::uint8_t> trial =
+            total >= kLevelTrialMinBytes ? blocks.checked_bytes(blocks.sizes.size() / 2, scratch) : std::span<const std::uint8_t>();
+        const int level = resolve_compression_level(options.compression_level, trial);
         gzip_compress(pieces, level, options.threads, [&](std::span<const std::uint8_t> bytes) { out.write(bytes); });
     } else {
         for (const auto& piece : pieces) out.write(piece);
@@ -715,10 +722,25 @@ void stream_nifti_output(const fs::path& file, const fs::path& target, const Ima
 
     const bool compress_header = ends_with(lowercase_filename(plan.paths.header), ".gz");
     const bool compress_data = ends_with(lowercase_filename(plan.paths.data), ".gz");
-    const int level = options.compression_level < 0 ? kDefaultCompressionLevel : options.compression_level;
     {
         OutputFile out(plan.paths.data, target);
         if (compress_data) {
+            // The default level's trial block: the middle one, sampled on its own (so that no group
+            // of ChannelGroupBoxes is touched before the blocks are taken in order).
+            std::uint64_t total = 0;
+            for (const std::uint64_t size : source.sizes) total += size;
+            std::vector<std::uint8_t> trial;
+            if (options.compression_level < 0 && total >= kLevelTrialMinBytes) {
+                const std::uint64_t index = (source.sizes.size() - first_box) / 2;
+                const RowBox& box = boxes[static_cast<std::size_t>(index % boxes.size())];
+                trial.resize(static_cast<std::size_t>(source.sizes[static_cast<std::size_t>(first_box + index)]));
+                Shape shape = box.extent;
+                shape.insert(shape.begin(), {1, channels_per_block});
+                sample(box.start, box.extent, static_cast<std::int64_t>(index / boxes.size()),
+                       TensorView(dtype, trial.data(), shape, nchw_strides(box.extent, channels_per_block, ChannelLayout::Interleaved)),
+                       options.threads);
+            }
+            const int level = resolve_compression_level(options.compression_level, trial);
             gzip_compress(source, level, options.threads, [&](std::span<const std::uint8_t> bytes) { out.write(bytes); });
         } else {
             std::uint64_t total = 0;

@@ -119,7 +119,9 @@ struct ReadOptions {
 };
 
 struct WriteOptions {
-    int compression_level = -1;  // gzip level 0..12 for .nii.gz / .img.gz; -1: the default (4)
+    // gzip level 0..12 for .nii.gz / .img.gz; -1: the default (4, or 1 where a trial block of the
+    // data shows that level 4 buys less than 0.5 % of size: noise-like voxels)
+    int compression_level = -1;
     int threads = 0;             // compression threads; 0: every core
 };
 
