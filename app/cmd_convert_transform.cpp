@@ -65,10 +65,13 @@ void run_convert_transform(const ConvertTransformCommand& command) {
     // -t T1 -t T2 ... maps a point p to ...T2(T1(p)), as resample applies them; inside a file the
     // last step acts first.
     AffineMap chain = AffineMap::identity(dimension);
-    for (const auto& spec : specs) {
-        const io::TransformFile file = io::read_transform(spec, context, read_options);
+    for (auto spec = specs.begin(); spec != specs.end(); ++spec) {
+        context.acts_first = spec == specs.begin();
+        context.acts_last = spec + 1 == specs.end();
+        const io::TransformFile file = io::read_transform(*spec, context, read_options);
+        for (const auto& warning : file.warnings) spdlog::warn("{}", warning);
         for (auto step = file.steps.rbegin(); step != file.steps.rend(); ++step) {
-            if (!step->affine) throw io::FileError(spec.file, "a displacement field cannot be written as a matrix");
+            if (!step->affine) throw io::FileError(spec->file, "a displacement field cannot be written as a matrix");
             chain = step->affine->after(chain);
         }
     }

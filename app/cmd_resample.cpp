@@ -115,6 +115,8 @@ void run_resample(const ResampleCommand& command) {
         context.moving = &moving;
         // A per-volume list (head motion) maps the series onto itself.
         context.reference = it->per_volume ? &moving : &grid;
+        context.acts_first = it == transforms.begin();
+        context.acts_last = it + 1 == transforms.end();
         const std::vector<io::TransformFile> files =
             it->per_volume ? io::read_transform_series(*it, context, read_options)
                            : std::vector<io::TransformFile>{io::read_transform(*it, context, read_options)};

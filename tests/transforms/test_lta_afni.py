@@ -144,8 +144,11 @@ class Case:
             f.write(text)
 
     def resample(self, transform, out_name):
+        """TRANSFORM: one -t argument, or a list of them (a chain, the first acting first)."""
         out = self.path(out_name)
-        result = subprocess.run([gridwarp(), "resample", "-i", self.mov, "-r", self.ref, "-o", out, "-t", transform],
+        chain = [transform] if isinstance(transform, str) else transform
+        options = [option for t in chain for option in ("-t", t)]
+        result = subprocess.run([gridwarp(), "resample", "-i", self.mov, "-r", self.ref, "-o", out, *options],
                                 capture_output=True, text=True, timeout=120)
         return result, out
 
@@ -253,6 +256,14 @@ class Formats(unittest.TestCase):
         self.assertIn("dst (ref.nii.gz) vs the reference grid", warnings[0])
         # A RAS-to-RAS file applies to the images given, as FreeSurfer applies it.
         np.testing.assert_array_equal(got, expected)
+        # In a chain only the ends are known: the dst of an LTA that acts after another transform
+        # is that transform's output space, not the reference grid, so nothing is said of it...
+        write_tfm(case.path("identity.tfm"), np.eye(4))
+        _, stderr = self.resampled(case, [case.path("identity.tfm"), case.path("moved_dst.lta")], "warn_chain_last.nii.gz")
+        self.assertNotIn("warning", stderr)
+        # ...while an LTA that acts first still has its dst checked against the reference.
+        _, stderr = self.resampled(case, [case.path("moved_dst.lta"), case.path("identity.tfm")], "warn_chain_first.nii.gz")
+        self.assertIn("dst (ref.nii.gz) vs the reference grid", stderr)
 
 
 class Refusals(unittest.TestCase):

@@ -318,10 +318,10 @@ TransformFile read_lta(const TransformSpec& spec, const TransformContext& contex
     // FreeSurfer applies an LTA to other grids through its RAS-to-RAS map, and so does gridwarp;
     // a grid that differs from the one the file names is most often the wrong image.
     std::string differences;
-    if (const auto why = grid_difference(lta.src, context.moving)) {
+    if (const auto why = grid_difference(lta.src, context.acts_last ? context.moving : nullptr)) {
         differences += "src" + (lta.src.filename.empty() ? "" : " (" + lta.src.filename + ")") + " vs the moving image: " + *why;
     }
-    if (const auto why = grid_difference(lta.dst, context.reference)) {
+    if (const auto why = grid_difference(lta.dst, context.acts_first ? context.reference : nullptr)) {
         differences += std::string(differences.empty() ? "" : "; ") + "dst" +
                        (lta.dst.filename.empty() ? "" : " (" + lta.dst.filename + ")") + " vs the reference grid: " + *why;
     }

@@ -53,6 +53,10 @@ struct TransformContext {
     const Image* moving = nullptr;     // the image sampled (-i): its header
     const Image* reference = nullptr;  // the grid sampled onto (-r, or the moving image)
     std::filesystem::path moving_file, reference_file;  // their names, for formats that record them
+    // Where the transform sits in a chain: first (its input points are the reference grid's) and
+    // last (its output points are the moving image's). A format that names its images (an LTA)
+    // checks them against the given ones only on those ends; the spaces inside a chain are unknown.
+    bool acts_first = true, acts_last = true;
 };
 
 struct TransformFile {
