@@ -24,6 +24,9 @@ TEST_CASE("transform spec: tags after the name, in any order", "[io][transform]"
     CHECK(spec.inverse);
     CHECK(spec.source == "bold.nii.gz");
     CHECK(spec.reference == "t1.nii.gz");
+    CHECK_FALSE(spec.absolute_field.has_value());
+    for (const std::string tag : {"abs", "absolute"}) CHECK(parse_transform_spec("warp.nii.gz," + tag).absolute_field == true);
+    for (const std::string tag : {"rel", "relative"}) CHECK(parse_transform_spec("warp.nii.gz," + tag).absolute_field == false);
     const auto motion = parse_transform_spec("motion.txt,per-volume,itk");
     CHECK(motion.format == TransformFormat::Itk);
     CHECK(motion.per_volume);

@@ -58,6 +58,8 @@ class FnirtField(unittest.TestCase):
         f = homogeneous @ fsl_scaled_voxels(reference).T
         target = f @ np.linalg.inv(m).T
         field = (target - f)[:, :3].reshape(17, 19, 15, 3).astype(np.float32)
+        # An absolute field (convertwarp --absout) holds the targets themselves.
+        self.absolute = target[:, :3].reshape(17, 19, 15, 3).astype(np.float32)
         return moving, reference, field
 
     def compare(self, field_name, *tags):
@@ -89,6 +91,27 @@ class FnirtField(unittest.TestCase):
                 # Without the intent, the tag says it.
                 save(self.path("untagged.nii.gz"), field, reference.affine)
                 self.compare("untagged.nii.gz", "fsl")
+
+    def test_absolute_fields(self):
+        las = np.diag([-1.8, 2.0, 2.4, 1.0])
+        las[:3, 3] = [15, -19, -18]
+        _, reference, field = self.make(np.diag([2.0, 2.1, 2.2, 1.0]), las)
+        save(self.path("absolute.nii.gz"), self.absolute, reference.affine, intent=2006)
+        save(self.path("relative.nii.gz"), field, reference.affine, intent=2006)
+        # Told apart by their values, as fslpy tells them, or by applywarp's words as tags.
+        self.compare("absolute.nii.gz")
+        self.compare("absolute.nii.gz", "abs")
+        self.compare("relative.nii.gz", "rel")
+        self.compare("relative.nii.gz", "relative")
+        # A tag is obeyed: a relative field read as absolute maps elsewhere.
+        result = run("resample", "-i", self.path("moving.nii.gz"), "-r", self.path("reference.nii.gz"), "-o",
+                     self.path("wrong.nii.gz"), "-t", self.path("relative.nii.gz") + ",abs")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        result = run("resample", "-i", self.path("moving.nii.gz"), "-r", self.path("reference.nii.gz"), "-o",
+                     self.path("right.nii.gz"), "-t", self.path("relative.nii.gz"))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertFalse(np.array_equal(np.asanyarray(nib.load(self.path("wrong.nii.gz")).dataobj),
+                                        np.asanyarray(nib.load(self.path("right.nii.gz")).dataobj)))
 
     def test_coefficients_refused(self):
         _, reference, field = self.make(np.diag([2.0, 2.0, 2.0, 1.0]), np.diag([2.0, 2.0, 2.0, 1.0]))

@@ -47,6 +47,10 @@ TransformSpec parse_transform_spec(std::string text) {
             spec.inverse = false;
         } else if (tag == "per-volume") {
             spec.per_volume = true;
+        } else if (tag == "abs" || tag == "absolute") {
+            spec.absolute_field = true;
+        } else if (tag == "rel" || tag == "relative") {
+            spec.absolute_field = false;
         } else if (tag.rfind("src=", 0) == 0) {
             spec.source = tag.substr(4);
         } else if (tag.rfind("ref=", 0) == 0) {

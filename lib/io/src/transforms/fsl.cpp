@@ -2,6 +2,7 @@
 // the reference image's (flirt -ref). FSL coordinates of a voxel index v are diag(pixdim) v, with
 // x first mirrored (v_x -> nx - 1 - v_x) when the image's voxel-to-world matrix (sform when
 // sform_code > 0, else qform, else the pixdims) has a positive determinant. See docs/formats.md.
+#include <array>
 #include <cmath>
 #include <stdexcept>
 
@@ -82,26 +83,59 @@ TransformFile read_fnirt_field(Image field, const TransformSpec& spec, const Tra
     const Tensor values = convert_to(field.pixels.view(), DType::Float64);
     const double* d = values.data_as<double>();
     const std::int64_t nz = field.spatial[0], ny = field.spatial[1], nx = field.spatial[2];
+    const auto for_each_voxel = [&](auto&& visit) {  // visit(voxel's FSL coordinates, its values)
+        for (std::int64_t k = 0, at = 0; k < nz; ++k) {
+            for (std::int64_t j = 0; j < ny; ++j) {
+                for (std::int64_t i = 0; i < nx; ++i, at += 3) {
+                    const double index[3] = {static_cast<double>(i), static_cast<double>(j), static_cast<double>(k)};
+                    double fsl[3];
+                    reference.index_to_fsl.apply(index, fsl);
+                    visit(index, fsl, d + at);
+                }
+            }
+        }
+    };
+    // Absolute fields (convertwarp --absout) hold the moving FSL coordinates themselves. Untagged,
+    // the values are taken as absolute when they vary more as they are than less each voxel's own
+    // coordinates (fslpy's detectDisplacementType): coordinates spread over the field of view,
+    // displacements do not.
+    bool absolute = false;
+    if (spec.absolute_field) {
+        absolute = *spec.absolute_field;
+    } else {
+        std::array<double, 3> sum_as_is{}, square_as_is{}, sum_less_coordinates{}, square_less_coordinates{};
+        for_each_voxel([&](const double*, const double* fsl, const double* value) {
+            for (int c = 0; c < 3; ++c) {
+                const double less = value[c] - fsl[c];
+                sum_as_is[c] += value[c];
+                square_as_is[c] += value[c] * value[c];
+                sum_less_coordinates[c] += less;
+                square_less_coordinates[c] += less * less;
+            }
+        });
+        const double count = static_cast<double>(nx * ny * nz);
+        double spread_as_is = 0, spread_less_coordinates = 0;
+        for (int c = 0; c < 3; ++c) {
+            spread_as_is += std::sqrt(std::max(0.0, square_as_is[c] / count - std::pow(sum_as_is[c] / count, 2)));
+            spread_less_coordinates += std::sqrt(std::max(0.0, square_less_coordinates[c] / count - std::pow(sum_less_coordinates[c] / count, 2)));
+        }
+        absolute = spread_as_is > spread_less_coordinates;
+    }
     Shape shape = field.spatial;
     shape.push_back(3);
     auto world = std::make_shared<Tensor>(DType::Float64, shape);
     double* out = world->data_as<double>();
-    for (std::int64_t k = 0, at = 0; k < nz; ++k) {
-        for (std::int64_t j = 0; j < ny; ++j) {
-            for (std::int64_t i = 0; i < nx; ++i, at += 3) {
-                const double index[3] = {static_cast<double>(i), static_cast<double>(j), static_cast<double>(k)};
-                double fsl[3], here[3], there[3];
-                reference.index_to_fsl.apply(index, fsl);
-                reference.index_to_world.apply(index, here);
-                for (int c = 0; c < 3; ++c) {
-                    if (!std::isfinite(d[at + c])) throw FileError(file, "the warp field holds a non-finite value");
-                    fsl[c] += d[at + c];
-                }
-                fsl_to_moving_world.apply(fsl, there);
-                for (int c = 0; c < 3; ++c) out[at + c] = there[c] - here[c];
-            }
+    for_each_voxel([&](const double* index, const double* fsl, const double* value) {
+        double target[3], here[3], there[3];
+        reference.index_to_world.apply(index, here);
+        for (int c = 0; c < 3; ++c) {
+            if (!std::isfinite(value[c])) throw FileError(file, "the warp field holds a non-finite value");
+            target[c] = absolute ? value[c] : fsl[c] + value[c];
         }
-    }
+        fsl_to_moving_world.apply(target, there);
+        const std::size_t at = static_cast<std::size_t>(value - d);
+        for (int c = 0; c < 3; ++c) out[at + c] = there[c] - here[c];
+    });
     TransformFile result;
     result.format = TransformFormat::Fsl;
     PointTransform step;

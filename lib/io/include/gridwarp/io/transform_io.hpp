@@ -29,12 +29,16 @@ enum class TransformFormat {
 };
 
 // A transform as a command line names it: "FILE[,tag...]" or ANTs' "[FILE,0|1]". Tags: a format
-// (transform_format_tags()), inverse / forward, per-volume, and FSL's src=IMAGE and ref=IMAGE.
+// (transform_format_tags()), inverse / forward, per-volume, FSL's src=IMAGE and ref=IMAGE, and
+// abs / rel for an FSL warp field.
 struct TransformSpec {
     std::filesystem::path file;
     TransformFormat format = TransformFormat::Detect;
     bool inverse = false;
     bool per_volume = false;                // one transform per volume of a 4-D input
+    // An FSL warp field's values: relative displacements or absolute FSL coordinates (applywarp's
+    // --rel and --abs); nullopt: told apart from the values, as fslpy does.
+    std::optional<bool> absolute_field;
     std::filesystem::path source, reference;  // the images an FSL matrix was made for (src=, ref=)
 };
 
