@@ -469,6 +469,7 @@ bool make_non_final(CompressedBlock& block) {
 int resolve_compression_level(int requested, std::span<const std::uint8_t> sample) {
     if (requested >= 0) return std::clamp(requested, kMinCompressionLevel, kMaxCompressionLevel);
     if (sample.empty()) return kDefaultCompressionLevel;
+    sample = sample.first(std::min<std::size_t>(sample.size(), kLevelTrialBytes));
     const auto compressed_size = [&](int level) {
         std::unique_ptr<libdeflate_compressor, void (*)(libdeflate_compressor*)> compressor(libdeflate_alloc_compressor(level),
                                                                                             libdeflate_free_compressor);

@@ -26,12 +26,13 @@ inline constexpr int kDefaultCompressionLevel = 4;
 // where level 4's longer match searches buy less than kDefaultLevelGain (noise-like voxels).
 inline constexpr int kFastCompressionLevel = 1;
 inline constexpr double kDefaultLevelGain = 0.005;
-// Data this long or longer is tried before the default level is chosen (a trial block costs a
-// tenth or less of its time).
+// Data this long or longer is tried before the default level is chosen, on at most
+// kLevelTrialBytes of one block (a trial costs a hundredth or less of the compression).
 inline constexpr std::uint64_t kLevelTrialMinBytes = std::uint64_t{4} << 20;
+inline constexpr std::uint64_t kLevelTrialBytes = std::uint64_t{256} << 10;
 
 // The level to compress with: `requested` (0..12) as it is; the default (-1) resolved by a trial on
-// `sample`, a block of the data: kFastCompressionLevel where level kDefaultCompressionLevel makes it
+// the first kLevelTrialBytes of `sample`, a block of the data: kFastCompressionLevel where level kDefaultCompressionLevel makes it
 // less than kDefaultLevelGain smaller, else kDefaultCompressionLevel. The same data always gets the
 // same level.
 int resolve_compression_level(int requested, std::span<const std::uint8_t> sample);
