@@ -1,5 +1,7 @@
 #include "cli_common.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <spdlog/spdlog.h>
 
 #include "gridwarp/io/atomic_file.hpp"
@@ -8,6 +10,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -39,7 +43,9 @@ void apply_common_options(const CommonOptions& options) {
 }
 
 void add_sampling_options(CLI::App& command, SamplingFlags& flags) {
-    command.add_option("--mode", flags.mode, "Interpolation: linear, nearest or cubic (aliases bilinear, trilinear, bicubic)")
+    command.add_option("--mode", flags.mode,
+                       "Interpolation: linear, nearest or cubic (aliases bilinear, trilinear, bicubic; ANTs' Linear, NearestNeighbor), "
+                       "or GenericLabel[Linear|NearestNeighbor|Cubic] for label maps")
         ->capture_default_str();
     command.add_option("--padding", flags.padding,
                        "Outside the input: zeros, border or reflection; resample also takes itk (ITK's boundary rule)")
@@ -53,11 +59,40 @@ void add_sampling_options(CLI::App& command, SamplingFlags& flags) {
 
 bool itk_padding(const SamplingFlags& flags) { return flags.padding == "itk"; }
 
+namespace {
+
+// --mode: the ONNX names and their aliases, and ANTs' spellings, in any case: Linear,
+// NearestNeighbor, and GenericLabel[Linear | NearestNeighbor | Cubic] (GenericLabel alone: Linear).
+void parse_mode(std::string text, SampleOptions& options) {
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string kGenericLabel = "genericlabel";
+    if (text.rfind(kGenericLabel, 0) == 0) {
+        std::string inner = text.substr(kGenericLabel.size());
+        if (inner.empty()) {
+            inner = "linear";
+        } else if (inner.size() >= 2 && inner.front() == '[' && inner.back() == ']') {
+            inner = inner.substr(1, inner.size() - 2);
+        } else {
+            throw std::invalid_argument("'" + text + "': expected GenericLabel or GenericLabel[Linear], [NearestNeighbor] or [Cubic]");
+        }
+        options.generic_label = true;
+        text = inner;
+    }
+    if (text == "nearestneighbor" || text == "nearestneighbour") text = "nearest";
+    try {
+        options.mode = parse_interpolation(text);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string(e.what()) + ", or ANTs' Linear, NearestNeighbor, GenericLabel[Linear|NearestNeighbor|Cubic]");
+    }
+}
+
+}  // namespace
+
 SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions& common, bool accepts_itk_padding) {
     SampleOptions options;
     // The library's messages name the value; say which option it came from.
     try {
-        options.mode = parse_interpolation(flags.mode);
+        parse_mode(flags.mode, options);
     } catch (const std::invalid_argument& e) {
         throw std::invalid_argument(std::string("--mode: ") + e.what());
     }
@@ -353,7 +388,12 @@ std::string describe_sampling(const SampleOptions& options) { return describe_sa
 
 std::string describe_sampling(const SampleOptions& options, std::string_view padding) {
     std::ostringstream out;
-    out << interpolation_name(options.mode) << ", padding " << padding << ", align_corners " << (options.align_corners ? 1 : 0)
+    if (options.generic_label) {
+        out << "GenericLabel[" << interpolation_name(options.mode) << "]";
+    } else {
+        out << interpolation_name(options.mode);
+    }
+    out << ", padding " << padding << ", align_corners " << (options.align_corners ? 1 : 0)
         << ", fill " << options.fill;
     return out.str();
 }

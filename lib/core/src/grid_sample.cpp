@@ -285,6 +285,50 @@ S gather_point(const Plan<C>& plan, std::int64_t p, const S* input, const S& fil
     return store<S, Rint>(sum);
 }
 
+// GenericLabel: the label whose taps' weights sum to the most (SampleOptions::generic_label).
+// `labels` and `sums` hold a point's distinct tap values and their summed weights.
+template <class S, class C>
+void label_chunk(const Plan<C>& plan, std::int64_t count, const S* input, S* output, std::int64_t output_stride,
+                 const S& fill_stored, std::vector<S>& labels, std::vector<double>& sums) {
+    const std::int64_t taps = plan.taps_per_point;
+    // float16 and bfloat16 compare as float; the other types as they are.
+    using Key = std::conditional_t<std::is_arithmetic_v<S>, S, float>;
+    for (std::int64_t p = 0; p < count; ++p) {
+        S& out = output[p * output_stride];
+        if (plan.fill[static_cast<std::size_t>(p)]) {
+            out = fill_stored;
+            continue;
+        }
+        labels.clear();
+        sums.clear();
+        const std::int64_t* offset = plan.offset.data() + p * taps;
+        const C* weight = plan.weight.data() + p * taps;
+        for (std::int64_t t = 0; t < taps; ++t) {
+            if (weight[t] == C(0)) continue;
+            const S& value = offset[t] >= 0 ? input[offset[t]] : fill_stored;
+            std::size_t at = 0;
+            while (at < labels.size() && !(static_cast<Key>(labels[at]) == static_cast<Key>(value))) ++at;
+            if (at == labels.size()) {
+                labels.push_back(value);
+                sums.push_back(0.0);
+            }
+            sums[at] += static_cast<double>(weight[t]);
+        }
+        if (labels.empty()) {
+            out = fill_stored;
+            continue;
+        }
+        std::size_t best = 0;
+        for (std::size_t at = 1; at < labels.size(); ++at) {
+            if (sums[at] > sums[best] ||
+                (sums[at] == sums[best] && static_cast<Key>(labels[at]) < static_cast<Key>(labels[best]))) {
+                best = at;
+            }
+        }
+        out = labels[best];
+    }
+}
+
 template <int Taps, class S, class C>
 void gather_chunk(const Plan<C>& plan, std::int64_t count, const S* input, S* output, std::int64_t output_stride,
                   const S& fill_stored, typename compute_type<S>::type fill_value) {
@@ -1083,6 +1127,8 @@ void run_reference(const Task& task) {
         plan.axis_weight.resize(static_cast<std::size_t>(rank * taps_per_axis));
         std::vector<C> xyz(static_cast<std::size_t>(chunk * rank));
         std::vector<std::int64_t> outer(static_cast<std::size_t>(std::max(rank - 1, 1)), 0);
+        std::vector<S> labels;
+        std::vector<double> label_sums;
 
         for (std::int64_t item = split.next(me); item >= 0; item = split.next(me)) {
             const std::int64_t chunk_index = item % chunks_per_row;
@@ -1108,6 +1154,8 @@ void run_reference(const Task& task) {
                 S* channel_out = out_data + out_offset + c * output.strides[1];
                 if constexpr (std::is_same_v<S, std::string>) {
                     copy_chunk(plan, count, channel_in, channel_out, out_stride, fill_stored);
+                } else if (options.generic_label && taps > 1) {
+                    if constexpr (!std::is_same_v<S, std::complex<float>> && !std::is_same_v<S, std::complex<double>>) label_chunk(plan, count, channel_in, channel_out, out_stride, fill_stored, labels, label_sums);
                 } else {
                     switch (taps) {
                         case 1: copy_chunk(plan, count, channel_in, channel_out, out_stride, fill_stored); break;
@@ -1351,7 +1399,7 @@ void run_fast(const Task& task) {
 template <class S, class C>
 void run_sampler(const Task& task) {
     if constexpr (kFastStorage<S>) {
-        if (fast_path_applies(task, static_cast<int>(task.input.rank()) - 2)) {
+        if (!task.options.generic_label && fast_path_applies(task, static_cast<int>(task.input.rank()) - 2)) {
             run_fast<S, C>(task);
             return;
         }
@@ -1404,6 +1452,9 @@ void grid_sample(const ConstTensorView& input, const PositionSource& positions, 
     if (input.dtype == DType::String && options.mode != Interpolation::Nearest) {
         throw std::invalid_argument("grid_sample(): " + std::string(interpolation_name(options.mode)) +
                                     " interpolation is not defined for string tensors; use nearest");
+    }
+    if (options.generic_label && (input.dtype == DType::Complex64 || input.dtype == DType::Complex128 || input.dtype == DType::String)) {
+        throw std::invalid_argument("grid_sample(): GenericLabel needs real labels, got " + std::string(dtype_name(input.dtype)));
     }
     check_taps_per_point(options.mode, static_cast<std::int64_t>(input.shape.size()) - 2);
     const DType coordinate = positions.coordinate_dtype();

@@ -37,6 +37,11 @@ struct SampleOptions {
     int threads = 0;
     // Testing aid: take the dynamic-rank path even where a fixed 2-D/3-D instantiation exists.
     bool force_generic_rank = false;
+    // ANTs' GenericLabel[mode]: each output value is the input value (label) whose taps' weights
+    // under `mode` sum to the most, as if each label's indicator image were interpolated; ties go
+    // to the smaller label, taps outside under zeros padding count as the fill value. Outputs hold
+    // only input values (and the fill). Real-valued tensors only.
+    bool generic_label = false;
 };
 
 // Output shape (N, C, O1..Or) for an input and a position source; checks that they fit.
