@@ -1,12 +1,15 @@
 // The ITK peer of bench_end_to_end: what an ITK user writes to resample a volume by a rigid
 // transform onto its own grid. Reads and writes the file type given (int16 stays int16), linear
-// interpolation, ITK's default thread pool limited to --threads.
-//   itk_resample_peer INPUT OUTPUT TRANSFORM.tfm THREADS
+// interpolation, or with `multilabel` ITK's LabelImageGaussianInterpolateImageFunction as
+// antsApplyTransforms -n MultiLabel applies it (sigma the voxel spacing, alpha 4); ITK's default
+// thread pool limited to THREADS.
+//   itk_resample_peer INPUT OUTPUT TRANSFORM.tfm THREADS [multilabel]
 #include <itkEuler3DTransform.h>
 #include <itkImage.h>
 #include <itkImageFileReader.h>
 #include <itkImageFileWriter.h>
 #include <itkImageIOBase.h>
+#include <itkLabelImageGaussianInterpolateImageFunction.h>
 #include <itkLinearInterpolateImageFunction.h>
 #include <itkMultiThreaderBase.h>
 #include <itkNiftiImageIOFactory.h>
@@ -16,9 +19,10 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <string>
 
 template <class TPixel>
-int resample(const char* input, const char* output, const char* transform_file) {
+int resample(const char* input, const char* output, const char* transform_file, bool multilabel) {
     using Image = itk::Image<TPixel, 3>;
     auto reader = itk::ImageFileReader<Image>::New();
     reader->SetFileName(input);
@@ -34,7 +38,16 @@ int resample(const char* input, const char* output, const char* transform_file) 
     auto filter = itk::ResampleImageFilter<Image, Image>::New();
     filter->SetInput(reader->GetOutput());
     filter->SetTransform(transform);
-    filter->SetInterpolator(itk::LinearInterpolateImageFunction<Image, double>::New());
+    if (multilabel) {
+        auto labels = itk::LabelImageGaussianInterpolateImageFunction<Image, double>::New();
+        typename itk::LabelImageGaussianInterpolateImageFunction<Image, double>::ArrayType sigma;
+        for (unsigned axis = 0; axis < 3; ++axis) sigma[axis] = reader->GetOutput()->GetSpacing()[axis];
+        labels->SetSigma(sigma);
+        labels->SetAlpha(4.0);
+        filter->SetInterpolator(labels);
+    } else {
+        filter->SetInterpolator(itk::LinearInterpolateImageFunction<Image, double>::New());
+    }
     filter->SetReferenceImage(reader->GetOutput());
     filter->UseReferenceImageOn();
     filter->SetDefaultPixelValue(0);
@@ -47,8 +60,8 @@ int resample(const char* input, const char* output, const char* transform_file) 
 }
 
 int main(int argc, char** argv) {
-    if (argc != 5) {
-        std::cerr << "usage: itk_resample_peer INPUT OUTPUT TRANSFORM THREADS\n";
+    if (argc != 5 && !(argc == 6 && std::string(argv[5]) == "multilabel")) {
+        std::cerr << "usage: itk_resample_peer INPUT OUTPUT TRANSFORM THREADS [multilabel]\n";
         return 2;
     }
     itk::MultiThreaderBase::SetGlobalDefaultNumberOfThreads(std::atoi(argv[4]));
@@ -59,8 +72,8 @@ int main(int argc, char** argv) {
         if (!io) throw std::runtime_error(std::string(argv[1]) + ": no reader");
         io->SetFileName(argv[1]);
         io->ReadImageInformation();
-        if (io->GetComponentType() == itk::IOComponentEnum::SHORT) return resample<short>(argv[1], argv[2], argv[3]);
-        return resample<float>(argv[1], argv[2], argv[3]);
+        if (io->GetComponentType() == itk::IOComponentEnum::SHORT) return resample<short>(argv[1], argv[2], argv[3], argc == 6);
+        return resample<float>(argv[1], argv[2], argv[3], argc == 6);
     } catch (const std::exception& e) {
         std::cerr << "itk_resample_peer: " << e.what() << "\n";
         return 1;
