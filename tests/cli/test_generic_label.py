@@ -8,16 +8,13 @@ coordinate rule, written here from the operator's specification.
     /usr/bin/python3 tests/cli/test_generic_label.py --gridwarp build/app/gridwarp
 """
 import os
-import shutil
 import sys
-import tempfile
-import unittest
 
 import nibabel as nib
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from script_support import main, run  # noqa: E402
+from script_support import FolderTestCase, main, run  # noqa: E402
 
 LABELS = np.array([0, 2, 17, 1000], dtype=np.int16)  # not contiguous
 
@@ -70,10 +67,10 @@ def generic_label_2d(image, grid, mode, padding, align_corners, fill=0):
     return out
 
 
-class GenericLabel(unittest.TestCase):
+class GenericLabel(FolderTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.folder = tempfile.mkdtemp(prefix="gridwarp-label-")
+        super().setUpClass()
         rng = np.random.default_rng(11)
         # Blocks of labels, so that points see one, two or more labels among their taps.
         blocks = rng.choice(LABELS, size=(6, 7))
@@ -82,14 +79,6 @@ class GenericLabel(unittest.TestCase):
         grid = rng.uniform(-1.15, 1.15, size=(1, 23, 29, 2))
         cls.grid = grid
         np.save(cls.path("grid.npy"), grid)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.folder, ignore_errors=True)
-
-    @classmethod
-    def path(cls, name):
-        return os.path.join(cls.folder, name)
 
     def test_sample_matches_the_rule(self):
         for mode, spelling in [("linear", "GenericLabel"), ("linear", "genericlabel[Linear]"), ("cubic", "GenericLabel[Cubic]")]:

@@ -11,14 +11,12 @@ description) is read back with nibabel.
 import os
 import shutil
 import sys
-import tempfile
-import unittest
 
 import nibabel as nib
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from script_support import main, run  # noqa: E402
+from script_support import FolderTestCase, main, run  # noqa: E402
 
 VOLUMES = 8
 TR, TOFFSET = 2.5, 1.25
@@ -47,10 +45,10 @@ def head_motion(volume):
     return kind, matrix, translation, [1.0, -2.0, 3.0]
 
 
-class Series(unittest.TestCase):
+class Series(FolderTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.folder = tempfile.mkdtemp(prefix="gridwarp_series_")
+        super().setUpClass()
         rng = np.random.default_rng(33)
         data = rng.integers(-3000, 3000, size=(12, 10, 9, VOLUMES), dtype=np.int16)
         # An oblique moving grid with anisotropic voxels and a negative determinant.
@@ -101,14 +99,6 @@ class Series(unittest.TestCase):
         os.mkdir(cls.path("hmc_long"))
         for v in range(VOLUMES + 1):
             shutil.copy(cls.path(f"hmc_{v % VOLUMES}.tfm"), cls.path(os.path.join("hmc_long", f"vol{v:04d}.tfm")))
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.folder, ignore_errors=True)
-
-    @classmethod
-    def path(cls, name):
-        return os.path.join(cls.folder, name)
 
     def resample(self, moving, output, *options):
         result = run("resample", "-i", self.path(moving), "-o", self.path(output), "--threads", "2", *options)

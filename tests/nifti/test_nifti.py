@@ -21,6 +21,9 @@ import zlib
 import nibabel as nib
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from script_support import rotation  # noqa: E402
+
 GRIDWARP = None
 LPS = np.diag([-1.0, -1.0, 1.0])
 
@@ -45,14 +48,6 @@ def ras_affine_from_info(description):
     affine[:3, :3] = LPS @ direction @ np.diag(spacing)
     affine[:3, 3] = LPS @ origin
     return affine
-
-
-def rotation(ax, ay, az):
-    cx, sx, cy, sy, cz, sz = np.cos(ax), np.sin(ax), np.cos(ay), np.sin(ay), np.cos(az), np.sin(az)
-    rx = np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]])
-    ry = np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
-    rz = np.array([[cz, -sz, 0], [sz, cz, 0], [0, 0, 1]])
-    return rz @ ry @ rx
 
 
 def affine_of(linear, offset):

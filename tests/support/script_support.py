@@ -7,8 +7,10 @@ gridwarp with run(...).
 """
 import argparse
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import numpy as np
@@ -26,6 +28,23 @@ def gridwarp():
 def run(*args, text=True, timeout=120, **kwargs):
     """gridwarp with ARGS, its output captured."""
     return subprocess.run([_gridwarp, *map(str, args)], capture_output=True, text=text, timeout=timeout, **kwargs)
+
+
+class FolderTestCase(unittest.TestCase):
+    """Tests that share one fresh folder, made before the first and removed after the last:
+    cls.folder, and cls.path(name) inside it. A setUpClass of its own calls super().setUpClass()."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.folder = tempfile.mkdtemp(prefix="gridwarp-%s-" % cls.__name__.lower())
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.folder, ignore_errors=True)
+
+    @classmethod
+    def path(cls, name):
+        return os.path.join(cls.folder, name)
 
 
 def rotation(ax, ay, az):
