@@ -704,19 +704,23 @@ void stream_nifti_output(const fs::path& file, const fs::path& target, const Ima
             source.sizes.push_back(static_cast<std::uint64_t>(shape_numel(box.extent) * channels_per_block) * dtype_size(dtype));
         }
     }
+    // Data block `index` (after the header) sampled on its own into `pixels`: (1, C, extent...),
+    // channels interleaved or (one channel) alone.
+    const auto sample_block = [&](std::uint64_t index, std::vector<std::uint8_t>& pixels, int threads) {
+        const RowBox& box = boxes[static_cast<std::size_t>(index % boxes.size())];
+        pixels.resize(static_cast<std::size_t>(source.sizes[static_cast<std::size_t>(first_box + index)]));
+        Shape shape = box.extent;
+        shape.insert(shape.begin(), {1, channels_per_block});
+        sample(box.start, box.extent, static_cast<std::int64_t>(index / boxes.size()),
+               TensorView(dtype, pixels.data(), shape, nchw_strides(box.extent, channels_per_block, ChannelLayout::Interleaved)), threads);
+    };
     source.bytes = [&](std::uint64_t b, std::vector<std::uint8_t>& scratch) -> std::span<const std::uint8_t> {
         if (b < first_box) return header_span;
         const std::uint64_t index = b - first_box;
-        const std::size_t box_index = static_cast<std::size_t>(index % boxes.size());
-        const auto channel = static_cast<std::int64_t>(index / boxes.size());
-        if (group_channels > 1) return grouped.take(channel, box_index, scratch);
-        const RowBox& box = boxes[box_index];
-        scratch.resize(static_cast<std::size_t>(source.sizes[static_cast<std::size_t>(b)]));
-        // (1, C, extent...) over the block, channels interleaved or (one channel) alone.
-        Shape shape = box.extent;
-        shape.insert(shape.begin(), {1, channels_per_block});
-        sample(box.start, box.extent, channel,
-               TensorView(dtype, scratch.data(), shape, nchw_strides(box.extent, channels_per_block, ChannelLayout::Interleaved)), 1);
+        if (group_channels > 1) {
+            return grouped.take(static_cast<std::int64_t>(index / boxes.size()), static_cast<std::size_t>(index % boxes.size()), scratch);
+        }
+        sample_block(index, scratch, 1);
         return std::span<const std::uint8_t>(scratch.data(), scratch.size());
     };
 
@@ -731,14 +735,7 @@ void stream_nifti_output(const fs::path& file, const fs::path& target, const Ima
             for (const std::uint64_t size : source.sizes) total += size;
             std::vector<std::uint8_t> trial;
             if (options.compression_level < 0 && total >= kLevelTrialMinBytes) {
-                const std::uint64_t index = (source.sizes.size() - first_box) / 2;
-                const RowBox& box = boxes[static_cast<std::size_t>(index % boxes.size())];
-                trial.resize(static_cast<std::size_t>(source.sizes[static_cast<std::size_t>(first_box + index)]));
-                Shape shape = box.extent;
-                shape.insert(shape.begin(), {1, channels_per_block});
-                sample(box.start, box.extent, static_cast<std::int64_t>(index / boxes.size()),
-                       TensorView(dtype, trial.data(), shape, nchw_strides(box.extent, channels_per_block, ChannelLayout::Interleaved)),
-                       options.threads);
+                sample_block((source.sizes.size() - first_box) / 2, trial, options.threads);
             }
             const int level = resolve_compression_level(options.compression_level, trial);
             gzip_compress(source, level, options.threads, [&](std::span<const std::uint8_t> bytes) { out.write(bytes); });
