@@ -1,10 +1,17 @@
-// The ITK peer of bench_end_to_end: what an ITK user writes to resample a volume by a rigid
-// transform onto its own grid. Reads and writes the file type given (int16 stays int16), linear
-// interpolation, or with `multilabel` ITK's LabelImageGaussianInterpolateImageFunction as
-// antsApplyTransforms -n MultiLabel applies it (sigma the voxel spacing, alpha 4); ITK's default
-// thread pool limited to THREADS.
-//   itk_resample_peer INPUT OUTPUT TRANSFORM.tfm THREADS [multilabel]
-#include <itkEuler3DTransform.h>
+// The ITK peer of bench_end_to_end and the oracle of tests/cli/test_ants_interpolators.py: what
+// antsApplyTransforms does to resample a volume by a transform onto its own grid, with ITK's
+// ResampleImageFilter (default value 0) and the interpolator antsApplyTransforms -n builds for
+// the name given (any case; linear by default):
+//   linear, nearestneighbor, bspline or bspline[N] (order N = 0..5, default 3),
+//   gaussian and multilabel (sigma the voxel spacing, alpha 1 and 4),
+//   lanczoswindowedsinc, hammingwindowedsinc, cosinewindowedsinc, welchwindowedsinc,
+//   blackmanwindowedsinc (radius 3, zero outside the image).
+// The file's voxel type is kept: int16 as short, float64 as double, anything else as float.
+// ITK's default thread pool is limited to THREADS.
+//   itk_resample_peer INPUT OUTPUT TRANSFORM.tfm THREADS [INTERPOLATOR]
+#include <itkBSplineInterpolateImageFunction.h>
+#include <itkConstantBoundaryCondition.h>
+#include <itkGaussianInterpolateImageFunction.h>
 #include <itkImage.h>
 #include <itkImageFileReader.h>
 #include <itkImageFileWriter.h>
@@ -12,17 +19,90 @@
 #include <itkLabelImageGaussianInterpolateImageFunction.h>
 #include <itkLinearInterpolateImageFunction.h>
 #include <itkMultiThreaderBase.h>
+#include <itkNearestNeighborInterpolateImageFunction.h>
 #include <itkNiftiImageIOFactory.h>
 #include <itkResampleImageFilter.h>
 #include <itkTransformFileReader.h>
 #include <itkTxtTransformIOFactory.h>
+#include <itkWindowedSincInterpolateImageFunction.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 
+namespace {
+
+enum class Kind { linear, nearest_neighbor, bspline, gaussian, multilabel, lanczos, hamming, cosine, welch, blackman };
+
+struct Interpolator {
+    Kind kind = Kind::linear;
+    unsigned spline_order = 3;
+};
+
+std::optional<Interpolator> parse_interpolator(std::string name) {
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (name == "linear") return Interpolator{Kind::linear};
+    if (name == "nearestneighbor") return Interpolator{Kind::nearest_neighbor};
+    if (name == "gaussian") return Interpolator{Kind::gaussian};
+    if (name == "multilabel") return Interpolator{Kind::multilabel};
+    if (name == "lanczoswindowedsinc") return Interpolator{Kind::lanczos};
+    if (name == "hammingwindowedsinc") return Interpolator{Kind::hamming};
+    if (name == "cosinewindowedsinc") return Interpolator{Kind::cosine};
+    if (name == "welchwindowedsinc") return Interpolator{Kind::welch};
+    if (name == "blackmanwindowedsinc") return Interpolator{Kind::blackman};
+    if (name == "bspline") return Interpolator{Kind::bspline, 3};
+    if (name.size() == 10 && name.compare(0, 8, "bspline[") == 0 && name[8] >= '0' && name[8] <= '5' && name[9] == ']')
+        return Interpolator{Kind::bspline, static_cast<unsigned>(name[8] - '0')};
+    return std::nullopt;
+}
+
+template <class Image>
+using InterpolatorPointer = typename itk::InterpolateImageFunction<Image, double>::Pointer;
+
+// As antsApplyTransforms declares them: radius 3, zero outside the image, double arithmetic.
+template <class Image, template <unsigned, class, class> class Window>
+InterpolatorPointer<Image> windowed_sinc() {
+    using Sinc = itk::WindowedSincInterpolateImageFunction<Image, 3, Window<3, double, double>,
+                                                           itk::ConstantBoundaryCondition<Image>, double>;
+    return Sinc::New().GetPointer();
+}
+
+template <class Image>
+InterpolatorPointer<Image> make_interpolator(const Interpolator& choice, const Image& input) {
+    double sigma[3];
+    for (unsigned axis = 0; axis < 3; ++axis) sigma[axis] = input.GetSpacing()[axis];
+    switch (choice.kind) {
+    case Kind::linear: return itk::LinearInterpolateImageFunction<Image, double>::New().GetPointer();
+    case Kind::nearest_neighbor: return itk::NearestNeighborInterpolateImageFunction<Image, double>::New().GetPointer();
+    case Kind::bspline: {
+        auto bspline = itk::BSplineInterpolateImageFunction<Image, double>::New();
+        bspline->SetSplineOrder(choice.spline_order);
+        return bspline.GetPointer();
+    }
+    case Kind::gaussian: {
+        auto gaussian = itk::GaussianInterpolateImageFunction<Image, double>::New();
+        gaussian->SetParameters(sigma, 1.0);
+        return gaussian.GetPointer();
+    }
+    case Kind::multilabel: {
+        auto labels = itk::LabelImageGaussianInterpolateImageFunction<Image, double>::New();
+        labels->SetParameters(sigma, 4.0);
+        return labels.GetPointer();
+    }
+    case Kind::lanczos: return windowed_sinc<Image, itk::Function::LanczosWindowFunction>();
+    case Kind::hamming: return windowed_sinc<Image, itk::Function::HammingWindowFunction>();
+    case Kind::cosine: return windowed_sinc<Image, itk::Function::CosineWindowFunction>();
+    case Kind::welch: return windowed_sinc<Image, itk::Function::WelchWindowFunction>();
+    case Kind::blackman: return windowed_sinc<Image, itk::Function::BlackmanWindowFunction>();
+    }
+    return nullptr;
+}
+
 template <class TPixel>
-int resample(const char* input, const char* output, const char* transform_file, bool multilabel) {
+int resample(const char* input, const char* output, const char* transform_file, const Interpolator& choice) {
     using Image = itk::Image<TPixel, 3>;
     auto reader = itk::ImageFileReader<Image>::New();
     reader->SetFileName(input);
@@ -38,16 +118,7 @@ int resample(const char* input, const char* output, const char* transform_file, 
     auto filter = itk::ResampleImageFilter<Image, Image>::New();
     filter->SetInput(reader->GetOutput());
     filter->SetTransform(transform);
-    if (multilabel) {
-        auto labels = itk::LabelImageGaussianInterpolateImageFunction<Image, double>::New();
-        typename itk::LabelImageGaussianInterpolateImageFunction<Image, double>::ArrayType sigma;
-        for (unsigned axis = 0; axis < 3; ++axis) sigma[axis] = reader->GetOutput()->GetSpacing()[axis];
-        labels->SetSigma(sigma);
-        labels->SetAlpha(4.0);
-        filter->SetInterpolator(labels);
-    } else {
-        filter->SetInterpolator(itk::LinearInterpolateImageFunction<Image, double>::New());
-    }
+    filter->SetInterpolator(make_interpolator(choice, *reader->GetOutput()));
     filter->SetReferenceImage(reader->GetOutput());
     filter->UseReferenceImageOn();
     filter->SetDefaultPixelValue(0);
@@ -59,9 +130,16 @@ int resample(const char* input, const char* output, const char* transform_file, 
     return 0;
 }
 
+}  // namespace
+
 int main(int argc, char** argv) {
-    if (argc != 5 && !(argc == 6 && std::string(argv[5]) == "multilabel")) {
-        std::cerr << "usage: itk_resample_peer INPUT OUTPUT TRANSFORM THREADS [multilabel]\n";
+    std::optional<Interpolator> choice;
+    if (argc == 5) choice = Interpolator{};
+    else if (argc == 6) choice = parse_interpolator(argv[5]);
+    if (!choice) {
+        std::cerr << "usage: itk_resample_peer INPUT OUTPUT TRANSFORM THREADS [INTERPOLATOR]\n"
+                     "  INTERPOLATOR: linear (default), nearestneighbor, bspline, bspline[0..5], gaussian, multilabel,\n"
+                     "  lanczoswindowedsinc, hammingwindowedsinc, cosinewindowedsinc, welchwindowedsinc, blackmanwindowedsinc\n";
         return 2;
     }
     itk::MultiThreaderBase::SetGlobalDefaultNumberOfThreads(std::atoi(argv[4]));
@@ -72,8 +150,11 @@ int main(int argc, char** argv) {
         if (!io) throw std::runtime_error(std::string(argv[1]) + ": no reader");
         io->SetFileName(argv[1]);
         io->ReadImageInformation();
-        if (io->GetComponentType() == itk::IOComponentEnum::SHORT) return resample<short>(argv[1], argv[2], argv[3], argc == 6);
-        return resample<float>(argv[1], argv[2], argv[3], argc == 6);
+        switch (io->GetComponentType()) {
+        case itk::IOComponentEnum::SHORT: return resample<short>(argv[1], argv[2], argv[3], *choice);
+        case itk::IOComponentEnum::DOUBLE: return resample<double>(argv[1], argv[2], argv[3], *choice);
+        default: return resample<float>(argv[1], argv[2], argv[3], *choice);
+        }
     } catch (const std::exception& e) {
         std::cerr << "itk_resample_peer: " << e.what() << "\n";
         return 1;

@@ -18,11 +18,17 @@ import numpy as np
 FLIP = np.diag([-1.0, -1.0, 1.0, 1.0])  # RAS <-> LPS
 
 _gridwarp = None
+_arguments = None
 
 
 def gridwarp():
     """The path of the gridwarp binary given with --gridwarp."""
     return _gridwarp
+
+
+def arguments():
+    """The parsed command line: --gridwarp and what main's add_arguments added."""
+    return _arguments
 
 
 def run(*args, text=True, timeout=120, **kwargs):
@@ -70,14 +76,14 @@ def fsl_scaled_voxels(img):
 
 
 def main(add_arguments=None):
-    """Parses --gridwarp (and what add_arguments(parser) adds), runs the script's tests, and
-    returns the parsed arguments only if they were all run and passed (else exits non-zero)."""
-    global _gridwarp
+    """Parses --gridwarp (and what add_arguments(parser) adds, which the tests read with
+    arguments()), runs the script's tests, and exits 0 only if they were all run and passed."""
+    global _gridwarp, _arguments
     parser = argparse.ArgumentParser()
     parser.add_argument("--gridwarp", required=True)
     if add_arguments:
         add_arguments(parser)
-    arguments, rest = parser.parse_known_args()
-    _gridwarp = os.path.abspath(arguments.gridwarp)
+    _arguments, rest = parser.parse_known_args()
+    _gridwarp = os.path.abspath(_arguments.gridwarp)
     outcome = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
     sys.exit(0 if outcome.wasSuccessful() else 1)
