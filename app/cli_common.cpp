@@ -44,8 +44,9 @@ void apply_common_options(const CommonOptions& options) {
 
 void add_sampling_options(CLI::App& command, SamplingFlags& flags) {
     command.add_option("--mode", flags.mode,
-                       "Interpolation: linear, nearest or cubic (aliases bilinear, trilinear, bicubic; ANTs' Linear, NearestNeighbor), "
-                       "or GenericLabel[Linear|NearestNeighbor|Cubic] for label maps")
+                       "Interpolation, any case: linear, nearest or cubic (aliases bilinear, trilinear, bicubic; ANTs' Linear, "
+                       "NearestNeighbor), BSpline[0-5] (default 3), LanczosWindowedSinc, HammingWindowedSinc, CosineWindowedSinc, "
+                       "WelchWindowedSinc, BlackmanWindowedSinc (aliases lanczos, hamming, ...), or GenericLabel[kind] for label maps")
         ->capture_default_str();
     command.add_option("--padding", flags.padding,
                        "Outside the input: zeros, border or reflection; resample also takes itk (ITK's boundary rule)")
@@ -63,27 +64,30 @@ namespace {
 
 // --mode: the ONNX names and their aliases, and ANTs' spellings, in any case: Linear,
 // NearestNeighbor, and GenericLabel[Linear | NearestNeighbor | Cubic] (GenericLabel alone: Linear).
+// --mode: a kind of the interpolation table (any case, "[order]" for B-splines), or
+// GenericLabel[kind] for label maps.
 void parse_mode(std::string text, SampleOptions& options) {
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::string lowered = text;
+    std::transform(lowered.begin(), lowered.end(), lowered.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     const std::string kGenericLabel = "genericlabel";
-    if (text.rfind(kGenericLabel, 0) == 0) {
+    if (lowered.rfind(kGenericLabel, 0) == 0) {
         std::string inner = text.substr(kGenericLabel.size());
         if (inner.empty()) {
             inner = "linear";
         } else if (inner.size() >= 2 && inner.front() == '[' && inner.back() == ']') {
             inner = inner.substr(1, inner.size() - 2);
         } else {
-            throw std::invalid_argument("'" + text + "': expected GenericLabel or GenericLabel[Linear], [NearestNeighbor] or [Cubic]");
+            throw std::invalid_argument("'" + text + "': expected GenericLabel or GenericLabel[Linear], [NearestNeighbor], [Cubic] or [a windowed sinc]");
         }
         options.generic_label = true;
         text = inner;
     }
-    if (text == "nearestneighbor" || text == "nearestneighbour") text = "nearest";
-    try {
-        options.mode = parse_interpolation(text);
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(std::string(e.what()) + ", or ANTs' Linear, NearestNeighbor, GenericLabel[Linear|NearestNeighbor|Cubic]");
+    const InterpolationChoice choice = parse_interpolation_choice(text);
+    if (options.generic_label && !interpolation_kind(choice.mode).label_inner) {
+        throw std::invalid_argument("GenericLabel[" + text + "]: GenericLabel takes Linear, NearestNeighbor, Cubic or a windowed sinc");
     }
+    options.mode = choice.mode;
+    options.spline_order = choice.spline_order;
 }
 
 }  // namespace
@@ -102,10 +106,18 @@ SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions&
         }
         if (options.mode == Interpolation::Cubic) {
             throw std::invalid_argument(
-                "--padding itk: linear and nearest only (ITK's cubic is a B-spline interpolator, which --mode cubic does not equal)");
+                "--padding itk: ITK's cubic is a B-spline interpolator, which --mode cubic does not equal; use BSpline[3]");
         }
-        // The rule is applied to the positions; what it leaves inside never reads beyond the edge.
+        // The rule is applied to the positions (ItkBoundaryPositions); beyond the edge, the taps of
+        // what it leaves inside follow ITK's boundary condition for the kind: linear and nearest
+        // never reach there, B-splines mirror, windowed sincs read 0.
         options.padding = Padding::Zeros;
+        if (options.mode == Interpolation::BSpline) {
+            options.padding = Padding::Reflection;
+            options.align_corners = true;
+        } else if (!interpolation_kind(options.mode).onnx) {
+            options.outside_tap_value = 0.0;
+        }
     } else {
         try {
             options.padding = parse_padding(flags.padding);
@@ -113,7 +125,7 @@ SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions&
             throw std::invalid_argument(std::string("--padding: ") + e.what() + (accepts_itk_padding ? ", or itk" : ""));
         }
     }
-    options.align_corners = flags.align_corners;
+    options.align_corners = options.align_corners || flags.align_corners;
     options.fill = flags.fill;
     options.threads = common.threads;
     return options;
@@ -392,6 +404,7 @@ std::string describe_sampling(const SampleOptions& options, std::string_view pad
         out << "GenericLabel[" << interpolation_name(options.mode) << "]";
     } else {
         out << interpolation_name(options.mode);
+        if (interpolation_kind(options.mode).ordered) out << "[" << options.spline_order << "]";
     }
     out << ", padding " << padding << ", align_corners " << (options.align_corners ? 1 : 0)
         << ", fill " << options.fill;

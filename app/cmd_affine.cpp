@@ -191,7 +191,7 @@ void run_affine(const AffineCommand& command) {
     report_warnings(input);
     const auto rank = static_cast<std::int64_t>(input.spatial.size());
     try {
-        check_taps_per_point(options.mode, rank);
+        check_taps_per_point(options.mode, options.spline_order, rank);
     } catch (const std::invalid_argument& e) {
         throw io::FileError(command.input, e.what());
     }

@@ -194,7 +194,8 @@ void run_resample(const ResampleCommand& command) {
             explanation.add("mapping", "through a displacement field: not one affine map");
         }
         explanation.add("sampling", itk_padding(command.sampling)
-                                        ? describe_sampling(options, "itk (ITK's rule: fill beyond half a voxel outside, edge voxels within)")
+                                        ? describe_sampling(options, "itk (ITK's rule: fill beyond half a voxel outside; taps beyond the edge read "
+                                                                     "the edge voxel, the mirror (B-spline) or 0 (windowed sinc))")
                                         : describe_sampling(options));
         explanation.add("output", command.output.string() + " (" + std::string(dtype_name(output_type)) +
                                       (volumes > 1 || one_volume_series ? ", " + std::to_string(volumes) + " volume(s)" : std::string()) + ", spatial " +

@@ -10,6 +10,9 @@
 //   W-labels  256^3 int16 label map (100 labels in 8^3 blocks), rigid: gridwarp resample --mode
 //             GenericLabel vs itk_resample_peer multilabel (ITK's LabelImageGaussian, as
 //             antsApplyTransforms -n MultiLabel), one run (the peer takes about 90 s)
+//   W-sinc    128^3 float32 .nii, rigid, LanczosWindowedSinc: gridwarp resample --padding itk vs
+//             itk_resample_peer lanczoswindowedsinc (ITK's WindowedSinc, radius 3, as antsApplyTransforms)
+//   W-bspline the same with BSpline[3] vs ITK's BSplineInterpolateImageFunction (order 3)
 //   W-bmp     4096^2 RGB .bmp, rotate 30 and scale 0.8, linear: gridwarp affine vs opencv_affine_peer
 //   mrtransform (MRtrix3) on the two volume workloads when it is installed.
 //   W-batch   1,000 PNGs of 256x256 RGB, rotate 15 and scale 0.9, cubic: gridwarp batch vs a
@@ -256,6 +259,8 @@ int main(int argc, char** argv) {
         if (std::system(("gzip -6 -c " + i16.string() + " > " + i16gz.string()).c_str()) != 0) return 1;
     }
     if (!fs::exists(f32)) gridwarp::io::write_image(f32, head(gridwarp::DType::Float32, 256));
+    const fs::path f32_128 = workdir / "head128_f32.nii";
+    if (!fs::exists(f32_128)) gridwarp::io::write_image(f32_128, head(gridwarp::DType::Float32, 128));
     const fs::path labels = workdir / "labels_i16.nii.gz";
     if (!fs::exists(labels)) gridwarp::io::write_image(labels, label_map(256));
     if (!fs::exists(bmp)) {
@@ -324,6 +329,24 @@ int main(int argc, char** argv) {
          {},
          1,
          "RSS limit 1.2x (in + out) + 50 MB = 127 MB; the peer takes about 90 s, so 1 run"},
+        {"128^3 float32 .nii rigid resample, LanczosWindowedSinc",
+         {gridwarp, "resample", "-i", f32_128.string(), "-o", (workdir / "gw_sinc.nii").string(), "-t", rigid.string(), "--mode",
+          "LanczosWindowedSinc", "--padding", "itk", "--threads", t, "-q"},
+         {itk_peer, f32_128.string(), (workdir / "itk_sinc.nii").string(), rigid.string(), t, "lanczoswindowedsinc"},
+         "ITK WindowedSincInterpolateImageFunction program (antsApplyTransforms -n LanczosWindowedSinc)",
+         workdir / "gw_sinc.nii",
+         f32_128,
+         2 * 8.0,
+         {}},
+        {"128^3 float32 .nii rigid resample, BSpline[3]",
+         {gridwarp, "resample", "-i", f32_128.string(), "-o", (workdir / "gw_bspline.nii").string(), "-t", rigid.string(), "--mode",
+          "BSpline[3]", "--padding", "itk", "--threads", t, "-q"},
+         {itk_peer, f32_128.string(), (workdir / "itk_bspline.nii").string(), rigid.string(), t, "bspline[3]"},
+         "ITK BSplineInterpolateImageFunction program (antsApplyTransforms -n BSpline[3])",
+         workdir / "gw_bspline.nii",
+         f32_128,
+         2 * 8.0,
+         {}},
         {"4096^2 RGB .bmp rotate 30, scale 0.8, linear",
          {gridwarp, "affine", "-i", bmp.string(), "-o", (workdir / "gw_card.bmp").string(), "--rotate", "30", "--scale", "0.8", "--threads", t, "-q"},
          {opencv_peer, bmp.string(), (workdir / "cv_card.bmp").string(), "30", "0.8", t},

@@ -2018,7 +2018,7 @@ TEST_CASE("resample --padding itk: refused with cubic and outside resample, in o
     auto cubic = resample_args(moving, out, {}, {}, "cubic");
     cubic.insert(cubic.end(), {"--padding", "itk"});
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
-        {cubic, "linear and nearest only"},
+        {cubic, "use BSpline[3]"},
         {{"flow", "-i", moving.string(), "-f", moving.string(), "-o", out.string(), "--padding", "itk"}, "only resample"},
         {{"affine", "-i", moving.string(), "-o", out.string(), "--padding", "itk"}, "only resample"},
     };

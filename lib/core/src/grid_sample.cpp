@@ -22,8 +22,10 @@
 // it gives the same bits; SampleOptions::force_generic_rank selects the reference path.
 #include "gridwarp/grid_sample.hpp"
 
+#include "bspline_prefilter.hpp"
 #include "fast_path.hpp"
 #include "sampling_policies.hpp"
+#include "spline_sinc_kernels.hpp"
 #include "work_split.hpp"
 
 #include <omp.h>
@@ -42,42 +44,12 @@
 
 namespace gridwarp {
 
-Interpolation parse_interpolation(std::string_view name) {
-    if (name == "linear" || name == "bilinear" || name == "trilinear") return Interpolation::Linear;
-    if (name == "nearest") return Interpolation::Nearest;
-    if (name == "cubic" || name == "bicubic") return Interpolation::Cubic;
-    throw std::invalid_argument("unknown interpolation mode '" + std::string(name) +
-                                "': expected linear, nearest or cubic (or bilinear, trilinear, bicubic)");
-}
-
 Padding parse_padding(std::string_view name) {
     if (name == "zeros") return Padding::Zeros;
     if (name == "border") return Padding::Border;
     if (name == "reflection") return Padding::Reflection;
     throw std::invalid_argument("unknown padding mode '" + std::string(name) +
                                 "': expected zeros, border or reflection");
-}
-
-// The taps of a point are planned in a table (offsets and weights): past 2^20 per point the table
-// alone would take gigabytes per chunk of points.
-void check_taps_per_point(Interpolation mode, std::int64_t spatial_rank) {
-    const std::int64_t taps_per_axis = mode == Interpolation::Cubic ? 4 : mode == Interpolation::Linear ? 2 : 1;
-    std::int64_t taps_per_point = 1;
-    for (std::int64_t axis = 0; axis < spatial_rank && taps_per_point <= (std::int64_t{1} << 20); ++axis) taps_per_point *= taps_per_axis;
-    if (taps_per_point > (std::int64_t{1} << 20)) {
-        throw std::invalid_argument(std::string(interpolation_name(mode)) + " interpolation in " + std::to_string(spatial_rank) +
-                                    " spatial dimensions reads " + std::to_string(taps_per_axis) + "^" + std::to_string(spatial_rank) +
-                                    " values per point, more than the 2^20 supported");
-    }
-}
-
-std::string_view interpolation_name(Interpolation mode) {
-    switch (mode) {
-        case Interpolation::Linear: return "linear";
-        case Interpolation::Nearest: return "nearest";
-        case Interpolation::Cubic: return "cubic";
-    }
-    return "linear";
 }
 
 std::string_view padding_name(Padding padding) {
@@ -194,7 +166,7 @@ void build_plan(const C* xyz, std::int64_t count, const InputGeometry& geometry,
 
 template <class C>
 PlanFunction<C> select_planner(const SampleOptions& options, int rank) {
-    return visit_interpolation(options.mode, [&](auto interp) {
+    return visit_any_interpolation(options.mode, options.spline_order, [&](auto interp) {
         return visit_padding(options.padding, [&](auto pad) -> PlanFunction<C> {
             using I = typename decltype(interp)::type;
             using P = typename decltype(pad)::type;
@@ -1097,8 +1069,8 @@ void run_reference(const Task& task) {
     const std::int64_t width = out_spatial.back();
     const std::int64_t rows = shape_numel(Shape(out_spatial.begin(), out_spatial.end() - 1));
 
-    const int taps_per_axis = options.mode == Interpolation::Nearest ? 1 : options.mode == Interpolation::Linear ? 2 : 4;
-    const std::int64_t taps = int_pow(taps_per_axis, rank);
+    const int axis_taps_count = taps_per_axis(options.mode, options.spline_order);
+    const std::int64_t taps = int_pow(axis_taps_count, rank);
     const std::int64_t chunk = std::clamp<std::int64_t>(kPlanTapBudget / taps, 1, std::max<std::int64_t>(width, 1));
     const std::int64_t chunks_per_row = (width + chunk - 1) / chunk;
     const std::int64_t work_items = batch * rows * chunks_per_row;
@@ -1108,7 +1080,7 @@ void run_reference(const Task& task) {
     const PlanFunction<C> planner = select_planner<C>(options, rank);
     const Fill<S> fill(options.fill);
     const S& fill_stored = fill.stored;
-    const auto fill_value = fill.value;
+    const auto fill_value = Fill<S>(options.outside_tap_value.value_or(options.fill)).value;
 
     const S* in_data = input.typed<S>();
     S* out_data = output.typed<S>();
@@ -1123,8 +1095,8 @@ void run_reference(const Task& task) {
         plan.offset.resize(static_cast<std::size_t>(chunk * taps));
         plan.weight.resize(static_cast<std::size_t>(chunk * taps));
         plan.fill.resize(static_cast<std::size_t>(chunk));
-        plan.axis_index.resize(static_cast<std::size_t>(rank * taps_per_axis));
-        plan.axis_weight.resize(static_cast<std::size_t>(rank * taps_per_axis));
+        plan.axis_index.resize(static_cast<std::size_t>(rank * axis_taps_count));
+        plan.axis_weight.resize(static_cast<std::size_t>(rank * axis_taps_count));
         std::vector<C> xyz(static_cast<std::size_t>(chunk * rank));
         std::vector<std::int64_t> outer(static_cast<std::size_t>(std::max(rank - 1, 1)), 0);
         std::vector<S> labels;
@@ -1205,7 +1177,7 @@ void run_fast(const Task& task) {
     // (The interior passes take a tile's row as one block.)
     static_assert(kTileWidth <= FastBlock<C>::kPoints);
 
-    const int taps_per_axis = options.mode == Interpolation::Nearest ? 1 : options.mode == Interpolation::Linear ? 2 : 4;
+    const int axis_taps_count = taps_per_axis(options.mode, options.spline_order);
     const InputGeometry geometry{rank, input.shape.data() + 2, input.strides.data() + 2, options.align_corners,
                                  task.positions.space()};
     const IsaChoice isa = select_isa();
@@ -1259,7 +1231,7 @@ void run_fast(const Task& task) {
 #pragma omp parallel num_threads(threads)
     {
         const int me = omp_get_thread_num();
-        FastBlock<C> block(rank, taps_per_axis, geometry.stride);
+        FastBlock<C> block(rank, axis_taps_count, geometry.stride);
         std::vector<C> xyz(static_cast<std::size_t>(tile_w * rank));
 #ifdef GRIDWARP_AVX2_DISPATCH
         // A tile's rows as the interior passes take them.
@@ -1399,12 +1371,40 @@ void run_fast(const Task& task) {
 template <class S, class C>
 void run_sampler(const Task& task) {
     if constexpr (kFastStorage<S>) {
-        if (!task.options.generic_label && fast_path_applies(task, static_cast<int>(task.input.rank()) - 2)) {
+        // The fast paths serve the ONNX kinds, exactly; the others take the reference path.
+        const bool fast_kind = interpolation_kind(task.options.mode).onnx && !task.options.generic_label &&
+                               !task.options.outside_tap_value;
+        if (fast_kind && fast_path_applies(task, static_cast<int>(task.input.rank()) - 2)) {
             run_fast<S, C>(task);
             return;
         }
     }
     run_reference<S, C>(task);
+}
+
+void sample(const Task& task) {
+    visit_dtype(task.input.dtype, [&](auto tag) {
+        using S = typename decltype(tag)::type;
+        if (task.positions.coordinate_dtype() == DType::Float64) {
+            run_sampler<S, double>(task);
+        } else {
+            run_sampler<S, float>(task);
+        }
+    });
+}
+
+// B-splines of order 2 and more: the coefficients are sampled in their own (compute) type, straight
+// into the output where that is the output's type, else into a copy converted as the samplers store.
+void sample_coefficients(const ConstTensorView& input, const PositionSource& positions, const TensorView& output,
+                         const SampleOptions& options) {
+    const Tensor coefficients = bspline_coefficients(input, options.spline_order, thread_count(options));
+    if (coefficients.dtype() == output.dtype) {
+        sample(Task{coefficients.view(), positions, output, options});
+        return;
+    }
+    Tensor sampled(coefficients.dtype(), output.shape);
+    sample(Task{coefficients.view(), positions, sampled.view(), options});
+    copy_elements(convert_to(sampled.view(), output.dtype).view(), output);
 }
 
 void check_strides(const char* what, const Shape& strides) {
@@ -1456,7 +1456,14 @@ void grid_sample(const ConstTensorView& input, const PositionSource& positions, 
     if (options.generic_label && (input.dtype == DType::Complex64 || input.dtype == DType::Complex128 || input.dtype == DType::String)) {
         throw std::invalid_argument("grid_sample(): GenericLabel needs real labels, got " + std::string(dtype_name(input.dtype)));
     }
-    check_taps_per_point(options.mode, static_cast<std::int64_t>(input.shape.size()) - 2);
+    if (options.generic_label && !interpolation_kind(options.mode).label_inner) {
+        throw std::invalid_argument("grid_sample(): GenericLabel takes linear, nearest, cubic or a windowed sinc, not " +
+                                    std::string(interpolation_name(options.mode)));
+    }
+    if (options.mode == Interpolation::BSpline && (options.spline_order < 0 || options.spline_order > kMaxSplineOrder)) {
+        throw std::invalid_argument("grid_sample(): the B-spline order must be 0 to 5, got " + std::to_string(options.spline_order));
+    }
+    check_taps_per_point(options.mode, options.spline_order, static_cast<std::int64_t>(input.shape.size()) - 2);
     const DType coordinate = positions.coordinate_dtype();
     if (!is_floating(coordinate)) {
         throw std::invalid_argument("grid_sample(): positions must be float16, bfloat16, float32 or float64, got " +
@@ -1466,15 +1473,11 @@ void grid_sample(const ConstTensorView& input, const PositionSource& positions, 
     check_strides("output", output.strides);
     if (shape_numel(expected) == 0) return;
 
-    const Task task{input, positions, output, options};
-    visit_dtype(input.dtype, [&](auto tag) {
-        using S = typename decltype(tag)::type;
-        if (coordinate == DType::Float64) {
-            run_sampler<S, double>(task);
-        } else {
-            run_sampler<S, float>(task);
-        }
-    });
+    if (needs_prefilter(options.mode, options.spline_order)) {
+        sample_coefficients(input, positions, output, options);
+        return;
+    }
+    sample(Task{input, positions, output, options});
 }
 
 Tensor grid_sample(const ConstTensorView& input, const PositionSource& positions, const SampleOptions& options) {

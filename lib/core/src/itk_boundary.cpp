@@ -26,8 +26,8 @@ ItkBoundaryPositions::ItkBoundaryPositions(const PositionSource& source, Shape i
     : source_(source), input_shape_(std::move(input_shape)), mode_(mode) {
     if (mode == Interpolation::Cubic) {
         throw std::invalid_argument(
-            "ITK's boundary rule is defined here for linear and nearest only: ITK's cubic is a B-spline interpolator "
-            "(BSplineInterpolateImageFunction), which cubic convolution does not equal");
+            "ITK's boundary rule has no cubic convolution: ITK's cubic is a B-spline interpolator "
+            "(BSplineInterpolateImageFunction); use BSpline[3]");
     }
     if (source.space() != CoordinateSpace::Pixel) {
         throw std::invalid_argument("ITK's boundary rule needs pixel-space positions");
@@ -59,7 +59,11 @@ void ItkBoundaryPositions::apply(double* xyz, std::int64_t count) const {
             continue;
         }
         for (std::size_t k = 0; k < rank; ++k) {
-            u[k] = mode_ == Interpolation::Nearest ? round_half_up_as_itk(u[k]) : std::clamp(u[k], 0.0, edge[k]);
+            if (mode_ == Interpolation::Nearest) {
+                u[k] = round_half_up_as_itk(u[k]);
+            } else if (mode_ == Interpolation::Linear) {
+                u[k] = std::clamp(u[k], 0.0, edge[k]);
+            }
         }
     }
 }

@@ -207,13 +207,14 @@ struct InputGeometry {
     CoordinateSpace space = CoordinateSpace::Normalized;
 };
 
-// Runtime options as template arguments: calls fn with a type_tag of the policy.
+// Runtime options as template arguments: calls fn with a type_tag of the policy. The ONNX kinds
+// only, which the fast paths serve; spline_sinc_kernels.hpp's visit_any_interpolation has them all.
 template <class Fn>
 decltype(auto) visit_interpolation(Interpolation mode, Fn&& fn) {
     switch (mode) {
         case Interpolation::Nearest: return fn(type_tag<NearestTaps>{});
         case Interpolation::Cubic: return fn(type_tag<CubicTaps>{});
-        case Interpolation::Linear: break;
+        default: break;
     }
     return fn(type_tag<LinearTaps>{});
 }

@@ -4,35 +4,32 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
+#include "gridwarp/interpolation.hpp"
 #include "gridwarp/positions.hpp"
 #include "gridwarp/tensor.hpp"
 
 namespace gridwarp {
 
-enum class Interpolation { Linear, Nearest, Cubic };
 enum class Padding { Zeros, Border, Reflection };
 
-// Accepts the ONNX names and the aliases of opset 16, OpenVINO and PyTorch
-// (bilinear, trilinear, bicubic). Throws std::invalid_argument listing the accepted names.
-Interpolation parse_interpolation(std::string_view name);
 Padding parse_padding(std::string_view name);
-
-// Every point reads taps^rank input values (2 per axis for linear, 4 for cubic); more than 2^20 per
-// point is refused (std::invalid_argument): cubic beyond 10 spatial dimensions, linear beyond 20.
-void check_taps_per_point(Interpolation mode, std::int64_t spatial_rank);
-std::string_view interpolation_name(Interpolation mode);
 std::string_view padding_name(Padding padding);
 
 struct SampleOptions {
     Interpolation mode = Interpolation::Linear;
+    int spline_order = kDefaultSplineOrder;  // Interpolation::BSpline only
     Padding padding = Padding::Zeros;
     bool align_corners = false;
     // Read instead of 0 for taps outside the input under zeros padding, and written for
     // non-finite positions in every padding mode (converted to the output type: rounded and
     // saturated for integers, the real part for complex, ignored for strings).
     double fill = 0.0;
+    // Read instead of `fill` by the taps outside the input under zeros padding, where set: ITK's
+    // windowed sinc reads 0 there (ConstantBoundaryCondition) whatever its default pixel value.
+    std::optional<double> outside_tap_value;
     // Worker threads; 0 uses every hardware thread.
     int threads = 0;
     // Testing aid: take the dynamic-rank path even where a fixed 2-D/3-D instantiation exists.
@@ -40,7 +37,7 @@ struct SampleOptions {
     // ANTs' GenericLabel[mode]: each output value is the input value (label) whose taps' weights
     // under `mode` sum to the most, as if each label's indicator image were interpolated; ties go
     // to the smaller label, taps outside under zeros padding count as the fill value. Outputs hold
-    // only input values (and the fill). Real-valued tensors only.
+    // only input values (and the fill). Real-valued tensors only; not with prefiltered kinds.
     bool generic_label = false;
 };
 

@@ -17,7 +17,10 @@ namespace gridwarp {
 //  - linear: inside, each coordinate is clamped to [0, d - 1], so taps beyond the edge repeat
 //    the edge voxel with weights 1 and 0, as LinearInterpolateImageFunction does;
 //  - nearest: inside, each coordinate becomes the whole index ITK picks, rounding halves up
-//    (itk::Math::RoundHalfIntegerUp, by x86-64 ITK's formula).
+//    (itk::Math::RoundHalfIntegerUp, by x86-64 ITK's formula);
+//  - B-splines and windowed sincs: inside, unchanged; their taps beyond the edge follow ITK's
+//    boundary condition through the sampler's padding (reflection with align_corners for the
+//    B-splines' mirror, zeros with outside_tap_value 0 for the sincs' ConstantBoundaryCondition).
 // Cubic is refused: ITK's cubic is a B-spline interpolator, not cubic convolution.
 class ItkBoundaryPositions final : public PositionSource {
 public:

@@ -1,0 +1,122 @@
+#include "gridwarp/interpolation.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <stdexcept>
+#include <string>
+
+namespace gridwarp {
+
+namespace {
+
+constexpr std::array kKinds{
+    InterpolationKind{Interpolation::Linear, "linear", "bilinear trilinear", true, false, true},
+    InterpolationKind{Interpolation::Nearest, "nearest", "nearestneighbor nearestneighbour", true, false, true},
+    InterpolationKind{Interpolation::Cubic, "cubic", "bicubic", true, false, true},
+    InterpolationKind{Interpolation::BSpline, "BSpline", "spline", false, true, false},
+    InterpolationKind{Interpolation::LanczosSinc, "LanczosWindowedSinc", "lanczos", false, false, true},
+    InterpolationKind{Interpolation::HammingSinc, "HammingWindowedSinc", "hamming", false, false, true},
+    InterpolationKind{Interpolation::CosineSinc, "CosineWindowedSinc", "cosine", false, false, true},
+    InterpolationKind{Interpolation::WelchSinc, "WelchWindowedSinc", "welch", false, false, true},
+    InterpolationKind{Interpolation::BlackmanSinc, "BlackmanWindowedSinc", "blackman", false, false, true},
+};
+
+std::string lower(std::string_view text) {
+    std::string result(text);
+    std::transform(result.begin(), result.end(), result.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return result;
+}
+
+bool kind_is_named(const InterpolationKind& kind, std::string_view name) {
+    if (lower(kind.name) == name) return true;
+    std::string_view rest = kind.aliases;
+    while (!rest.empty()) {
+        const std::size_t end = std::min(rest.find(' '), rest.size());
+        if (rest.substr(0, end) == name) return true;
+        rest.remove_prefix(std::min(end + 1, rest.size()));
+    }
+    return false;
+}
+
+std::string accepted_names() {
+    std::string names;
+    for (const auto& kind : kKinds) {
+        names += (names.empty() ? "" : ", ") + std::string(kind.name) + (kind.ordered ? "[0-5]" : "");
+    }
+    return names;
+}
+
+}  // namespace
+
+std::span<const InterpolationKind> interpolation_kinds() { return kKinds; }
+
+const InterpolationKind& interpolation_kind(Interpolation mode) {
+    for (const auto& kind : kKinds) {
+        if (kind.mode == mode) return kind;
+    }
+    return kKinds.front();
+}
+
+InterpolationChoice parse_interpolation_choice(std::string_view text) {
+    std::string name = lower(text);
+    std::string order;
+    if (const std::size_t open = name.find('['); open != std::string::npos) {
+        if (name.back() != ']') throw std::invalid_argument("'" + std::string(text) + "': an order is written in brackets, as in BSpline[3]");
+        order = name.substr(open + 1, name.size() - open - 2);
+        name.resize(open);
+    }
+    for (const auto& kind : kKinds) {
+        if (!kind_is_named(kind, name)) continue;
+        InterpolationChoice choice{kind.mode, kDefaultSplineOrder};
+        if (order.empty()) return choice;
+        if (!kind.ordered) throw std::invalid_argument("'" + std::string(text) + "': " + std::string(kind.name) + " takes no order");
+        const auto [end, error] = std::from_chars(order.data(), order.data() + order.size(), choice.spline_order);
+        if (error != std::errc() || end != order.data() + order.size() || choice.spline_order < 0 ||
+            choice.spline_order > kMaxSplineOrder) {
+            throw std::invalid_argument("'" + std::string(text) + "': the B-spline order must be 0 to 5");
+        }
+        return choice;
+    }
+    throw std::invalid_argument("unknown interpolation mode '" + std::string(text) + "': expected " + accepted_names() +
+                                " (any case; aliases bilinear, trilinear, bicubic, NearestNeighbor, lanczos, hamming, "
+                                "cosine, welch, blackman)");
+}
+
+Interpolation parse_interpolation(std::string_view name) {
+    if (name == "linear" || name == "bilinear" || name == "trilinear") return Interpolation::Linear;
+    if (name == "nearest") return Interpolation::Nearest;
+    if (name == "cubic" || name == "bicubic") return Interpolation::Cubic;
+    throw std::invalid_argument("unknown interpolation mode '" + std::string(name) +
+                                "': expected linear, nearest or cubic (or bilinear, trilinear, bicubic)");
+}
+
+std::string_view interpolation_name(Interpolation mode) { return interpolation_kind(mode).name; }
+
+int taps_per_axis(Interpolation mode, int spline_order) {
+    switch (mode) {
+        case Interpolation::Nearest: return 1;
+        case Interpolation::Linear: return 2;
+        case Interpolation::Cubic: return 4;
+        case Interpolation::BSpline: return spline_order + 1;
+        default: return 2 * kSincRadius;
+    }
+}
+
+bool needs_prefilter(Interpolation mode, int spline_order) { return mode == Interpolation::BSpline && spline_order >= 2; }
+
+// The taps of a point are planned in a table (offsets and weights): past 2^20 per point the table
+// alone would take gigabytes per chunk of points.
+void check_taps_per_point(Interpolation mode, int spline_order, std::int64_t spatial_rank) {
+    const std::int64_t per_axis = taps_per_axis(mode, spline_order);
+    std::int64_t taps_per_point = 1;
+    for (std::int64_t axis = 0; axis < spatial_rank && taps_per_point <= (std::int64_t{1} << 20); ++axis) taps_per_point *= per_axis;
+    if (taps_per_point > (std::int64_t{1} << 20)) {
+        throw std::invalid_argument(std::string(interpolation_name(mode)) + " interpolation in " + std::to_string(spatial_rank) +
+                                    " spatial dimensions reads " + std::to_string(per_axis) + "^" + std::to_string(spatial_rank) +
+                                    " values per point, more than the 2^20 supported");
+    }
+}
+
+}  // namespace gridwarp
