@@ -1055,6 +1055,43 @@ struct Fill {
 
 int thread_count(const SampleOptions& options) { return options.threads > 0 ? options.threads : omp_get_max_threads(); }
 
+// The output's rows in chunks of at most `chunk` points, shared out over the threads: each thread
+// makes its scratch with make_scratch() and calls visit(scratch, n, outer, start, count, out_offset)
+// per chunk, with outer the row's index on the axes before the last (outermost first).
+template <class MakeScratch, class Visit>
+void for_each_chunk(const Task& task, std::int64_t chunk, MakeScratch make_scratch, Visit visit) {
+    const auto& output = task.output;
+    const int rank = static_cast<int>(task.input.rank()) - 2;
+    const Shape& out_spatial = task.positions.output_shape();
+    const std::int64_t width = out_spatial.back();
+    const std::int64_t rows = shape_numel(Shape(out_spatial.begin(), out_spatial.end() - 1));
+    const std::int64_t chunks_per_row = (width + chunk - 1) / chunk;
+    const std::int64_t work_items = task.input.shape[0] * rows * chunks_per_row;
+    const int threads = thread_count(task.options);
+    WorkSplit split(work_items, threads);
+#pragma omp parallel num_threads(threads)
+    {
+        const int me = omp_get_thread_num();
+        auto scratch = make_scratch();
+        std::vector<std::int64_t> outer(static_cast<std::size_t>(std::max(rank - 1, 1)), 0);
+        for (std::int64_t item = split.next(me); item >= 0; item = split.next(me)) {
+            const std::int64_t chunk_index = item % chunks_per_row;
+            const std::int64_t row = (item / chunks_per_row) % rows;
+            const std::int64_t n = item / (chunks_per_row * rows);
+            const std::int64_t start = chunk_index * chunk;
+            const std::int64_t count = std::min(chunk, width - start);
+            std::int64_t out_offset = n * output.strides[0] + start * output.strides[rank + 1];
+            std::int64_t rest = row;
+            for (int axis = rank - 2; axis >= 0; --axis) {
+                outer[static_cast<std::size_t>(axis)] = rest % out_spatial[static_cast<std::size_t>(axis)];
+                rest /= out_spatial[static_cast<std::size_t>(axis)];
+                out_offset += outer[static_cast<std::size_t>(axis)] * output.strides[axis + 2];
+            }
+            visit(scratch, n, outer.data(), start, count, out_offset);
+        }
+    }
+}
+
 // The reference path: any rank, any type; rows in chunks, planned by build_plan, gathered by
 // copy_chunk / gather_chunk.
 template <class S, class C>
@@ -1063,17 +1100,12 @@ void run_reference(const Task& task) {
     const auto& output = task.output;
     const auto& options = task.options;
     const int rank = static_cast<int>(input.rank()) - 2;
-    const Shape& out_spatial = task.positions.output_shape();
-    const std::int64_t batch = input.shape[0];
     const std::int64_t channels = input.shape[1];
-    const std::int64_t width = out_spatial.back();
-    const std::int64_t rows = shape_numel(Shape(out_spatial.begin(), out_spatial.end() - 1));
+    const std::int64_t width = task.positions.output_shape().back();
 
     const int axis_taps_count = taps_per_axis(options.mode, options.spline_order);
     const std::int64_t taps = int_pow(axis_taps_count, rank);
     const std::int64_t chunk = std::clamp<std::int64_t>(kPlanTapBudget / taps, 1, std::max<std::int64_t>(width, 1));
-    const std::int64_t chunks_per_row = (width + chunk - 1) / chunk;
-    const std::int64_t work_items = batch * rows * chunks_per_row;
 
     const InputGeometry geometry{rank, input.shape.data() + 2, input.strides.data() + 2, options.align_corners,
                                  task.positions.space()};
@@ -1085,62 +1117,259 @@ void run_reference(const Task& task) {
     const S* in_data = input.typed<S>();
     S* out_data = output.typed<S>();
 
-    const int threads = thread_count(options);
-    WorkSplit split(work_items, threads);
-#pragma omp parallel num_threads(threads)
-    {
-        const int me = omp_get_thread_num();
+    struct Scratch {
         Plan<C> plan;
+        std::vector<C> xyz;
+        std::vector<S> labels;
+        std::vector<double> label_sums;
+    };
+    const auto make_scratch = [&] {
+        Scratch scratch;
+        Plan<C>& plan = scratch.plan;
         plan.taps_per_point = taps;
         plan.offset.resize(static_cast<std::size_t>(chunk * taps));
         plan.weight.resize(static_cast<std::size_t>(chunk * taps));
         plan.fill.resize(static_cast<std::size_t>(chunk));
         plan.axis_index.resize(static_cast<std::size_t>(rank * axis_taps_count));
         plan.axis_weight.resize(static_cast<std::size_t>(rank * axis_taps_count));
-        std::vector<C> xyz(static_cast<std::size_t>(chunk * rank));
-        std::vector<std::int64_t> outer(static_cast<std::size_t>(std::max(rank - 1, 1)), 0);
-        std::vector<S> labels;
-        std::vector<double> label_sums;
+        scratch.xyz.resize(static_cast<std::size_t>(chunk * rank));
+        return scratch;
+    };
+    for_each_chunk(task, chunk, make_scratch, [&](Scratch& scratch, std::int64_t n, const std::int64_t* outer, std::int64_t start,
+                                                  std::int64_t count, std::int64_t out_offset) {
+        Plan<C>& plan = scratch.plan;
+        task.positions.row(n, outer, start, count, scratch.xyz.data());
+        planner(scratch.xyz.data(), count, geometry, plan);
 
-        for (std::int64_t item = split.next(me); item >= 0; item = split.next(me)) {
-            const std::int64_t chunk_index = item % chunks_per_row;
-            const std::int64_t row = (item / chunks_per_row) % rows;
-            const std::int64_t n = item / (chunks_per_row * rows);
-            const std::int64_t start = chunk_index * chunk;
-            const std::int64_t count = std::min(chunk, width - start);
-
-            std::int64_t out_offset = n * output.strides[0] + start * output.strides[rank + 1];
-            std::int64_t rest = row;
-            for (int axis = rank - 2; axis >= 0; --axis) {
-                outer[static_cast<std::size_t>(axis)] = rest % out_spatial[static_cast<std::size_t>(axis)];
-                rest /= out_spatial[static_cast<std::size_t>(axis)];
-                out_offset += outer[static_cast<std::size_t>(axis)] * output.strides[axis + 2];
-            }
-
-            task.positions.row(n, outer.data(), start, count, xyz.data());
-            planner(xyz.data(), count, geometry, plan);
-
-            const std::int64_t out_stride = output.strides[rank + 1];
-            for (std::int64_t c = 0; c < channels; ++c) {
-                const S* channel_in = in_data + n * input.strides[0] + c * input.strides[1];
-                S* channel_out = out_data + out_offset + c * output.strides[1];
-                if constexpr (std::is_same_v<S, std::string>) {
-                    copy_chunk(plan, count, channel_in, channel_out, out_stride, fill_stored);
-                } else if (options.generic_label && taps > 1) {
-                    if constexpr (!std::is_same_v<S, std::complex<float>> && !std::is_same_v<S, std::complex<double>>) label_chunk(plan, count, channel_in, channel_out, out_stride, fill_stored, labels, label_sums);
-                } else {
-                    switch (taps) {
-                        case 1: copy_chunk(plan, count, channel_in, channel_out, out_stride, fill_stored); break;
-                        case 4: gather_chunk<4>(plan, count, channel_in, channel_out, out_stride, fill_stored, fill_value); break;
-                        case 8: gather_chunk<8>(plan, count, channel_in, channel_out, out_stride, fill_stored, fill_value); break;
-                        case 16: gather_chunk<16>(plan, count, channel_in, channel_out, out_stride, fill_stored, fill_value); break;
-                        case 64: gather_chunk<64>(plan, count, channel_in, channel_out, out_stride, fill_stored, fill_value); break;
-                        default: gather_chunk<0>(plan, count, channel_in, channel_out, out_stride, fill_stored, fill_value); break;
-                    }
+        const std::int64_t out_stride = output.strides[rank + 1];
+        for (std::int64_t c = 0; c < channels; ++c) {
+            const S* channel_in = in_data + n * input.strides[0] + c * input.strides[1];
+            S* channel_out = out_data + out_offset + c * output.strides[1];
+            if constexpr (std::is_same_v<S, std::string>) {
+                copy_chunk(plan, count, channel_in, channel_out, out_stride, fill_stored);
+            } else if (options.generic_label && taps > 1) {
+                if constexpr (!std::is_same_v<S, std::complex<float>> && !std::is_same_v<S, std::complex<double>>) {
+                    label_chunk(plan, count, channel_in, channel_out, out_stride, fill_stored, scratch.labels, scratch.label_sums);
+                }
+            } else {
+                switch (taps) {
+                    case 1: copy_chunk(plan, count, channel_in, channel_out, out_stride, fill_stored); break;
+                    case 4: gather_chunk<4>(plan, count, channel_in, channel_out, out_stride, fill_stored, fill_value); break;
+                    case 8: gather_chunk<8>(plan, count, channel_in, channel_out, out_stride, fill_stored, fill_value); break;
+                    case 16: gather_chunk<16>(plan, count, channel_in, channel_out, out_stride, fill_stored, fill_value); break;
+                    case 64: gather_chunk<64>(plan, count, channel_in, channel_out, out_stride, fill_stored, fill_value); break;
+                    default: gather_chunk<0>(plan, count, channel_in, channel_out, out_stride, fill_stored, fill_value); break;
                 }
             }
         }
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The separable path: the kinds beyond ONNX (B-splines, windowed sincs), any rank and type. Their
+// supports are wide (up to 6^3 taps), so a point keeps its taps per axis (the input offset along
+// the axis, -1 outside under zeros padding, and the weight) instead of their tensor product, and is
+// summed nested, innermost axis first. A tap whose weight along some axis is zero is skipped (the
+// zero-weight rule, per axis).
+
+template <class C>
+struct AxisTaps {
+    int taps = 0;                       // per axis
+    std::vector<std::int64_t> offset;   // points x rank x taps; -1: outside, read the fill value
+    std::vector<C> weight;              // points x rank x taps
+    std::vector<unsigned char> fill;    // per point: 1 when the whole point is the fill value
+    std::vector<unsigned char> interior;  // per point: 1 when every tap is inside, consecutive along each axis
+    std::vector<std::int64_t> base;     // per interior point: the offset of its first tap
+};
+
+template <class C>
+using AxisPlanFunction = void (*)(const C* xyz, std::int64_t count, const InputGeometry& geometry, AxisTaps<C>& plan);
+
+template <class C, class Interp, class Pad>
+void plan_axis_taps(const C* xyz, std::int64_t count, const InputGeometry& geometry, AxisTaps<C>& plan) {
+    constexpr int K = Interp::taps;
+    const int rank = geometry.rank;
+    for (std::int64_t p = 0; p < count; ++p) {
+        const C* coords = xyz + p * rank;
+        std::int64_t* offset = plan.offset.data() + p * rank * K;
+        C* weight = plan.weight.data() + p * rank * K;
+        bool inside = true;
+        for (int a = 0; a < rank && inside; ++a) {
+            inside = axis_taps<C, Interp, Pad>(coords[rank - 1 - a], geometry.extent[a], geometry.align_corners, geometry.space,
+                                               offset + a * K, weight + a * K);
+            for (int k = 0; k < K; ++k) offset[a * K + k] = offset[a * K + k] < 0 ? -1 : offset[a * K + k] * geometry.stride[a];
+        }
+        plan.fill[static_cast<std::size_t>(p)] = inside ? 0 : 1;
+        bool interior = inside;
+        std::int64_t base = 0;
+        for (int a = 0; a < rank && interior; ++a) {
+            for (int k = 0; k < K; ++k) interior = interior && offset[a * K] >= 0 && offset[a * K + k] == offset[a * K] + k * geometry.stride[a];
+            base += offset[a * K];
+        }
+        plan.interior[static_cast<std::size_t>(p)] = interior ? 1 : 0;
+        plan.base[static_cast<std::size_t>(p)] = base;
     }
+}
+
+template <class C>
+AxisPlanFunction<C> select_axis_planner(const SampleOptions& options) {
+    return visit_any_interpolation(options.mode, options.spline_order, [&](auto interp) {
+        return visit_padding(options.padding, [&](auto pad) -> AxisPlanFunction<C> {
+            return &plan_axis_taps<C, typename decltype(interp)::type, typename decltype(pad)::type>;
+        });
+    });
+}
+
+// The nested sum over axes axis..rank-1 from `base`; `outside`: an outer tap is outside the input.
+template <class V, class S, class C>
+V separable_sum(const S* input, const std::int64_t* offset, const C* weight, int taps, int rank, int axis, std::int64_t base,
+                bool outside, V fill_value) {
+    using R = typename real_of<V>::type;
+    const std::int64_t* axis_offset = offset + axis * taps;
+    const C* axis_weight = weight + axis * taps;
+    V sum = V(0);
+    for (int k = 0; k < taps; ++k) {
+        const R w = static_cast<R>(axis_weight[k]);
+        if (w == R(0)) continue;
+        const bool tap_outside = outside || axis_offset[k] < 0;
+        if (axis == rank - 1) {
+            sum += w * (tap_outside ? fill_value : load<V>(input[base + axis_offset[k]]));
+        } else {
+            sum += w * separable_sum<V>(input, offset, weight, taps, rank, axis + 1, tap_outside ? base : base + axis_offset[k],
+                                        tap_outside, fill_value);
+        }
+    }
+    return sum;
+}
+
+// The same for three axes, as loops.
+template <class V, class S, class C>
+V separable_sum_3d(const S* input, const std::int64_t* offset, const C* weight, int taps, V fill_value) {
+    using R = typename real_of<V>::type;
+    const std::int64_t *oz = offset, *oy = offset + taps, *ox = offset + 2 * taps;
+    const C *wz = weight, *wy = weight + taps, *wx = weight + 2 * taps;
+    V sum = V(0);
+    for (int k = 0; k < taps; ++k) {
+        const R weight_z = static_cast<R>(wz[k]);
+        if (weight_z == R(0)) continue;
+        V plane = V(0);
+        for (int j = 0; j < taps; ++j) {
+            const R weight_y = static_cast<R>(wy[j]);
+            if (weight_y == R(0)) continue;
+            V row = V(0);
+            if (oz[k] < 0 || oy[j] < 0) {
+                for (int i = 0; i < taps; ++i) {
+                    const R weight_x = static_cast<R>(wx[i]);
+                    if (weight_x != R(0)) row += weight_x * fill_value;
+                }
+            } else {
+                const S* line = input + oz[k] + oy[j];
+                for (int i = 0; i < taps; ++i) {
+                    const R weight_x = static_cast<R>(wx[i]);
+                    if (weight_x != R(0)) row += weight_x * (ox[i] < 0 ? fill_value : load<V>(line[ox[i]]));
+                }
+            }
+            plane += weight_y * row;
+        }
+        sum += weight_z * plane;
+    }
+    return sum;
+}
+
+template <class V>
+bool is_nan(const V& value) {
+    if constexpr (std::is_arithmetic_v<V>) {
+        return std::isnan(value);
+    } else {
+        return std::isnan(value.real()) || std::isnan(value.imag());
+    }
+}
+
+// An interior point of a 3-D input: the same nested sum with K taps per axis fixed and no per-tap
+// test, which the compiler unrolls. Taps of zero weight are summed too: where that gives NaN the
+// caller sums again by the rule (as the fast paths do, sampling_policies.hpp).
+template <int K, class V, class S, class C>
+V separable_interior_3d(const S* input, std::int64_t base, const std::int64_t* stride, const C* weight) {
+    using R = typename real_of<V>::type;
+    V sum = V(0);
+    for (int k = 0; k < K; ++k) {
+        V plane = V(0);
+        for (int j = 0; j < K; ++j) {
+            const S* line = input + base + k * stride[0] + j * stride[1];
+            V row = V(0);
+            for (int i = 0; i < K; ++i) row += static_cast<R>(weight[2 * K + i]) * load<V>(line[i * stride[2]]);
+            plane += static_cast<R>(weight[K + j]) * row;
+        }
+        sum += static_cast<R>(weight[k]) * plane;
+    }
+    return sum;
+}
+
+template <class S, class C>
+void run_separable(const Task& task) {
+    const auto& input = task.input;
+    const auto& output = task.output;
+    const auto& options = task.options;
+    const int rank = static_cast<int>(input.rank()) - 2;
+    const std::int64_t channels = input.shape[1];
+    const std::int64_t width = task.positions.output_shape().back();
+    const int taps = taps_per_axis(options.mode, options.spline_order);
+    constexpr std::int64_t kChunk = 256;
+    const std::int64_t chunk = std::min(kChunk, std::max<std::int64_t>(width, 1));
+
+    const InputGeometry geometry{rank, input.shape.data() + 2, input.strides.data() + 2, options.align_corners,
+                                 task.positions.space()};
+    const AxisPlanFunction<C> planner = select_axis_planner<C>(options);
+    const Fill<S> fill(options.fill);
+    const auto fill_value = Fill<S>(options.outside_tap_value.value_or(options.fill)).value;
+    using V = typename compute_type<S>::type;
+    const S* in_data = input.typed<S>();
+    S* out_data = output.typed<S>();
+
+    struct Scratch {
+        AxisTaps<C> plan;
+        std::vector<C> xyz;
+    };
+    const auto make_scratch = [&] {
+        Scratch scratch;
+        scratch.plan.taps = taps;
+        scratch.plan.offset.resize(static_cast<std::size_t>(chunk * rank * taps));
+        scratch.plan.weight.resize(static_cast<std::size_t>(chunk * rank * taps));
+        scratch.plan.fill.resize(static_cast<std::size_t>(chunk));
+        scratch.plan.interior.resize(static_cast<std::size_t>(chunk));
+        scratch.plan.base.resize(static_cast<std::size_t>(chunk));
+        scratch.xyz.resize(static_cast<std::size_t>(chunk * rank));
+        return scratch;
+    };
+    const auto sum_point = [&](const S* channel_in, const AxisTaps<C>& plan, std::int64_t p) -> V {
+        const std::int64_t* offset = plan.offset.data() + p * rank * taps;
+        const C* weight = plan.weight.data() + p * rank * taps;
+        if (rank == 3) {
+            if (plan.interior[static_cast<std::size_t>(p)] && (taps == 4 || taps == 6)) {
+                const std::int64_t base = plan.base[static_cast<std::size_t>(p)];
+                const V sum = taps == 4 ? separable_interior_3d<4, V>(channel_in, base, geometry.stride, weight)
+                                        : separable_interior_3d<6, V>(channel_in, base, geometry.stride, weight);
+                if (!is_nan(sum)) return sum;
+            }
+            return separable_sum_3d<V>(channel_in, offset, weight, taps, fill_value);
+        }
+        return separable_sum<V>(channel_in, offset, weight, taps, rank, 0, 0, false, fill_value);
+    };
+    for_each_chunk(task, chunk, make_scratch, [&](Scratch& scratch, std::int64_t n, const std::int64_t* outer, std::int64_t start,
+                                                  std::int64_t count, std::int64_t out_offset) {
+        task.positions.row(n, outer, start, count, scratch.xyz.data());
+        planner(scratch.xyz.data(), count, geometry, scratch.plan);
+        const std::int64_t out_stride = output.strides[rank + 1];
+        for (std::int64_t c = 0; c < channels; ++c) {
+            const S* channel_in = in_data + n * input.strides[0] + c * input.strides[1];
+            S* channel_out = out_data + out_offset + c * output.strides[1];
+            for (std::int64_t p = 0; p < count; ++p) {
+                channel_out[p * out_stride] = scratch.plan.fill[static_cast<std::size_t>(p)]
+                                                  ? fill.stored
+                                                  : store<S>(sum_point(channel_in, scratch.plan, p));
+            }
+        }
+    });
 }
 
 bool fast_path_applies(const Task& task, int rank) {
@@ -1370,6 +1599,12 @@ void run_fast(const Task& task) {
 
 template <class S, class C>
 void run_sampler(const Task& task) {
+    if constexpr (!std::is_same_v<S, std::string>) {
+        if (!interpolation_kind(task.options.mode).onnx && !task.options.generic_label) {
+            run_separable<S, C>(task);
+            return;
+        }
+    }
     if constexpr (kFastStorage<S>) {
         // The fast paths serve the ONNX kinds, exactly; the others take the reference path.
         const bool fast_kind = interpolation_kind(task.options.mode).onnx && !task.options.generic_label &&

@@ -169,6 +169,7 @@ struct ReflectionPadding {
     template <class C> static bool bound(C&, std::int64_t) { return true; }  // folded in normalized space
     // Reflect about -0.5 and d-0.5 (align_corners=0) or 0 and d-1 (align_corners=1), repeatedly.
     static std::int64_t map(std::int64_t i, std::int64_t d, bool align_corners) {
+        if (i >= 0 && i < d) return i;
         if (d == 1) return 0;
         const std::int64_t period = align_corners ? 2 * (d - 1) : 2 * d;
         std::int64_t m = i % period;

@@ -11,46 +11,37 @@
 
 namespace gridwarp::detail {
 
-// The centred B-spline of degree Order at x (Unser's basis; its support is |x| < (Order + 1) / 2).
+// The centred B-spline of degree Order on one piece of its support, at a = |x|: piece p covers
+// p <= a < p + 1 (odd orders) or p - 1/2 <= a < p + 1/2 (even orders; piece 0 is a < 1/2).
 template <int Order>
-double bspline_basis(double x) {
-    const double a = std::fabs(x);
+double bspline_piece(int piece, double a) {
+    const double a2 = a * a;
     if constexpr (Order == 0) {
-        return a < 0.5 ? 1.0 : 0.0;
+        return 1.0;
     } else if constexpr (Order == 1) {
-        return a < 1.0 ? 1.0 - a : 0.0;
+        return 1.0 - a;
     } else if constexpr (Order == 2) {
-        if (a < 0.5) return 0.75 - a * a;
-        if (a < 1.5) return 0.5 * (1.5 - a) * (1.5 - a);
-        return 0.0;
+        return piece == 0 ? 0.75 - a2 : 0.5 * (1.5 - a) * (1.5 - a);
     } else if constexpr (Order == 3) {
-        if (a < 1.0) return 2.0 / 3.0 - a * a + 0.5 * a * a * a;
-        if (a < 2.0) return (2.0 - a) * (2.0 - a) * (2.0 - a) / 6.0;
-        return 0.0;
+        if (piece == 0) return 2.0 / 3.0 - a2 + 0.5 * a2 * a;
+        return (2.0 - a) * (2.0 - a) * (2.0 - a) / 6.0;
     } else if constexpr (Order == 4) {
-        const double a2 = a * a;
-        if (a < 0.5) return 115.0 / 192.0 - 0.625 * a2 + 0.25 * a2 * a2;
-        if (a < 1.5) return 55.0 / 96.0 + a * (5.0 / 24.0 + a * (-1.25 + a * (5.0 / 6.0 - a / 6.0)));
-        if (a < 2.5) {
-            const double r = 2.5 - a;
-            return r * r * r * r / 24.0;
-        }
-        return 0.0;
+        if (piece == 0) return 115.0 / 192.0 - 0.625 * a2 + 0.25 * a2 * a2;
+        if (piece == 1) return 55.0 / 96.0 + a * (5.0 / 24.0 + a * (-1.25 + a * (5.0 / 6.0 - a / 6.0)));
+        const double r = 2.5 - a;
+        return r * r * r * r / 24.0;
     } else {
         static_assert(Order == 5);
-        const double a2 = a * a;
-        if (a < 1.0) return 0.55 - 0.5 * a2 + 0.25 * a2 * a2 - a2 * a2 * a / 12.0;
-        if (a < 2.0) return 17.0 / 40.0 + a * (0.625 + a * (-1.75 + a * (1.25 + a * (-0.375 + a / 24.0))));
-        if (a < 3.0) {
-            const double r = 3.0 - a;
-            return r * r * r * r * r / 120.0;
-        }
-        return 0.0;
+        if (piece == 0) return 0.55 - 0.5 * a2 + 0.25 * a2 * a2 - a2 * a2 * a / 12.0;
+        if (piece == 1) return 17.0 / 40.0 + a * (0.625 + a * (-1.75 + a * (1.25 + a * (-0.375 + a / 24.0))));
+        const double r = 3.0 - a;
+        return r * r * r * r * r / 120.0;
     }
 }
 
 // ITK's BSplineInterpolateImageFunction along one axis: Order + 1 taps from floor(u) - Order/2
 // (odd orders) or floor(u + 0.5) - Order/2 (even orders), weighted by the basis at their distance.
+// Each tap's distance lies on a piece of the support known from its place among the taps.
 template <int Order>
 struct BSplineTaps {
     static constexpr int taps = Order + 1;
@@ -59,30 +50,69 @@ struct BSplineTaps {
     }
     template <class C> static void weights(C u, C first, C* w) {
         const double offset = static_cast<double>(u) - static_cast<double>(first);
-        for (int k = 0; k < taps; ++k) w[k] = static_cast<C>(bspline_basis<Order>(offset - k));
+        for (int k = 0; k < taps; ++k) {
+            const int piece = k <= Order / 2 ? Order / 2 - k : k - Order / 2 - (Order % 2);
+            w[k] = static_cast<C>(bspline_piece<Order>(piece, std::fabs(offset - k)));
+        }
     }
 };
 
-// ITK's window functions of radius m = kSincRadius, as Function::*WindowFunction<m> computes them.
-struct LanczosWindow {
-    static double at(double x) {
-        if (x == 0.0) return 1.0;
-        const double z = x * (std::numbers::pi / kSincRadius);
-        return std::sin(z) / z;
+// ITK's window functions of radius m = kSincRadius, at the distances x = fraction - j of the taps
+// j = -(m - 1) .. m: each from one sine and cosine of the fraction by the angle-difference
+// identities (window(x) as Function::*WindowFunction<m> defines it, to rounding).
+struct SincTapAngles {
+    double cos_third[2 * kSincRadius], sin_third[2 * kSincRadius];  // of pi j / m
+    double cos_sixth[2 * kSincRadius], sin_sixth[2 * kSincRadius];  // of pi j / 2m
+    SincTapAngles() {
+        for (int k = 0; k < 2 * kSincRadius; ++k) {
+            const double j = k - (kSincRadius - 1);
+            cos_third[k] = std::cos(std::numbers::pi * j / kSincRadius);
+            sin_third[k] = std::sin(std::numbers::pi * j / kSincRadius);
+            cos_sixth[k] = std::cos(std::numbers::pi * j / (2 * kSincRadius));
+            sin_sixth[k] = std::sin(std::numbers::pi * j / (2 * kSincRadius));
+        }
     }
 };
-struct HammingWindow {
-    static double at(double x) { return 0.54 + 0.46 * std::cos(x * (std::numbers::pi / kSincRadius)); }
+inline const SincTapAngles kSincTapAngles;
+
+struct LanczosWindow {  // sin(pi x / m) / (pi x / m)
+    static void at_taps(double fraction, double* window) {
+        const double angle = std::numbers::pi * fraction / kSincRadius, s = std::sin(angle), c = std::cos(angle);
+        for (int k = 0; k < 2 * kSincRadius; ++k) {
+            const double x = fraction - (k - (kSincRadius - 1));
+            window[k] = (s * kSincTapAngles.cos_third[k] - c * kSincTapAngles.sin_third[k]) / (x * (std::numbers::pi / kSincRadius));
+        }
+    }
 };
-struct CosineWindow {
-    static double at(double x) { return std::cos(x * (std::numbers::pi / (2 * kSincRadius))); }
+struct HammingWindow {  // 0.54 + 0.46 cos(pi x / m)
+    static void at_taps(double fraction, double* window) {
+        const double angle = std::numbers::pi * fraction / kSincRadius, s = std::sin(angle), c = std::cos(angle);
+        for (int k = 0; k < 2 * kSincRadius; ++k) {
+            window[k] = 0.54 + 0.46 * (c * kSincTapAngles.cos_third[k] + s * kSincTapAngles.sin_third[k]);
+        }
+    }
 };
-struct WelchWindow {
-    static double at(double x) { return 1.0 - x * (1.0 / (kSincRadius * kSincRadius)) * x; }
+struct CosineWindow {  // cos(pi x / 2m)
+    static void at_taps(double fraction, double* window) {
+        const double angle = std::numbers::pi * fraction / (2 * kSincRadius), s = std::sin(angle), c = std::cos(angle);
+        for (int k = 0; k < 2 * kSincRadius; ++k) window[k] = c * kSincTapAngles.cos_sixth[k] + s * kSincTapAngles.sin_sixth[k];
+    }
 };
-struct BlackmanWindow {
-    static double at(double x) {
-        return 0.42 + 0.5 * std::cos(x * (std::numbers::pi / kSincRadius)) + 0.08 * std::cos(x * (2 * std::numbers::pi / kSincRadius));
+struct WelchWindow {  // 1 - x^2 / m^2
+    static void at_taps(double fraction, double* window) {
+        for (int k = 0; k < 2 * kSincRadius; ++k) {
+            const double x = fraction - (k - (kSincRadius - 1));
+            window[k] = 1.0 - x * (1.0 / (kSincRadius * kSincRadius)) * x;
+        }
+    }
+};
+struct BlackmanWindow {  // 0.42 + 0.5 cos(pi x / m) + 0.08 cos(2 pi x / m)
+    static void at_taps(double fraction, double* window) {
+        const double angle = std::numbers::pi * fraction / kSincRadius, s = std::sin(angle), c = std::cos(angle);
+        for (int k = 0; k < 2 * kSincRadius; ++k) {
+            const double cosine = c * kSincTapAngles.cos_third[k] + s * kSincTapAngles.sin_third[k];
+            window[k] = 0.42 + 0.5 * cosine + 0.08 * (2.0 * cosine * cosine - 1.0);
+        }
     }
 };
 
@@ -99,13 +129,14 @@ struct WindowedSincTaps {
             for (int k = 0; k < taps; ++k) w[k] = C(k == kSincRadius - 1 ? 1 : 0);
             return;
         }
-        // sin(pi (fraction - j)) = (-1)^j sin(pi fraction): one sine per axis.
+        double window[taps];
+        Window::at_taps(fraction, window);
+        // sin(pi (fraction - j)) = (-1)^j sin(pi fraction).
         const double sine = std::sin(std::numbers::pi * fraction);
         for (int k = 0; k < taps; ++k) {
             const int j = k - (kSincRadius - 1);
             const double x = fraction - j;
-            const double sinc = (j % 2 == 0 ? sine : -sine) / (std::numbers::pi * x);
-            w[k] = static_cast<C>(Window::at(x) * sinc);
+            w[k] = static_cast<C>(window[k] * ((j % 2 == 0 ? sine : -sine) / (std::numbers::pi * x)));
         }
     }
 };
