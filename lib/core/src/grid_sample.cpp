@@ -1291,16 +1291,18 @@ bool is_nan(const V& value) {
 template <int K, class V, class S, class C>
 V separable_interior_3d(const S* input, std::int64_t base, const std::int64_t* stride, const C* weight) {
     using R = typename real_of<V>::type;
+    R w[3 * K];
+    for (int t = 0; t < 3 * K; ++t) w[t] = static_cast<R>(weight[t]);
     V sum = V(0);
     for (int k = 0; k < K; ++k) {
         V plane = V(0);
         for (int j = 0; j < K; ++j) {
             const S* line = input + base + k * stride[0] + j * stride[1];
             V row = V(0);
-            for (int i = 0; i < K; ++i) row += static_cast<R>(weight[2 * K + i]) * load<V>(line[i * stride[2]]);
-            plane += static_cast<R>(weight[K + j]) * row;
+            for (int i = 0; i < K; ++i) row += w[2 * K + i] * load<V>(line[i * stride[2]]);
+            plane += w[K + j] * row;
         }
-        sum += static_cast<R>(weight[k]) * plane;
+        sum += w[k] * plane;
     }
     return sum;
 }
