@@ -1197,6 +1197,8 @@ void plan_axis_taps(const C* xyz, std::int64_t count, const InputGeometry& geome
         for (int a = 0; a < rank && inside; ++a) {
             inside = axis_taps<C, Interp, Pad>(coords[rank - 1 - a], geometry.extent[a], geometry.align_corners, geometry.space,
                                                offset + a * K, weight + a * K);
+            // (Where it returns false, the axis's taps are left as an earlier point had them.)
+            if (!inside) break;
             for (int k = 0; k < K; ++k) offset[a * K + k] = offset[a * K + k] < 0 ? -1 : offset[a * K + k] * geometry.stride[a];
         }
         plan.fill[static_cast<std::size_t>(p)] = inside ? 0 : 1;
