@@ -1244,40 +1244,6 @@ V separable_sum(const S* input, const std::int64_t* offset, const C* weight, int
     return sum;
 }
 
-// The same for three axes, as loops.
-template <class V, class S, class C>
-V separable_sum_3d(const S* input, const std::int64_t* offset, const C* weight, int taps, V fill_value) {
-    using R = typename real_of<V>::type;
-    const std::int64_t *oz = offset, *oy = offset + taps, *ox = offset + 2 * taps;
-    const C *wz = weight, *wy = weight + taps, *wx = weight + 2 * taps;
-    V sum = V(0);
-    for (int k = 0; k < taps; ++k) {
-        const R weight_z = static_cast<R>(wz[k]);
-        if (weight_z == R(0)) continue;
-        V plane = V(0);
-        for (int j = 0; j < taps; ++j) {
-            const R weight_y = static_cast<R>(wy[j]);
-            if (weight_y == R(0)) continue;
-            V row = V(0);
-            if (oz[k] < 0 || oy[j] < 0) {
-                for (int i = 0; i < taps; ++i) {
-                    const R weight_x = static_cast<R>(wx[i]);
-                    if (weight_x != R(0)) row += weight_x * fill_value;
-                }
-            } else {
-                const S* line = input + oz[k] + oy[j];
-                for (int i = 0; i < taps; ++i) {
-                    const R weight_x = static_cast<R>(wx[i]);
-                    if (weight_x != R(0)) row += weight_x * (ox[i] < 0 ? fill_value : load<V>(line[ox[i]]));
-                }
-            }
-            plane += weight_y * row;
-        }
-        sum += weight_z * plane;
-    }
-    return sum;
-}
-
 template <class V>
 bool is_nan(const V& value) {
     if constexpr (std::is_arithmetic_v<V>) {
@@ -1348,14 +1314,11 @@ void run_separable(const Task& task) {
     const auto sum_point = [&](const S* channel_in, const AxisTaps<C>& plan, std::int64_t p) -> V {
         const std::int64_t* offset = plan.offset.data() + p * rank * taps;
         const C* weight = plan.weight.data() + p * rank * taps;
-        if (rank == 3) {
-            if (plan.interior[static_cast<std::size_t>(p)] && (taps == 4 || taps == 6)) {
-                const std::int64_t base = plan.base[static_cast<std::size_t>(p)];
-                const V sum = taps == 4 ? separable_interior_3d<4, V>(channel_in, base, geometry.stride, weight)
-                                        : separable_interior_3d<6, V>(channel_in, base, geometry.stride, weight);
-                if (!is_nan(sum)) return sum;
-            }
-            return separable_sum_3d<V>(channel_in, offset, weight, taps, fill_value);
+        if (rank == 3 && plan.interior[static_cast<std::size_t>(p)] && (taps == 4 || taps == 6)) {
+            const std::int64_t base = plan.base[static_cast<std::size_t>(p)];
+            const V sum = taps == 4 ? separable_interior_3d<4, V>(channel_in, base, geometry.stride, weight)
+                                    : separable_interior_3d<6, V>(channel_in, base, geometry.stride, weight);
+            if (!is_nan(sum)) return sum;
         }
         return separable_sum<V>(channel_in, offset, weight, taps, rank, 0, 0, false, fill_value);
     };

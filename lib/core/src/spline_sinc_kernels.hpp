@@ -50,7 +50,6 @@ struct BSplineTaps {
     }
     template <class C> static void weights(C u, C first, C* w) {
         const double offset = static_cast<double>(u) - static_cast<double>(first);
-#pragma GCC unroll 6
         for (int k = 0; k < taps; ++k) {
             const int piece = k <= Order / 2 ? Order / 2 - k : k - Order / 2 - (Order % 2);
             w[k] = static_cast<C>(bspline_piece<Order>(piece, std::fabs(offset - k)));
