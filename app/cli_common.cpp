@@ -4,6 +4,7 @@
 #include <cctype>
 #include <spdlog/spdlog.h>
 
+#include "gridwarp/antialias.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/file_identity.hpp"
 
@@ -59,6 +60,51 @@ void add_sampling_options(CLI::App& command, SamplingFlags& flags) {
 }
 
 bool itk_padding(const SamplingFlags& flags) { return flags.padding == "itk"; }
+
+void add_antialias_option(CLI::App& command, SamplingFlags& flags) {
+    command.add_option("--antialias", flags.antialias,
+                       "auto (default) or on: low-pass the input along the axes the map shrinks before sampling "
+                       "(never for nearest and label modes); off: sample the input as it is")
+        ->check(CLI::IsMember({"auto", "on", "off"}))
+        ->capture_default_str();
+}
+
+AntialiasPlan plan_antialias(const SamplingFlags& flags, const SampleOptions& options, const PositionSource& positions,
+                             const Shape& input_spatial, DType pixels) {
+    AntialiasPlan plan;
+    if (flags.antialias == "off") {
+        plan.explanation = "off";
+        return plan;
+    }
+    if (itk_padding(flags) && flags.antialias == "auto") {
+        plan.explanation = "off: --padding itk reproduces antsApplyTransforms, which does not filter (--antialias on would)";
+        return plan;
+    }
+    // Labels and nearest values must stay input values; a blend of them means nothing.
+    const bool label_like = options.generic_label || options.mode == Interpolation::Nearest ||
+                            (options.mode == Interpolation::BSpline && options.spline_order == 0) || pixels == DType::Bool ||
+                            pixels == DType::String;
+    if (label_like) {
+        if (flags.antialias == "on") {
+            throw std::invalid_argument("--antialias on: " + describe_sampling(options) +
+                                        " keeps input values, which a low-pass would blend; use --antialias auto or off");
+        }
+        plan.explanation = "none: " + std::string(pixels == DType::Bool || pixels == DType::String ? "this type" : "this mode") +
+                           " keeps input values";
+        return plan;
+    }
+    plan.factors = shrink_factors(positions, input_spatial, options.align_corners);
+    plan.filters = any_axis_shrunk(plan.factors, input_spatial);
+    plan.explanation = describe_antialias(plan.factors, input_spatial);
+    return plan;
+}
+
+ConstTensorView antialiased(const ConstTensorView& input, const AntialiasPlan& plan, int threads, Tensor& storage) {
+    if (!plan.filters) return input;
+    spdlog::debug("anti-aliasing: {}", plan.explanation);
+    storage = lowpass_for_shrink(input, plan.factors, threads);
+    return storage.view();
+}
 
 namespace {
 

@@ -41,6 +41,7 @@ struct SamplingFlags {
     bool align_corners = false;
     double fill = 0.0;
     bool explain = false;
+    std::string antialias = "auto";
 };
 
 // --mode, --padding, --align-corners, --fill, --explain.
@@ -51,6 +52,22 @@ void add_sampling_options(CLI::App& command, SamplingFlags& flags);
 SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions& common, bool accepts_itk_padding = false);
 // True for --padding itk.
 bool itk_padding(const SamplingFlags& flags);
+
+// --antialias auto|on|off: for the commands whose maps may shrink (affine, flow, resample).
+void add_antialias_option(CLI::App& command, SamplingFlags& flags);
+// What --antialias does to an input of `input_spatial` and `pixels` type sampled at `positions`
+// (docs/semantics.md, "Anti-aliasing"): the shrink factor of each axis, whether the input is
+// low-passed (gridwarp::lowpass_for_shrink) before sampling, and why, for --explain. Throws
+// std::invalid_argument for a bad value, or for `on` with a mode that is never filtered.
+struct AntialiasPlan {
+    std::vector<double> factors;
+    bool filters = false;
+    std::string explanation;
+};
+AntialiasPlan plan_antialias(const SamplingFlags& flags, const SampleOptions& options, const PositionSource& positions,
+                             const Shape& input_spatial, DType pixels);
+// The pixels to sample: `input` itself, or its low-passed copy, held in `storage`, where `plan` filters.
+ConstTensorView antialiased(const ConstTensorView& input, const AntialiasPlan& plan, int threads, Tensor& storage);
 
 // --max-memory BYTES bounds every buffer whose size a file or the command line declares rather than
 // proves (docs/reliability.md). --max-voxels N, deprecated, bounds values instead; given alone it

@@ -247,17 +247,21 @@ void run_affine(const AffineCommand& command) {
                                    ? *input.geometry
                                    : io::resampled_geometry(*input.geometry, input.spatial, output_spatial, options.align_corners);
     }
+    const AntialiasPlan antialias = plan_antialias(command.sampling, options, *positions, input.spatial, input.dtype());
     if (command.sampling.explain) {
         Explanation explanation("affine");
         explanation.add("input", command.input.string() + " (" + describe_image(input) + ")");
         explanation.add("mapping", mapping);
         explanation.add("sampling", describe_sampling(options));
+        explanation.add("anti-aliasing", antialias.explanation);
         explanation.add("output", command.output.string() + ", spatial " + shape_to_string(output_spatial));
         if (description.geometry) explanation.add("output grid", describe_geometry(*description.geometry));
         explanation.print();
         return;
     }
-    sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), input.nchw(), *positions, options,
+    Tensor filtered;
+    const ConstTensorView pixels = antialiased(input.nchw(), antialias, options.threads, filtered);
+    sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), pixels, *positions, options,
                      &progress);
 }
 
@@ -278,6 +282,7 @@ std::shared_ptr<void> register_affine_command(CLI::App& app) {
     sub->add_option("--shift", command->shift, "Then shift by X,Y[,Z] output pixels")->delimiter(',');
     sub->add_option("--size", command->size, "Output size W,H[,D] (default: the input's)")->delimiter(',');
     add_sampling_options(*sub, command->sampling);
+    add_antialias_option(*sub, command->sampling);
     add_volume_options(*sub, command->volume, true);
     add_common_options(*sub, command->common);
     sub->footer(
@@ -286,7 +291,7 @@ std::shared_ptr<void> register_affine_command(CLI::App& app) {
         "  gridwarp affine -i photo.jpg -o out.jpg --matrix M.txt --inverse     # OpenCV warpAffine's M\n"
         "  gridwarp affine -i brain.nii.gz -o turned.nii.gz --rotate 15 --mode cubic\n"
         "  gridwarp affine -i brain.nii.gz -o small.nii.gz --size 64,64,40   # resize, same extent\n"
-        "  gridwarp affine -i X.npy -o Y.npy --theta theta.npy --align-corners   # = grid + sample");
+        "  gridwarp affine -i X.npy -o Y.npy --theta theta.npy --align-corners --antialias off   # = grid + sample");
     set_command_action(*sub, command, run_affine);
     return command;
 }

@@ -72,17 +72,21 @@ void run_flow(const FlowCommand& command) {
     io::Image description = io::Image::describe_like(input, output_spatial);
     // Output pixel i samples input pixel i + flow(i): the output grid is the input's grid, resized.
     if (input.geometry) description.geometry = input.geometry;
+    const AntialiasPlan antialias = plan_antialias(command.sampling, options, positions, input.spatial, input.dtype());
     if (command.sampling.explain) {
         Explanation explanation("flow");
         explanation.add("input", command.input.string() + " (" + describe_image(input) + ")");
         explanation.add("mapping", command.flow.string() + " (" + flow.format + ", field " + shape_to_string(flow.field.shape()) + ", " +
                                        command.units + (command.absolute ? ", absolute positions" : ", displacements") + ")");
         explanation.add("sampling", describe_sampling(options));
+        explanation.add("anti-aliasing", antialias.explanation);
         explanation.add("output", command.output.string() + ", spatial " + shape_to_string(output_spatial));
         explanation.print();
         return;
     }
-    sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), input.nchw(), positions, options,
+    Tensor filtered;
+    const ConstTensorView pixels = antialiased(input.nchw(), antialias, options.threads, filtered);
+    sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), pixels, positions, options,
                      &progress);
 }
 
@@ -99,6 +103,7 @@ std::shared_ptr<void> register_flow_command(CLI::App& app) {
     sub->add_option("--units", command->units, "pixels (voxels) or normalized")->capture_default_str();
     sub->add_flag("--absolute", command->absolute, "The flow holds sampling positions, not displacements");
     add_sampling_options(*sub, command->sampling);
+    add_antialias_option(*sub, command->sampling);
     add_volume_options(*sub, command->volume, true);
     add_common_options(*sub, command->common);
     sub->footer(
@@ -106,7 +111,7 @@ std::shared_ptr<void> register_flow_command(CLI::App& app) {
         "  gridwarp flow -i frame2.png -f flow.flo -o frame2_warped.png\n"
         "  gridwarp flow -i frame2.png -f kitti_flow.png -o warped.png --fill 0\n"
         "  gridwarp flow -i moving.nii.gz -f displacement.nii.gz -o warped.nii.gz --padding border\n"
-        "  gridwarp flow -i X.npy -f grid.npy -o Y.npy --units normalized --absolute   # = sample");
+        "  gridwarp flow -i X.npy -f grid.npy -o Y.npy --units normalized --absolute --antialias off   # = sample");
     set_command_action(*sub, command, run_flow);
     return command;
 }

@@ -171,6 +171,7 @@ void run_resample(const ResampleCommand& command) {
     if (sample_as_output && converted_volumes == volumes) {
         moving.pixels = convert_to(moving.pixels.view(), output_type);
     }
+    const AntialiasPlan antialias = plan_antialias(command.sampling, options, positions, moving.spatial, moving.dtype());
     if (command.sampling.explain) {
         Explanation explanation("resample");
         explanation.add("input", command.input.string() + " (" + describe_image(moving) + ")");
@@ -197,6 +198,7 @@ void run_resample(const ResampleCommand& command) {
                                         ? describe_sampling(options, "itk (ITK's rule: fill beyond half a voxel outside; taps beyond the edge read "
                                                                      "the edge voxel, the mirror (B-spline) or 0 (windowed sinc))")
                                         : describe_sampling(options));
+        explanation.add("anti-aliasing", antialias.explanation);
         explanation.add("output", command.output.string() + " (" + std::string(dtype_name(output_type)) +
                                       (volumes > 1 || one_volume_series ? ", " + std::to_string(volumes) + " volume(s)" : std::string()) + ", spatial " +
                                       shape_to_string(grid.spatial) + ")");
@@ -217,15 +219,17 @@ void run_resample(const ResampleCommand& command) {
     }
     if (!command.output_type.empty()) description.scaling.reset();  // the values themselves, in that type
     description.pixels = Tensor(output_type, Shape{0});
+    Tensor filtered;
+    const ConstTensorView pixels = antialiased(moving.nchw(), antialias, options.threads, filtered);
     if (by_volume) {
         std::vector<const PositionSource*> sources;
         for (std::size_t v = 0; v < volume_positions.size(); ++v) sources.push_back(&sampled_positions(v));
-        const DType sample_type = sample_as_output ? output_type : moving.dtype();
-        sample_series_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), moving.nchw(),
+        const DType sample_type = antialias.filters ? pixels.dtype : sample_as_output ? output_type : moving.dtype();
+        sample_series_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), pixels,
                                 sample_type, sources, options, &progress);
         return;
     }
-    sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), moving.nchw(), sampled_positions(0), options,
+    sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), pixels, sampled_positions(0), options,
                      &progress);
 }
 
@@ -247,6 +251,7 @@ std::shared_ptr<void> register_resample_command(CLI::App& app) {
     sub->add_option("--output-type", command->output_type,
                     "Output voxel type: uchar, char, ushort, short, uint, int, float, double, ... (default: the moving image's)");
     add_sampling_options(*sub, command->sampling);
+    add_antialias_option(*sub, command->sampling);
     add_volume_options(*sub, command->volume, true);
     add_common_options(*sub, command->common);
     sub->footer(

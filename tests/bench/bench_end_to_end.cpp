@@ -348,7 +348,8 @@ int main(int argc, char** argv) {
          2 * 8.0,
          {}},
         {"4096^2 RGB .bmp rotate 30, scale 0.8, linear",
-         {gridwarp, "affine", "-i", bmp.string(), "-o", (workdir / "gw_card.bmp").string(), "--rotate", "30", "--scale", "0.8", "--threads", t, "-q"},
+         {gridwarp, "affine", "-i", bmp.string(), "-o", (workdir / "gw_card.bmp").string(), "--rotate", "30", "--scale", "0.8",
+          "--antialias", "off", "--threads", t, "-q"},
          {opencv_peer, bmp.string(), (workdir / "cv_card.bmp").string(), "30", "0.8", t},
          "OpenCV imread/warpAffine/imwrite",
          workdir / "gw_card.bmp",
@@ -431,12 +432,12 @@ int main(int argc, char** argv) {
                "    m = cv2.getRotationMatrix2D(((w - 1) / 2, (h - 1) / 2), 15, 0.9)\n"
                "    cv2.imwrite(f'{sys.argv[1]}/png_out/py_{f}.png', cv2.warpAffine(image, m, (w, h), flags=cv2.INTER_CUBIC))\n");
     std::string shell = "for f in $(seq 0 " + std::to_string(kShellFiles - 1) + "); do " + gridwarp + " affine -i " + (pngs / "$f.png").string() +
-                        " -o " + (workdir / "png_out" / "sh_$f.png").string() + " --rotate 15 --scale 0.9 --mode cubic --threads " + t +
+                        " -o " + (workdir / "png_out" / "sh_$f.png").string() + " --rotate 15 --scale 0.9 --mode cubic --antialias off --threads " + t +
                         " -q || exit 1; done";
     fs::create_directories(workdir / "png_out");
     const bool python = std::system("/usr/bin/python3 -c 'import cv2' > /dev/null 2>&1") == 0;
     const std::vector<std::string> batch_cmd{gridwarp, "batch", "affine", (workdir / "batch.csv").string(), "--rotate", "15", "--scale", "0.9",
-                                             "--mode", "cubic", "--progress", "none", "--jobs", t};
+                                             "--mode", "cubic", "--antialias", "off", "--progress", "none", "--jobs", t};
     const std::vector<std::string> python_cmd{"/usr/bin/python3", (workdir / "loop.py").string(), workdir.string(), std::to_string(kFiles), t};
     const std::vector<std::string> shell_cmd{"sh", "-c", shell};
     const int batch_reps = std::max(1, reps / 2);

@@ -432,7 +432,7 @@ TEST_CASE("affine --theta on an image equals grid + sample on the same pixels as
         run_ok(sample);
         std::vector<std::string> affine = {"affine", "-i", (dir / "in.png").string(), "-o", (dir / "out.png").string(),
                                            "--theta", (dir / "theta.txt").string(), "--size",
-                                           std::to_string(c.out_w) + "," + std::to_string(c.out_h)};
+                                           std::to_string(c.out_w) + "," + std::to_string(c.out_h), "--antialias", "off"};
         affine.insert(affine.end(), sampling.begin(), sampling.end());
         run_ok(affine);
         const Tensor expected = io::read_npy(dir / "expected.npy");
@@ -651,7 +651,8 @@ TEST_CASE("flow --units normalized --absolute with an AffineGrid grid equals sam
                 std::vector<std::string> sample = {"sample", "-i", (dir / "x.npy").string(), "-g", (dir / "g.npy").string(), "-o",
                                                    (dir / "s.npy").string()};
                 std::vector<std::string> flow = {"flow", "-i", (dir / "x.npy").string(), "-f", (dir / "g.npy").string(), "-o",
-                                                 (dir / "f.npy").string(), "--units", "normalized", "--absolute"};
+                                                 (dir / "f.npy").string(), "--units", "normalized", "--absolute",
+                                                 "--antialias", "off"};
                 sample.insert(sample.end(), sampling.begin(), sampling.end());
                 flow.insert(flow.end(), sampling.begin(), sampling.end());
                 run_ok(sample);

@@ -326,7 +326,8 @@ RunResult run_ok(const std::vector<std::string>& args) {
 
 std::vector<std::string> resample_args(const fs::path& moving, const fs::path& output, const fs::path& reference,
                                        const std::vector<std::string>& transforms, const std::string& mode) {
-    std::vector<std::string> args{"resample", "-i", moving.string(), "-o", output.string()};
+    // ITK's ResampleImageFilter does not filter before shrinking.
+    std::vector<std::string> args{"resample", "-i", moving.string(), "-o", output.string(), "--antialias", "off"};
     if (!reference.empty()) {
         args.push_back("-r");
         args.push_back(reference.string());

@@ -148,7 +148,8 @@ class Case:
         out = self.path(out_name)
         chain = [transform] if isinstance(transform, str) else transform
         options = [option for t in chain for option in ("-t", t)]
-        result = subprocess.run([gridwarp(), "resample", "-i", self.mov, "-r", self.ref, "-o", out, *options],
+        # The world-map oracle interpolates without filtering first.
+        result = subprocess.run([gridwarp(), "resample", "-i", self.mov, "-r", self.ref, "-o", out, "--antialias", "off", *options],
                                 capture_output=True, text=True, timeout=120)
         return result, out
 

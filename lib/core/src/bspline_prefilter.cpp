@@ -1,13 +1,13 @@
 #include "bspline_prefilter.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <complex>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "axis_lines.hpp"
 
 namespace gridwarp::detail {
 
@@ -68,42 +68,14 @@ void decompose_line(W* c, std::int64_t length, const std::vector<double>& poles,
     }
 }
 
-// Lines along one axis, in groups of adjacent lines so that each step reads contiguous memory.
-template <class T, class W>
-void decompose_axis(T* data, const Shape& shape, std::size_t axis, const std::vector<double>& poles, double gain, int threads) {
-    const std::int64_t length = shape[axis];
-    std::int64_t inner = 1;
-    for (std::size_t a = axis + 1; a < shape.size(); ++a) inner *= shape[a];
-    const std::int64_t outer = shape_numel(shape) / std::max<std::int64_t>(length * inner, 1);
-    constexpr std::int64_t kGroup = 16;
-    const std::int64_t groups_per_outer = (inner + kGroup - 1) / kGroup;
-    const std::int64_t groups = outer * groups_per_outer;
-#pragma omp parallel num_threads(threads)
-    {
-        std::vector<W> lines(static_cast<std::size_t>(length * kGroup));
-#pragma omp for schedule(dynamic, 1)
-        for (std::int64_t g = 0; g < groups; ++g) {
-            const std::int64_t first_inner = (g % groups_per_outer) * kGroup;
-            const std::int64_t count = std::min(kGroup, inner - first_inner);
-            T* base = data + (g / groups_per_outer) * length * inner + first_inner;
-            for (std::int64_t n = 0; n < length; ++n) {
-                for (std::int64_t b = 0; b < count; ++b) lines[static_cast<std::size_t>(b * length + n)] = W(base[n * inner + b]);
-            }
-            for (std::int64_t b = 0; b < count; ++b) decompose_line(lines.data() + b * length, length, poles, gain);
-            for (std::int64_t n = 0; n < length; ++n) {
-                for (std::int64_t b = 0; b < count; ++b) base[n * inner + b] = static_cast<T>(lines[static_cast<std::size_t>(b * length + n)]);
-            }
-        }
-    }
-}
-
 template <class T, class W>
 void decompose(Tensor& coefficients, int order, int threads) {
     const std::vector<double> poles = spline_poles(order);
     double gain = 1.0;
     for (const double z : poles) gain *= (1.0 - z) * (1.0 - 1.0 / z);
     for (std::size_t axis = 2; axis < coefficients.shape().size(); ++axis) {
-        decompose_axis<T, W>(coefficients.data_as<T>(), coefficients.shape(), axis, poles, gain, threads);
+        filter_lines_along_axis<T, W>(coefficients.data_as<T>(), coefficients.shape(), axis, threads,
+                                      [&](W* line, W*, std::int64_t length) { decompose_line(line, length, poles, gain); });
     }
 }
 

@@ -1,0 +1,48 @@
+// Filters that run along the lines of one axis of a C-ordered tensor: the B-spline prefilter and
+// the anti-aliasing low-pass.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "gridwarp/tensor.hpp"
+
+namespace gridwarp::detail {
+
+// Calls filter(line, scratch, length) on every line of `data` (C-ordered, of `shape`) along `axis`,
+// each line copied into a buffer of W first and back after. Lines are taken 16 adjacent ones at a
+// time, so that gathering and scattering read contiguous memory; `scratch` is the thread's own
+// buffer of `length` W.
+template <class T, class W, class Filter>
+void filter_lines_along_axis(T* data, const Shape& shape, std::size_t axis, int threads, const Filter& filter) {
+    const std::int64_t length = shape[axis];
+    std::int64_t inner = 1;
+    for (std::size_t a = axis + 1; a < shape.size(); ++a) inner *= shape[a];
+    const std::int64_t outer = shape_numel(shape) / std::max<std::int64_t>(length * inner, 1);
+    constexpr std::int64_t kGroup = 16;
+    const std::int64_t groups_per_outer = (inner + kGroup - 1) / kGroup;
+    const std::int64_t groups = outer * groups_per_outer;
+#pragma omp parallel num_threads(threads)
+    {
+        std::vector<W> lines(static_cast<std::size_t>(length * kGroup));
+        std::vector<W> scratch(static_cast<std::size_t>(length));
+#pragma omp for schedule(dynamic, 1)
+        for (std::int64_t g = 0; g < groups; ++g) {
+            const std::int64_t first_inner = (g % groups_per_outer) * kGroup;
+            const std::int64_t count = std::min(kGroup, inner - first_inner);
+            T* base = data + (g / groups_per_outer) * length * inner + first_inner;
+            for (std::int64_t n = 0; n < length; ++n) {
+                for (std::int64_t b = 0; b < count; ++b) lines[static_cast<std::size_t>(b * length + n)] = W(base[n * inner + b]);
+            }
+            for (std::int64_t b = 0; b < count; ++b) filter(lines.data() + b * length, scratch.data(), length);
+            for (std::int64_t n = 0; n < length; ++n) {
+                for (std::int64_t b = 0; b < count; ++b) base[n * inner + b] = static_cast<T>(lines[static_cast<std::size_t>(b * length + n)]);
+            }
+        }
+    }
+}
+
+}  // namespace gridwarp::detail

@@ -1,0 +1,173 @@
+#!/usr/bin/python3
+"""--antialias: a zone plate shrunk 4x against Pillow's LANCZOS resize, a 1 mm volume put onto a
+4 mm grid against an independent numpy/scipy implementation of the documented rule (Lanczos-3
+stretched by the shrink factor, edge taps renormalised, then linear interpolation), and the cases
+that must not filter (off, no shrink, nearest and label modes).
+
+    /usr/bin/python3 tests/cli/test_antialias.py --gridwarp build/app/gridwarp
+"""
+import os
+import sys
+
+import nibabel as nib
+import numpy as np
+from PIL import Image
+from scipy import ndimage
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from script_support import FolderTestCase, main, run  # noqa: E402
+
+ZONE = 512
+SHRINK = 4
+
+
+def zone_plate(size):
+    """Local frequency r / size cycles per pixel: the input's Nyquist at r = size / 2."""
+    y, x = np.mgrid[0:size, 0:size] + 0.5 - size / 2
+    return np.round(127.5 + 127.5 * np.cos(np.pi * (x * x + y * y) / size)).astype(np.uint8)
+
+
+def ring_aliasing(image, shrink, size):
+    """Standard deviation of the output where the plate's frequency lies between the output's
+    Nyquist and the input's: all of it there is aliasing, the ideal result being flat grey."""
+    out = image.shape[0]
+    oy, ox = np.mgrid[0:out, 0:out]
+    iy, ix = (oy + 0.5) * shrink - 0.5, (ox + 0.5) * shrink - 0.5
+    radius = np.hypot(iy + 0.5 - size / 2, ix + 0.5 - size / 2)
+    rings = (radius > size / (2 * shrink)) & (radius < size / 2)
+    return float(image.astype(float)[rings].std())
+
+
+def lanczos_lowpass(volume, axis, factor):
+    """The documented kernel, written from its formula: w(d) = sinc(d/k) sinc(d/3k), |d| < 3k,
+    taps outside the volume dropped and the rest normalised to 1."""
+    half = int(np.ceil(3 * factor)) - 1
+    length = volume.shape[axis]
+    moved = np.moveaxis(volume.astype(np.float64), axis, 0)
+    out = np.empty_like(moved)
+    for i in range(length):
+        j = np.arange(max(0, i - half), min(length - 1, i + half) + 1)
+        d = (j - i) / factor
+        w = np.sinc(d) * np.sinc(d / 3)
+        out[i] = np.tensordot(w / w.sum(), moved[j], axes=1)
+    return np.moveaxis(out, 0, axis)
+
+
+class ZonePlate(FolderTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        Image.fromarray(zone_plate(ZONE)).save(cls.path("zone.png"))
+        size = f"{ZONE // SHRINK},{ZONE // SHRINK}"
+        for name, extra in (("auto", []), ("off", ["--antialias", "off"]), ("on", ["--antialias", "on"])):
+            result = run("affine", "-i", cls.path("zone.png"), "-o", cls.path(f"zone_{name}.png"), "--size", size, *extra)
+            assert result.returncode == 0, result.stderr
+
+    def read(self, name):
+        return np.asarray(Image.open(self.path(name)))
+
+    def test_default_is_within_pillow_lanczos_bound(self):
+        pillow = np.asarray(Image.fromarray(zone_plate(ZONE)).resize((ZONE // SHRINK,) * 2, Image.LANCZOS))
+        reference = ring_aliasing(pillow, SHRINK, ZONE)
+        default = ring_aliasing(self.read("zone_auto.png"), SHRINK, ZONE)
+        unfiltered = ring_aliasing(self.read("zone_off.png"), SHRINK, ZONE)
+        self.assertGreater(unfiltered, 30, "the measurement must see the moiré of an unfiltered shrink")
+        self.assertLessEqual(default, 1.5 * reference + 2, (default, reference))
+
+    def test_on_equals_auto_when_shrinking(self):
+        np.testing.assert_array_equal(self.read("zone_on.png"), self.read("zone_auto.png"))
+
+    def test_explain_names_the_filter(self):
+        result = run("affine", "-i", self.path("zone.png"), "-o", self.path("x.png"), "--size", "128,128", "--explain")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("anti-aliasing: Lanczos-3 low-pass along y (factor 4), x (factor 4)", result.stdout)
+        self.assertFalse(os.path.exists(self.path("x.png")))
+
+
+class FourMillimetreGrid(FolderTestCase):
+    """A 1 mm volume of smooth anatomy-like content plus detail finer than 4 mm's Nyquist."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        n = 64
+        z, y, x = np.mgrid[0:n, 0:n, 0:n].astype(np.float64)
+        smooth = 500 + 200 * np.sin(2 * np.pi * x / 48) * np.cos(2 * np.pi * y / 56) + 100 * np.cos(2 * np.pi * z / 40)
+        rng = np.random.default_rng(7)
+        detail = np.zeros_like(smooth)
+        for _ in range(6):
+            direction = rng.normal(size=3)
+            direction /= np.linalg.norm(direction)
+            frequency = rng.uniform(0.16, 0.45)  # cycles per mm, above 0.125
+            detail += 40 * np.cos(2 * np.pi * frequency * (direction[0] * x + direction[1] * y + direction[2] * z) + rng.uniform(0, 6))
+        cls.smooth = smooth
+        cls.volume = (smooth + detail).astype(np.float32)
+        nib.save(nib.Nifti1Image(cls.volume, np.eye(4)), cls.path("fine.nii"))
+        coarse = np.diag([4.0, 4.0, 4.0, 1.0])
+        coarse[:3, 3] = 1.5  # voxel centres at 1.5, 5.5, ...: the same extent
+        nib.save(nib.Nifti1Image(np.zeros((n // 4,) * 3, np.float32), coarse), cls.path("grid4.nii"))
+        for name, extra in (("auto", []), ("off", ["--antialias", "off"])):
+            result = run("resample", "-i", cls.path("fine.nii"), "-r", cls.path("grid4.nii"), "-o", cls.path(f"out_{name}.nii"), *extra)
+            assert result.returncode == 0, result.stderr
+        centres = np.arange(n // 4) * 4 + 1.5
+        cls.positions = np.meshgrid(centres, centres, centres, indexing="ij")
+
+    def test_aliasing_falls_below_a_sixth_of_unfiltered(self):
+        ideal = ndimage.map_coordinates(self.smooth, self.positions, order=1)
+        inner = (slice(2, -2),) * 3  # away from the edges, where the smooth part's own taps are cut
+        aliasing = {name: float(np.sqrt(np.mean((np.asanyarray(nib.load(self.path(f"out_{name}.nii")).dataobj) - ideal)[inner] ** 2)))
+                    for name in ("auto", "off")}
+        self.assertGreater(aliasing["off"], 10, aliasing)
+        self.assertLessEqual(aliasing["auto"], 0.15 * aliasing["off"], aliasing)
+
+    def test_equals_the_documented_rule(self):
+        filtered = self.volume
+        for axis in range(3):
+            filtered = lanczos_lowpass(filtered, axis, SHRINK)
+        expected = ndimage.map_coordinates(filtered, self.positions, order=1)
+        got = np.asanyarray(nib.load(self.path("out_auto.nii")).dataobj)
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-3)
+
+
+class NotFiltered(FolderTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        Image.fromarray(zone_plate(128)).save(cls.path("zone.png"))
+
+    def same(self, *args):
+        results = []
+        for name, extra in (("a", []), ("b", ["--antialias", "off"])):
+            result = run("affine", "-i", self.path("zone.png"), "-o", self.path(f"{name}.png"), *args, *extra)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            results.append(np.asarray(Image.open(self.path(f"{name}.png"))))
+        np.testing.assert_array_equal(results[0], results[1])
+
+    def test_rotation_and_enlargement_are_untouched(self):
+        self.same("--rotate", "33")
+        self.same("--size", "300,300")
+
+    def test_nearest_and_labels_never_filter(self):
+        self.same("--size", "32,32", "--mode", "nearest")
+        self.same("--size", "32,32", "--mode", "GenericLabel[Linear]")
+
+    def test_on_with_a_label_mode_is_one_error_line(self):
+        result = run("affine", "-i", self.path("zone.png"), "-o", self.path("bad.png"), "--size", "32,32", "--mode", "nearest",
+                     "--antialias", "on")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+        self.assertIn("--antialias on", result.stderr)
+        self.assertFalse(os.path.exists(self.path("bad.png")))
+
+    def test_flow_that_halves_filters_along_both_axes(self):
+        h = w = 64
+        y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+        flow = np.stack([x, y], axis=-1)  # displacement x: output i reads input 2i
+        np.save(self.path("halve.npy"), flow)
+        result = run("flow", "-i", self.path("zone.png"), "-f", self.path("halve.npy"), "-o", self.path("f.png"), "--explain")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("anti-aliasing: Lanczos-3 low-pass along y (factor 2), x (factor 2)", result.stdout)
+
+
+if __name__ == "__main__":
+    main()
