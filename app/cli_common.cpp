@@ -99,8 +99,11 @@ AntialiasPlan plan_antialias(const SamplingFlags& flags, const SampleOptions& op
     return plan;
 }
 
-ConstTensorView antialiased(const ConstTensorView& input, const AntialiasPlan& plan, int threads, Tensor& storage) {
+ConstTensorView antialiased(const ConstTensorView& input, const AntialiasPlan& plan, int threads, const std::filesystem::path& file,
+                            const io::MemoryBudget& budget, Tensor& storage) {
     if (!plan.filters) return input;
+    io::check_memory_budget(file, "the anti-aliasing copy (none with --antialias off)", static_cast<std::uint64_t>(input.numel()),
+                            dtype_size(lowpass_dtype(input.dtype)), budget);
     spdlog::debug("anti-aliasing: {}", plan.explanation);
     storage = lowpass_for_shrink(input, plan.factors, threads);
     return storage.view();

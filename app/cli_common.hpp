@@ -66,8 +66,10 @@ struct AntialiasPlan {
 };
 AntialiasPlan plan_antialias(const SamplingFlags& flags, const SampleOptions& options, const PositionSource& positions,
                              const Shape& input_spatial, DType pixels);
-// The pixels to sample: `input` itself, or its low-passed copy, held in `storage`, where `plan` filters.
-ConstTensorView antialiased(const ConstTensorView& input, const AntialiasPlan& plan, int threads, Tensor& storage);
+// The pixels to sample: `input` itself, or its low-passed copy, held in `storage`, where `plan`
+// filters; the copy must fit `budget` (io::FileError naming `file` otherwise).
+ConstTensorView antialiased(const ConstTensorView& input, const AntialiasPlan& plan, int threads, const std::filesystem::path& file,
+                            const io::MemoryBudget& budget, Tensor& storage);
 
 // --max-memory BYTES bounds every buffer whose size a file or the command line declares rather than
 // proves (docs/reliability.md). --max-voxels N, deprecated, bounds values instead; given alone it

@@ -260,7 +260,8 @@ void run_affine(const AffineCommand& command) {
         return;
     }
     Tensor filtered;
-    const ConstTensorView pixels = antialiased(input.nchw(), antialias, options.threads, filtered);
+    const ConstTensorView pixels = antialiased(input.nchw(), antialias, options.threads, command.input,
+                                                   to_memory_budget(command.volume.memory), filtered);
     sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), pixels, *positions, options,
                      &progress);
 }

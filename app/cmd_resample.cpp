@@ -220,7 +220,8 @@ void run_resample(const ResampleCommand& command) {
     if (!command.output_type.empty()) description.scaling.reset();  // the values themselves, in that type
     description.pixels = Tensor(output_type, Shape{0});
     Tensor filtered;
-    const ConstTensorView pixels = antialiased(moving.nchw(), antialias, options.threads, filtered);
+    const ConstTensorView pixels = antialiased(moving.nchw(), antialias, options.threads, command.input,
+                                                   to_memory_budget(command.volume.memory), filtered);
     if (by_volume) {
         std::vector<const PositionSource*> sources;
         for (std::size_t v = 0; v < volume_positions.size(); ++v) sources.push_back(&sampled_positions(v));

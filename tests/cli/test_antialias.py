@@ -172,6 +172,20 @@ class NotFiltered(FolderTestCase):
         self.assertIn("--antialias on", result.stderr)
         self.assertFalse(os.path.exists(self.path("bad.png")))
 
+    def test_the_filtered_copy_counts_against_max_memory(self):
+        """A uint8 .nii (checked against its file size) whose float32 copy is 1 MiB."""
+        volume = np.random.default_rng(0).integers(0, 255, (64, 64, 64)).astype(np.uint8)
+        nib.save(nib.Nifti1Image(volume, np.eye(4)), self.path("u8.nii"))
+        shrink = ["affine", "-i", self.path("u8.nii"), "-o", self.path("u8_small.nii"), "--size", "16,16,16", "--max-memory", "512K"]
+        result = run(*shrink)
+        self.assertEqual(result.returncode, 1)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        self.assertIn("u8.nii: the anti-aliasing copy", lines[0])
+        self.assertIn("--max-memory", lines[0])
+        self.assertFalse(os.path.exists(self.path("u8_small.nii")))
+        self.assertEqual(run(*shrink, "--antialias", "off").returncode, 0)
+
     def test_flow_that_halves_filters_along_both_axes(self):
         h = w = 64
         y, x = np.mgrid[0:h, 0:w].astype(np.float32)
