@@ -197,6 +197,7 @@ void read_manifest_jobs(std::string_view text, const fs::path& file, const Manif
             }
             Job job;
             job.row = row;
+            job.line = number;
             Job* kept = wanted(row) ? &job : nullptr;
             for (const auto& item : object.items()) {
                 // Named copies rather than a structured binding: clang 14 cannot capture those in the lambda below.
@@ -255,6 +256,7 @@ void read_manifest_jobs(std::string_view text, const fs::path& file, const Manif
         }
         Job job;
         job.row = row;
+        job.line = line;
         Job* kept = wanted(row) ? &job : nullptr;
         for (std::size_t c = 0; c < cells.size(); ++c) {
             const std::string& name = header[c];

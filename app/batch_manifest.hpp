@@ -26,8 +26,9 @@ inline const std::set<std::string> kPathOptions = {"input", "output", "reference
 using Values = std::map<std::string, std::vector<std::string>>;  // long option name -> values
 
 struct Job {
-    std::size_t row = 0;  // 0-based among the manifest's data rows
-    Values values;        // the row's own values, paths resolved
+    std::size_t row = 0;   // 0-based among the manifest's data rows
+    std::size_t line = 0;  // the manifest line the row starts on, 1-based
+    Values values;         // the row's own values, paths resolved
 };
 
 // What the command accepts as columns: its long options (names without dashes), which of them

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "batch_manifest.hpp"
@@ -43,6 +45,7 @@ struct BatchCommand {
     bool resume = false;
     bool dry_run = false;
     bool fail_fast = false;
+    bool no_create_dirs = false;
     std::string shard;
     std::string progress;               // "", "bar", "jsonl", "none"
     std::vector<std::string> defaults;  // COMMAND's options given on the command line
@@ -170,20 +173,95 @@ public:
     std::string run(const std::vector<std::string>& args) {
         std::vector<const char*> argv{"gridwarp"};
         for (const auto& a : args) argv.push_back(a.c_str());
+        bad_arguments_ = false;
         try {
             app_.parse(static_cast<int>(argv.size()), argv.data());
         } catch (const CLI::ParseError& e) {
+            bad_arguments_ = true;
             return e.what();
         } catch (const std::exception& e) {
             return e.what();
         }
         return "";
     }
+    // Whether the last run failed on its arguments (a value that is not a number, ...), not its files.
+    bool bad_arguments() const { return bad_arguments_; }
 
 private:
     CLI::App app_;
     std::shared_ptr<void> storage_;
+    bool bad_arguments_ = false;
 };
+
+// A job's error about its arguments, with the manifest cell it came from where the message names
+// an option the row gives ("--rotate" for the cell of 'rotate'): options from the command line
+// have no cell.
+std::string name_the_cell(const std::string& error, const fs::path& manifest, const Job& job) {
+    for (std::size_t at = error.find("--"); at != std::string::npos; at = error.find("--", at + 2)) {
+        std::size_t end = at + 2;
+        while (end < error.size() && (std::isalnum(static_cast<unsigned char>(error[end])) || error[end] == '-')) ++end;
+        const std::string name = error.substr(at + 2, end - at - 2);
+        if (job.values.count(name)) {
+            const bool json = manifest.extension() == ".jsonl" || manifest.extension() == ".JSONL";
+            return manifest.string() + ": line " + std::to_string(job.line) + ", " + (json ? "key '" : "column '") + name + "': " + error;
+        }
+    }
+    return error;
+}
+
+// The folder each output is written in, made where it is missing unless `create` is false. An
+// error message naming the output and folder, or empty: checked before the job reads anything.
+std::string prepare_output_folders(const std::vector<std::string>& outputs, bool create) {
+    for (const auto& output : outputs) {
+        const fs::path folder = fs::path(output).parent_path();
+        std::error_code error;
+        if (folder.empty() || fs::is_directory(folder, error)) continue;
+        if (!create) return output + ": its folder " + folder.string() + " does not exist (--no-create-dirs)";
+        fs::create_directories(folder, error);
+        if (error && !fs::is_directory(folder)) return output + ": cannot create its folder " + folder.string() + ": " + error.message();
+    }
+    return "";
+}
+
+// Why a job would fail before reading anything, for --dry-run: a missing input file, or an output
+// folder that is missing (with --no-create-dirs) or that cannot be made or written in.
+std::vector<std::string> dry_run_problems(const Values& merged, bool create_dirs, std::map<std::string, std::string>& folder_problems) {
+    std::vector<std::string> problems;
+    // Transforms are left out: their values may carry ",inverse" and other suffixes.
+    for (const char* name : {"input", "reference", "flow", "grid", "theta", "matrix"}) {
+        const auto values = merged.find(name);
+        if (values == merged.end()) continue;
+        for (const auto& file : values->second) {
+            struct stat status;
+            if (::stat(file.c_str(), &status) != 0) problems.push_back(file + " (--" + name + ") does not exist");
+        }
+    }
+    if (const auto outputs = merged.find("output"); outputs != merged.end()) {
+        // Rows share a few output folders: each is looked at once.
+        const auto folder_problem = [&](const fs::path& folder) {
+            std::error_code error;
+            if (fs::is_directory(folder, error)) {
+                return ::access(folder.c_str(), W_OK | X_OK) == 0 ? std::string() : "cannot write in its folder " + folder.string();
+            }
+            if (!create_dirs) return "its folder " + folder.string() + " does not exist (--no-create-dirs)";
+            fs::path existing = folder;
+            while (!existing.empty() && !fs::exists(existing, error)) existing = existing.parent_path();
+            if (existing.empty()) existing = ".";
+            if (!fs::is_directory(existing, error) || ::access(existing.c_str(), W_OK | X_OK) != 0) {
+                return "cannot create its folder " + folder.string() + " in " + existing.string();
+            }
+            return std::string();
+        };
+        for (const auto& output : outputs->second) {
+            const auto slash = output.rfind('/');
+            const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : output.substr(0, slash);
+            auto known = folder_problems.find(folder);
+            if (known == folder_problems.end()) known = folder_problems.emplace(folder, folder_problem(folder)).first;
+            if (!known->second.empty()) problems.push_back(output + ": " + known->second);
+        }
+    }
+    return problems;
+}
 
 struct Shard {
     std::size_t index = 0, count = 1;
@@ -414,9 +492,37 @@ void run_batch(const BatchCommand& command) {
         }
         return inputs;
     };
-    auto outputs_exist = [&](const Job& job) {
+    // A job's options as the report records them: what decides its outputs (not --threads).
+    auto recorded_options = [&](const Job& job) {
+        nlohmann::ordered_json recorded = nlohmann::ordered_json::object();
+        for (const auto& [name, values] : merged_values(defaults, job)) recorded[name] = values;
+        return recorded;
+    };
+    // --resume with a --report from an earlier run: the options each finished job's outputs were made with.
+    std::map<std::vector<std::string>, nlohmann::ordered_json> made_with;
+    if (command.resume && !command.report.empty()) {
+        std::ifstream earlier(command.report);
+        for (std::string line; std::getline(earlier, line);) {
+            const auto record = nlohmann::ordered_json::parse(line, nullptr, false);
+            if (!record.is_object() || !record.contains("outputs") || !record.contains("options") || !record["outputs"].is_array()) continue;
+            std::vector<std::string> outputs;
+            for (const auto& output : record["outputs"]) {
+                if (output.is_string()) outputs.push_back(output.get<std::string>());
+            }
+            // Outputs of a job that failed or did not run are older than its recorded options: redo it.
+            const std::string status = record.value("status", "");
+            made_with[outputs] = status == "done" || status == "skipped" ? record["options"] : nlohmann::ordered_json();
+        }
+    }
+    // Complete outputs (they are written atomically) made with the job's options, as far as the report knows.
+    auto outputs_present = [&](const Job& job) {
         const auto outputs = outputs_of(job);
         return !outputs.empty() && std::all_of(outputs.begin(), outputs.end(), [](const std::string& f) { return fs::exists(f); });
+    };
+    auto outputs_exist = [&](const Job& job) {
+        if (!outputs_present(job)) return false;
+        const auto earlier = made_with.find(outputs_of(job));
+        return earlier == made_with.end() || earlier->second == recorded_options(job);
     };
 
     if (command.dry_run) {
@@ -424,12 +530,19 @@ void run_batch(const BatchCommand& command) {
         // what the job would do when --explain is among its options: explaining reads the job's files.
         int threads_per_job = 0;
         std::optional<JobRunner> runner;
+        std::map<std::string, std::string> folder_problems;
         read_manifest_jobs(manifest, command.manifest, columns, in_shard, [&](Job&& job) {
             if (threads_per_job == 0) threads_per_job = jobs_and_threads(&job).second;
             const auto args = job_arguments(command.command, defaults, job, options, threads_per_job);
             const bool skip = command.resume && outputs_exist(job);
-            std::cout << "row " << job.row << ": " << quoted_command(args) << (skip ? "  # skipped: its outputs exist" : "") << "\n";
-            if (skip || std::find(args.begin(), args.end(), "--explain") == args.end()) return;
+            const char* note = skip ? "  # skipped: its outputs exist"
+                               : command.resume && outputs_present(job) ? "  # redone: its outputs were made with other options"
+                                                                        : "";
+            std::cout << "row " << job.row << ": " << quoted_command(args) << note << "\n";
+            if (skip) return;
+            const std::vector<std::string> problems = dry_run_problems(merged_values(defaults, job), !command.no_create_dirs, folder_problems);
+            for (const auto& problem : problems) std::cout << "  would fail: " << escape_control_characters(problem) << "\n";
+            if (!problems.empty() || std::find(args.begin(), args.end(), "--explain") == args.end()) return;
             if (!runner) runner.emplace(command.command);
             const std::string error = runner->run(args);
             if (!error.empty()) std::cout << "  would fail: " << escape_control_characters(error) << "\n";
@@ -464,7 +577,11 @@ void run_batch(const BatchCommand& command) {
                 continue;
             }
             const auto start = std::chrono::steady_clock::now();
-            outcome.error = runner.run(job_arguments(command.command, defaults, job, options, threads_per_job));
+            outcome.error = prepare_output_folders(outputs_of(job), !command.no_create_dirs);
+            if (outcome.error.empty()) {
+                outcome.error = runner.run(job_arguments(command.command, defaults, job, options, threads_per_job));
+                if (runner.bad_arguments()) outcome.error = name_the_cell(outcome.error, command.manifest, job);
+            }
             outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             outcome.status = outcome.error.empty() ? "done" : "failed";
             progress.finished(job.row, outcome.status, outcome.error, outcome.seconds);
@@ -495,6 +612,7 @@ void run_batch(const BatchCommand& command) {
                 line["row"] = jobs[k].row;
                 line["inputs"] = inputs_of(jobs[k]);
                 line["outputs"] = outputs_of(jobs[k]);
+                line["options"] = recorded_options(jobs[k]);
                 line["status"] = o.status;
                 line["error"] = o.error;
                 line["seconds"] = o.seconds;
@@ -527,11 +645,15 @@ std::shared_ptr<void> register_batch_command(CLI::App& app) {
                     "Jobs run at once (default: one per core on one thread each; one at a time on every core when the first "
                     "job's input is a volume file of 4 MiB or more)")
         ->check(CLI::Range(1, 4096));
-    sub->add_option("--report", command->report, "Write one JSON line per job: row, inputs, outputs, status, error, seconds");
-    sub->add_flag("--resume", command->resume, "Skip the jobs whose outputs all exist (they are complete: outputs are written atomically)");
+    sub->add_option("--report", command->report, "Write one JSON line per job: row, inputs, outputs, options, status, error, seconds");
+    sub->add_flag("--resume", command->resume,
+                  "Skip the jobs whose outputs all exist (they are complete: outputs are written atomically), unless the "
+                  "--report of an earlier run says they were made with other options");
     sub->add_option("--shard", command->shard, "Only the rows i with i mod N == K: K/N, or 'slurm' for K and N from a Slurm array job");
     sub->add_flag("--dry-run", command->dry_run, "Print each job's command line and write nothing");
     sub->add_flag("--fail-fast", command->fail_fast, "Start no new job after the first failure");
+    sub->add_flag("--no-create-dirs", command->no_create_dirs,
+                  "Fail a job whose output folder is missing instead of creating it (checked before the job reads anything)");
     sub->add_option("--progress", command->progress,
                     "bar (a progress bar on stderr; the default on a terminal), jsonl (one JSON event per job on stderr) or none")
         ->check(CLI::IsMember({"bar", "jsonl", "none"}));

@@ -194,7 +194,10 @@ TEST_CASE("batch: --dry-run prints the command lines, and with --explain what ea
     CHECK(lines.out.find("row 0: gridwarp affine --input ") != std::string::npos);
     CHECK(lines.out.find("row 1: gridwarp affine --input ") != std::string::npos);
     CHECK(lines.out.find("mapping: ") == std::string::npos);
-    CHECK(lines.out.find("would fail") == std::string::npos);
+    // Without --explain no input is read, but a missing one is named.
+    const auto line1 = lines.out.find("row 1: ");
+    CHECK(lines.out.find("would fail") > line1);
+    CHECK(lines.out.find("would fail: " + (dir / "missing.png").string() + " (--input) does not exist", line1) != std::string::npos);
 
     const RunResult explained = run_gridwarp({"batch", "affine", (dir / "jobs.csv").string(), "--dry-run", "--explain"});
     INFO(describe(explained));
@@ -662,4 +665,84 @@ TEST_CASE("batch: a million-row manifest is dry-run in seconds, holding only its
     const std::string shard = bytes_of(dir / "shard.txt");
     CHECK(shard.find("row 999007: ") != std::string::npos);
     CHECK(shard.find("would fail: ") != std::string::npos);
+}
+
+// ---- Everyday batches: output folders, cells named in errors, resume against the report ----
+
+TEST_CASE("batch: missing output folders are made, or with --no-create-dirs refused before reading", "[cli][batch][folders]") {
+    TempDir dir;
+    make_inputs(dir.path());
+    write_text(dir / "jobs.csv", "input,output,rotate\na.png,new/deep/a.png,10\nb.png,new/b.png,20\n");
+    const RunResult refused = run_gridwarp({"batch", "affine", (dir / "jobs.csv").string(), "--no-create-dirs"});
+    INFO(describe(refused));
+    CHECK(refused.status == 3);
+    CHECK(refused.err.find("2 failed") != std::string::npos);
+    CHECK(refused.err.find("new/deep does not exist (--no-create-dirs)") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "new"));
+    const RunResult dry = run_gridwarp({"batch", "affine", (dir / "jobs.csv").string(), "--no-create-dirs", "--dry-run"});
+    CHECK(dry.out.find("would fail: " + (dir / "new" / "deep" / "a.png").string() + ": its folder") != std::string::npos);
+
+    const RunResult made = run_gridwarp({"batch", "affine", (dir / "jobs.csv").string()});
+    INFO(describe(made));
+    CHECK(made.status == 0);
+    CHECK(fs::exists(dir / "new" / "deep" / "a.png"));
+    CHECK(fs::exists(dir / "new" / "b.png"));
+}
+
+// (A file where the folder should be: permissions would not stop root, who runs CI.)
+TEST_CASE("batch: an output folder that cannot be made is a would-fail line, and a failed job", "[cli][batch][folders]") {
+    TempDir dir;
+    make_inputs(dir.path());
+    write_text(dir / "blocked", "a file where a folder should be");
+    write_text(dir / "jobs.csv", "input,output\na.png,blocked/x.png\n");
+    const RunResult dry = run_gridwarp({"batch", "affine", (dir / "jobs.csv").string(), "--dry-run"});
+    INFO(describe(dry));
+    CHECK(dry.out.find("would fail: " + (dir / "blocked" / "x.png").string() + ": cannot create its folder") != std::string::npos);
+    const RunResult run = run_gridwarp({"batch", "affine", (dir / "jobs.csv").string()});
+    INFO(describe(run));
+    CHECK(run.status == 3);
+    CHECK(run.err.find("cannot create its folder") != std::string::npos);
+}
+
+TEST_CASE("batch: a cell the command cannot take names its manifest line and column", "[cli][batch][manifest]") {
+    TempDir dir;
+    make_inputs(dir.path());
+    write_text(dir / "jobs.csv", "input,output,rotate\na.png,out/a.png,10\n\nb.png,out/b.png,abc\n");
+    const RunResult csv = run_gridwarp({"batch", "affine", (dir / "jobs.csv").string()});
+    INFO(describe(csv));
+    CHECK(csv.status == 3);
+    CHECK(csv.err.find((dir / "jobs.csv").string() + ": line 4, column 'rotate': ") != std::string::npos);
+    write_text(dir / "jobs.jsonl", "{\"input\": \"a.png\", \"output\": \"out/c.png\", \"scale\": \"big\"}\n");
+    const RunResult jsonl = run_gridwarp({"batch", "affine", (dir / "jobs.jsonl").string()});
+    INFO(describe(jsonl));
+    CHECK(jsonl.err.find((dir / "jobs.jsonl").string() + ": line 1, key 'scale': ") != std::string::npos);
+    // An option from the command line has no cell.
+    const RunResult defaults = run_gridwarp({"batch", "affine", (dir / "jobs.jsonl").string(), "--rotate", "x"});
+    CHECK(defaults.status != 0);
+    CHECK(defaults.err.find("column 'rotate'") == std::string::npos);
+}
+
+TEST_CASE("batch: --resume redoes a job the report says was made with other options", "[cli][batch]") {
+    TempDir dir;
+    make_inputs(dir.path());
+    const std::string report = (dir / "report.jsonl").string();
+    write_text(dir / "jobs.csv", "input,output,rotate\na.png,out/a.png,10\nb.png,out/b.png,20\n");
+    REQUIRE(run_gridwarp({"batch", "affine", (dir / "jobs.csv").string(), "--report", report}).status == 0);
+    const auto first = report_lines(dir / "report.jsonl");
+    REQUIRE(first.size() == 2);
+    CHECK(first[1]["options"]["rotate"] == nlohmann::json::array({"20"}));
+    const std::string b_before = bytes_of(dir / "out" / "b.png");
+
+    write_text(dir / "jobs.csv", "input,output,rotate\na.png,out/a.png,10\nb.png,out/b.png,30\n");
+    const RunResult dry = run_gridwarp({"batch", "affine", (dir / "jobs.csv").string(), "--report", report, "--resume", "--dry-run"});
+    CHECK(dry.out.find("out/a.png --rotate 10 --threads 1 --quiet  # skipped") != std::string::npos);
+    CHECK(dry.out.find("# redone: its outputs were made with other options") != std::string::npos);
+    const RunResult again = run_gridwarp({"batch", "affine", (dir / "jobs.csv").string(), "--report", report, "--resume"});
+    INFO(describe(again));
+    CHECK(again.err.find("2 job(s): 1 done, 1 skipped, 0 failed") != std::string::npos);
+    CHECK(bytes_of(dir / "out" / "b.png") != b_before);
+    // Without a report of the earlier run, existing outputs are all that is known.
+    write_text(dir / "jobs.csv", "input,output,rotate\na.png,out/a.png,40\nb.png,out/b.png,50\n");
+    const RunResult blind = run_gridwarp({"batch", "affine", (dir / "jobs.csv").string(), "--resume"});
+    CHECK(blind.err.find("0 done, 2 skipped") != std::string::npos);
 }
