@@ -189,6 +189,8 @@ void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes) {
     add_memory_options(command, flags.memory);
     command.add_flag("--allow-outside-data-files", flags.allow_outside_data_files,
                      "Let a detached header (.nhdr, .mhd, a NIfTI pair's half) bring along data files outside its own folder");
+    command.add_flag("--keep-orientation", flags.keep_orientation,
+                     "Read an image's stored pixels as they are, not turned by its EXIF orientation as viewers show them");
     if (writes) {
         command.add_option("--compression-level", flags.compression_level,
                            "gzip level for .nii.gz outputs: 0 (stored) to 12 (smallest); default 4, within 1 % of zlib's 6 "
@@ -248,6 +250,7 @@ io::ReadOptions to_read_options(const VolumeFlags& flags, const CommonOptions& c
     options.nifti_geometry = io::parse_nifti_geometry_rule(flags.nifti_geometry);
     options.memory = to_memory_budget(flags.memory);
     options.allow_outside_data_files = flags.allow_outside_data_files;
+    options.keep_orientation = flags.keep_orientation;
     return options;
 }
 

@@ -88,9 +88,10 @@ struct VolumeFlags {
     int compression_level = -1;
     MemoryFlags memory;
     bool allow_outside_data_files = false;
+    bool keep_orientation = false;
 };
 
-// --nifti-geometry, --max-memory (and --max-voxels), --allow-outside-data-files (reading) and, for
+// --nifti-geometry, --max-memory (and --max-voxels), --allow-outside-data-files, --keep-orientation (reading) and, for
 // commands that write, --compression-level.
 void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes);
 io::ReadOptions to_read_options(const VolumeFlags& flags, const CommonOptions& common);

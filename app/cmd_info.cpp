@@ -243,6 +243,10 @@ void run_info(const InfoCommand& command) {
         info["batch"] = image.batch;
         info["channels"] = image.channels;
         if (!image.channel_order.empty()) info["channel_order"] = image.channel_order;
+        if (image.exif_orientation != 0) {
+            info["exif_orientation"] = image.exif_orientation;
+            info["exif_orientation_applied"] = !command.volume.keep_orientation && image.exif_orientation > 1 && image.format.rfind("tif", 0) != 0;
+        }
         info["dtype"] = std::string(dtype_name(image.dtype()));
         range = value_range(image.dtype(), image.pixels.data(), image.pixels.numel());
         geometry = image.geometry;
@@ -303,6 +307,17 @@ void run_info(const InfoCommand& command) {
     std::cout << "channels:  " << info["channels"].get<std::int64_t>();
     if (info.contains("channel_order")) std::cout << " (" << info["channel_order"].get<std::string>() << ")";
     std::cout << "\n";
+    if (info.contains("exif_orientation")) {
+        static const char* const kShown[] = {"", "as stored", "mirrored left-right", "turned 180 degrees", "mirrored top-bottom",
+                                             "transposed", "turned 90 degrees clockwise", "transverse", "turned 90 degrees counter-clockwise"};
+        const int tag = info["exif_orientation"].get<int>();
+        std::cout << "orientation: EXIF " << tag << " (" << kShown[tag] << ")"
+                  << (info["exif_orientation_applied"].get<bool>() ? ", applied: the size and pixels are as shown"
+                      : tag > 1 && info["format"].get<std::string>().rfind("tif", 0) == 0 ? ", applied by the TIFF decoder to 8-bit images"
+                      : tag > 1 ? ", not applied (--keep-orientation)"
+                                : "")
+                  << "\n";
+    }
     std::cout << "dtype:     " << info["dtype"].get<std::string>() << "\n";
     if (info.contains("range")) std::cout << "range:     [" << joined(info["range"].get<std::vector<double>>(), ", ") << "]\n";
     if (range.non_finite > 0) std::cout << "non-finite values: " << range.non_finite << "\n";

@@ -20,6 +20,7 @@
 
 #include "backends.hpp"
 #include "bmp.hpp"
+#include "exif_orientation.hpp"
 #include "formats.hpp"
 #include "gridwarp/io/error.hpp"
 #include "volume_header_check.hpp"
@@ -266,6 +267,10 @@ Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
     Image image;
     const std::string messages = capture_stderr([&] { image = raster_backend().read(file); });
     if (!messages.empty()) throw FileError(file, "the image decoder reported: " + first_message_line(messages));
+    image.exif_orientation = read_exif_orientation(file);
+    // OpenCV's TIFF decoder turns 8-bit TIFFs by their orientation itself; other formats it reads as stored.
+    const bool decoder_turned = image.format == "tif" || image.format == "tiff";
+    if (!options.keep_orientation && !decoder_turned) apply_exif_orientation(image, image.exif_orientation);
     return image;
 }
 

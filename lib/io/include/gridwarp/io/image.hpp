@@ -64,6 +64,9 @@ struct Image {
     std::shared_ptr<const NiftiHeader> nifti;  // the NIfTI header read, carried to NIfTI outputs
     std::optional<ValueScaling> scaling;       // see ValueScaling
     std::vector<std::string> warnings;         // what the reader wants the user to know
+    // The EXIF orientation an image file declares (1-8; 0: none). The reader turns the pixels by it
+    // unless ReadOptions::keep_orientation, so that they are what a viewer shows.
+    int exif_orientation = 0;
 
     DType dtype() const { return pixels.dtype(); }
     // (N, C, D1..Dr) views of the pixels.
@@ -116,6 +119,8 @@ struct ReadOptions {
     // files outside its own folder. (--allow-outside-data-files)
     bool allow_outside_data_files = false;
     int threads = 0;  // threads a reader may use besides its own (0: every core; --threads)
+    // Image files: the stored pixels, not turned by their EXIF orientation. (--keep-orientation)
+    bool keep_orientation = false;
 };
 
 struct WriteOptions {
