@@ -47,7 +47,8 @@ void add_sampling_options(CLI::App& command, SamplingFlags& flags) {
     command.add_option("--mode", flags.mode,
                        "Interpolation, any case: linear, nearest or cubic (aliases bilinear, trilinear, bicubic; ANTs' Linear, "
                        "NearestNeighbor), BSpline[0-5] (default 3), LanczosWindowedSinc, HammingWindowedSinc, CosineWindowedSinc, "
-                       "WelchWindowedSinc, BlackmanWindowedSinc (aliases lanczos, hamming, ...), or GenericLabel[kind] for label maps")
+                       "WelchWindowedSinc, BlackmanWindowedSinc (aliases lanczos, hamming, ...), Gaussian[sigma,alpha], or for label maps "
+                       "GenericLabel[kind] and MultiLabel[sigma,alpha] (sigma in mm, default the spacing; alpha default 1 and 4)")
         ->capture_default_str();
     command.add_option("--padding", flags.padding,
                        "Outside the input: zeros, border or reflection; resample also takes itk (ITK's boundary rule)")
@@ -81,7 +82,7 @@ AntialiasPlan plan_antialias(const SamplingFlags& flags, const SampleOptions& op
         return plan;
     }
     // Labels and nearest values must stay input values; a blend of them means nothing.
-    const bool label_like = options.generic_label || options.mode == Interpolation::Nearest ||
+    const bool label_like = options.generic_label || options.mode == Interpolation::Nearest || options.mode == Interpolation::MultiLabel ||
                             (options.mode == Interpolation::BSpline && options.spline_order == 0) || pixels == DType::Bool ||
                             pixels == DType::String;
     if (label_like) {
@@ -137,9 +138,27 @@ void parse_mode(std::string text, SampleOptions& options) {
     }
     options.mode = choice.mode;
     options.spline_order = choice.spline_order;
+    options.gaussian_alpha = choice.alpha;
 }
 
 }  // namespace
+
+void set_gaussian_sigma(SampleOptions& options, const SamplingFlags& flags, const std::vector<double>& spacing,
+                        std::int64_t spatial_rank) {
+    if (options.mode != Interpolation::Gaussian && options.mode != Interpolation::MultiLabel) return;
+    const InterpolationChoice choice = parse_interpolation_choice(flags.mode);
+    if (choice.sigma.empty()) return;
+    const auto rank = static_cast<std::size_t>(std::max<std::int64_t>(spatial_rank, 0));
+    if (choice.sigma.size() != 1 && choice.sigma.size() != rank) {
+        throw std::invalid_argument("--mode " + flags.mode + ": " + std::to_string(choice.sigma.size()) + " sigmas for an input of " +
+                                    std::to_string(rank) + " spatial axes; give one, or one per axis (x first)");
+    }
+    options.gaussian_sigma.assign(rank, 0.0);
+    for (std::size_t k = 0; k < rank; ++k) {  // k: x first; the library's axes run outermost first
+        const double sigma_mm = choice.sigma[choice.sigma.size() == 1 ? 0 : k];
+        options.gaussian_sigma[rank - 1 - k] = sigma_mm / (k < spacing.size() ? spacing[k] : 1.0);
+    }
+}
 
 SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions& common, bool accepts_itk_padding) {
     SampleOptions options;
@@ -457,6 +476,17 @@ std::string describe_sampling(const SampleOptions& options, std::string_view pad
     } else {
         out << interpolation_name(options.mode);
         if (interpolation_kind(options.mode).ordered) out << "[" << options.spline_order << "]";
+        if (interpolation_kind(options.mode).gaussian) {
+            out << "[sigma ";
+            if (options.gaussian_sigma.empty()) {
+                out << "1";
+            } else {
+                for (std::size_t k = options.gaussian_sigma.size(); k-- > 0;) out << options.gaussian_sigma[k] << (k > 0 ? "x" : "");
+            }
+            out << " pixels (x first), alpha "
+                << options.gaussian_alpha.value_or(options.mode == Interpolation::Gaussian ? kDefaultGaussianAlpha : kDefaultMultiLabelAlpha)
+                << "]";
+        }
     }
     out << ", padding " << padding << ", align_corners " << (options.align_corners ? 1 : 0)
         << ", fill " << options.fill;

@@ -52,6 +52,12 @@ void add_sampling_options(CLI::App& command, SamplingFlags& flags);
 SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions& common, bool accepts_itk_padding = false);
 // True for --padding itk.
 bool itk_padding(const SamplingFlags& flags);
+// --mode Gaussian[sigma,alpha] and MultiLabel[sigma,alpha]: sigma is in mm, one value for every axis
+// or one per axis x first (ANTs' syntax); this sets options.gaussian_sigma in pixels of an input of
+// `spatial_rank` axes with `spacing` (x first; empty: 1 mm pixels). Without a sigma, the library's
+// default of one pixel is ANTs' default of one spacing. Other kinds: nothing. Throws std::invalid_argument.
+void set_gaussian_sigma(SampleOptions& options, const SamplingFlags& flags, const std::vector<double>& spacing,
+                        std::int64_t spatial_rank);
 
 // --antialias auto|on|off: for the commands whose maps may shrink (affine, flow, resample).
 void add_antialias_option(CLI::App& command, SamplingFlags& flags);

@@ -165,7 +165,7 @@ void run_affine(const AffineCommand& command) {
     apply_common_options(command.common);
     CommandProgress progress("affine", command.common);
     progress.phase("reading", 0, 3);
-    const SampleOptions options = to_sample_options(command.sampling, command.common);
+    SampleOptions options = to_sample_options(command.sampling, command.common);
     const bool srt = command.rotate || command.scale || !command.shift.empty();
     const int sources = (command.theta.empty() ? 0 : 1) + (command.matrix.empty() ? 0 : 1) + (srt ? 1 : 0);
     if (sources > 1 || (sources == 0 && command.size.empty())) {
@@ -190,6 +190,7 @@ void run_affine(const AffineCommand& command) {
     io::Image input = io::read_image(command.input, to_read_options(command.volume, command.common));
     report_warnings(input);
     const auto rank = static_cast<std::int64_t>(input.spatial.size());
+    set_gaussian_sigma(options, command.sampling, input.geometry ? input.geometry->spacing : std::vector<double>{}, rank);
     try {
         check_taps_per_point(options.mode, options.spline_order, rank);
     } catch (const std::invalid_argument& e) {

@@ -33,7 +33,7 @@ void run_flow(const FlowCommand& command) {
     apply_common_options(command.common);
     CommandProgress progress("flow", command.common);
     progress.phase("reading", 0, 3);
-    const SampleOptions options = to_sample_options(command.sampling, command.common);
+    SampleOptions options = to_sample_options(command.sampling, command.common);
     const FlowUnits units = parse_units(command.units);
     check_output_differs(command.output, {command.input, command.flow});
 
@@ -42,6 +42,7 @@ void run_flow(const FlowCommand& command) {
     report_warnings(input);
     const io::FlowField flow = io::read_flow(command.flow, read_options);
     const auto rank = static_cast<std::int64_t>(input.spatial.size());
+    set_gaussian_sigma(options, command.sampling, input.geometry ? input.geometry->spacing : std::vector<double>{}, rank);
     const Shape& field_shape = flow.field.shape();
     if (static_cast<std::int64_t>(field_shape.size()) != rank + 2 || field_shape.back() != rank) {
         throw std::invalid_argument(command.flow.string() + ": a " + std::to_string(rank) + "-D input (" +

@@ -40,7 +40,7 @@ void run_resample(const ResampleCommand& command) {
     apply_common_options(command.common);
     CommandProgress progress("resample", command.common);
     progress.phase("reading", 0, 3);
-    const SampleOptions options = to_sample_options(command.sampling, command.common, /*accepts_itk_padding=*/true);
+    SampleOptions options = to_sample_options(command.sampling, command.common, /*accepts_itk_padding=*/true);
     std::vector<TransformArgument> transforms;
     std::vector<std::filesystem::path> inputs{command.input};
     bool per_volume = false;
@@ -56,6 +56,8 @@ void run_resample(const ResampleCommand& command) {
     io::Image moving = io::read_image(command.input, read_options);
     report_warnings(moving);
     const std::size_t dimension = moving.spatial.size();
+    set_gaussian_sigma(options, command.sampling, moving.geometry ? moving.geometry->spacing : std::vector<double>{},
+                       static_cast<std::int64_t>(dimension));
     if (moving.batch != 1 || (dimension != 2 && dimension != 3)) {
         throw io::FileError(command.input, "resample takes one 2-D or 3-D image, got N=" + std::to_string(moving.batch) +
                                                " with spatial shape " + shape_to_string(moving.spatial));

@@ -21,13 +21,14 @@ struct SampleCommand {
 
 void run_sample(const SampleCommand& command) {
     apply_common_options(command.common);
-    const SampleOptions options = to_sample_options(command.sampling, command.common);
+    SampleOptions options = to_sample_options(command.sampling, command.common);
     check_output_differs(command.output, {command.input, command.grid});
 
     const Tensor input = io::read_npy(command.input);
     const Tensor grid = io::read_npy(command.grid);
     spdlog::debug("input {}: {} {}", command.input.string(), dtype_name(input.dtype()), shape_to_string(input.shape()));
     spdlog::debug("grid {}: {} {}", command.grid.string(), dtype_name(grid.dtype()), shape_to_string(grid.shape()));
+    set_gaussian_sigma(options, command.sampling, {}, input.rank() - 2);
 
     // The output (N, C, O1..Or) takes the input's N and C and the grid's points: two small files
     // can ask for any size.

@@ -3,7 +3,8 @@
 // ResampleImageFilter (default value 0) and the interpolator antsApplyTransforms -n builds for
 // the name given (any case; linear by default):
 //   linear, nearestneighbor, bspline or bspline[N] (order N = 0..5, default 3),
-//   gaussian and multilabel (sigma the voxel spacing, alpha 1 and 4),
+//   gaussian and multilabel (sigma the voxel spacing, alpha 1 and 4), or gaussian[SIGMA,ALPHA] and
+//   multilabel[SIGMA,ALPHA] (SIGMA in mm for every axis; either may be empty for its default),
 //   lanczoswindowedsinc, hammingwindowedsinc, cosinewindowedsinc, welchwindowedsinc,
 //   blackmanwindowedsinc (radius 3, zero outside the image).
 // The file's voxel type is kept: int16 as short, float64 as double, anything else as float.
@@ -31,7 +32,9 @@
 #include <cstdlib>
 #include <iostream>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -40,7 +43,30 @@ enum class Kind { linear, nearest_neighbor, bspline, gaussian, multilabel, lancz
 struct Interpolator {
     Kind kind = Kind::linear;
     unsigned spline_order = 3;
+    std::optional<double> sigma;  // gaussian, multilabel: mm on every axis (default the spacing)
+    std::optional<double> alpha;  // default 1 (gaussian), 4 (multilabel)
 };
+
+// "[SIGMA,ALPHA]" after gaussian or multilabel; false when malformed.
+bool parse_sigma_alpha(const std::string& bracket, Interpolator& choice) {
+    const std::size_t comma = bracket.find(',');
+    const std::string sigma = bracket.substr(0, comma);
+    const std::string alpha = comma == std::string::npos ? std::string() : bracket.substr(comma + 1);
+    try {
+        std::size_t used = 0;
+        if (!sigma.empty()) {
+            choice.sigma = std::stod(sigma, &used);
+            if (used != sigma.size()) return false;
+        }
+        if (!alpha.empty()) {
+            choice.alpha = std::stod(alpha, &used);
+            if (used != alpha.size()) return false;
+        }
+    } catch (const std::exception&) {
+        return false;
+    }
+    return true;
+}
 
 std::optional<Interpolator> parse_interpolator(std::string name) {
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -53,6 +79,13 @@ std::optional<Interpolator> parse_interpolator(std::string name) {
     if (name == "cosinewindowedsinc") return Interpolator{Kind::cosine};
     if (name == "welchwindowedsinc") return Interpolator{Kind::welch};
     if (name == "blackmanwindowedsinc") return Interpolator{Kind::blackman};
+    for (const auto& [prefix, kind] : {std::pair{std::string("gaussian["), Kind::gaussian}, std::pair{std::string("multilabel["), Kind::multilabel}}) {
+        if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 && name.back() == ']') {
+            Interpolator choice{kind};
+            if (!parse_sigma_alpha(name.substr(prefix.size(), name.size() - prefix.size() - 1), choice)) return std::nullopt;
+            return choice;
+        }
+    }
     if (name == "bspline") return Interpolator{Kind::bspline, 3};
     if (name.size() == 10 && name.compare(0, 8, "bspline[") == 0 && name[8] >= '0' && name[8] <= '5' && name[9] == ']')
         return Interpolator{Kind::bspline, static_cast<unsigned>(name[8] - '0')};
@@ -73,7 +106,7 @@ InterpolatorPointer<Image> windowed_sinc() {
 template <class Image>
 InterpolatorPointer<Image> make_interpolator(const Interpolator& choice, const Image& input) {
     double sigma[3];
-    for (unsigned axis = 0; axis < 3; ++axis) sigma[axis] = input.GetSpacing()[axis];
+    for (unsigned axis = 0; axis < 3; ++axis) sigma[axis] = choice.sigma.value_or(input.GetSpacing()[axis]);
     switch (choice.kind) {
     case Kind::linear: return itk::LinearInterpolateImageFunction<Image, double>::New().GetPointer();
     case Kind::nearest_neighbor: return itk::NearestNeighborInterpolateImageFunction<Image, double>::New().GetPointer();
@@ -84,12 +117,12 @@ InterpolatorPointer<Image> make_interpolator(const Interpolator& choice, const I
     }
     case Kind::gaussian: {
         auto gaussian = itk::GaussianInterpolateImageFunction<Image, double>::New();
-        gaussian->SetParameters(sigma, 1.0);
+        gaussian->SetParameters(sigma, choice.alpha.value_or(1.0));
         return gaussian.GetPointer();
     }
     case Kind::multilabel: {
         auto labels = itk::LabelImageGaussianInterpolateImageFunction<Image, double>::New();
-        labels->SetParameters(sigma, 4.0);
+        labels->SetParameters(sigma, choice.alpha.value_or(4.0));
         return labels.GetPointer();
     }
     case Kind::lanczos: return windowed_sinc<Image, itk::Function::LanczosWindowFunction>();
@@ -138,7 +171,7 @@ int main(int argc, char** argv) {
     else if (argc == 6) choice = parse_interpolator(argv[5]);
     if (!choice) {
         std::cerr << "usage: itk_resample_peer INPUT OUTPUT TRANSFORM THREADS [INTERPOLATOR]\n"
-                     "  INTERPOLATOR: linear (default), nearestneighbor, bspline, bspline[0..5], gaussian, multilabel,\n"
+                     "  INTERPOLATOR: linear (default), nearestneighbor, bspline, bspline[0..5], gaussian[SIGMA,ALPHA], multilabel[SIGMA,ALPHA],\n"
                      "  lanczoswindowedsinc, hammingwindowedsinc, cosinewindowedsinc, welchwindowedsinc, blackmanwindowedsinc\n";
         return 2;
     }

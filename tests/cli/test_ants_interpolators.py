@@ -2,12 +2,13 @@
 """antsApplyTransforms' interpolators through `gridwarp resample --padding itk`, voxel for voxel
 against ITK itself: itk_resample_peer (tests/bench/itk_resample_peer.cpp) runs ResampleImageFilter
 with the interpolator antsApplyTransforms -n builds (B-spline of order 0 to 5 with its mirror
-prefilter; the windowed sincs of radius 3, zero outside). The B-spline orders are also compared
-with scipy.ndimage.map_coordinates where every tap is inside the input.
+prefilter; the windowed sincs of radius 3, zero outside; Gaussian and MultiLabel). The B-spline
+orders are also compared with scipy.ndimage.map_coordinates where every tap is inside the input.
 
 The peer itself is checked first, against computations written here from ITK's documentation:
 its linear equals gridwarp's, its BSpline[1] is linear, its B-splines equal scipy's mirror
-B-splines, its sincs equal a numpy windowed sinc, and a sinc on the grid returns the voxel.
+B-splines, its sincs equal a numpy windowed sinc, a sinc on the grid returns the voxel, and its
+Gaussian and MultiLabel equal numpy's erf-weighted mean and label vote.
 
     /usr/bin/python3 tests/cli/test_ants_interpolators.py --gridwarp build/app/gridwarp \\
         --itk-peer build/tests/bench/itk_resample_peer
@@ -18,7 +19,7 @@ import sys
 
 import nibabel as nib
 import numpy as np
-from scipy import ndimage
+from scipy import ndimage, special
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from script_support import FLIP, FolderTestCase, arguments, main, rotation, run  # noqa: E402
@@ -38,6 +39,22 @@ AGAINST_ITK = [
     ("WelchWindowedSinc", "welchwindowedsinc"),
     ("BlackmanWindowedSinc", "blackmanwindowedsinc"),
 ]
+# Gaussian[sigma,alpha] (sigma in mm; defaults: the spacing and 1) on float32, within RELATIVE.
+GAUSSIAN_AGAINST_ITK = [
+    ("Gaussian", "gaussian"),
+    ("Gaussian[0.7,2.5]", "gaussian[0.7,2.5]"),
+    ("Gaussian[2,1]", "gaussian[2,1]"),
+    # One sigma per axis, x first: the spacing (1.2, 1, 0.9 mm), which is ITK's default sigma.
+    ("Gaussian[1.2x1x0.9,1.5]", "gaussian[,1.5]"),
+]
+# MultiLabel[sigma,alpha] (defaults: the spacing and 4) on an int16 label map: every voxel equal.
+MULTILABEL_AGAINST_ITK = [
+    ("MultiLabel", "multilabel"),
+    ("MultiLabel[0.6,2]", "multilabel[0.6,2]"),
+    ("MultiLabel[1.5,1.5]", "multilabel[1.5,1.5]"),
+]
+# The label map's values: not contiguous, one negative, one beyond int8.
+LABELS = np.array([0, 3, 7, 42, -5, 1000], dtype=np.int16)
 # The same on int16, where ITK truncates toward zero on the cast and gridwarp may round: one unit.
 AGAINST_ITK_INT16 = [
     ("BSpline[3]", "bspline[3]"),
@@ -146,6 +163,56 @@ def windowed_sinc(volume, u, window):
     return out.reshape(u.shape[1:])
 
 
+def gaussian_axis_weights(u, extent, sigma, alpha):
+    """ITK's GaussianInterpolateImageFunction along one axis, at pixel positions u (any shape):
+    voxels floor(u + 1/2 - cut) .. ceil(u + 1/2 + cut) - 1 (cut = sigma alpha, in voxels) clipped
+    to the axis, each weighted erf((i + 1/2 - u) s) - erf((i - 1/2 - u) s), s = 1 / (sqrt(2) sigma).
+    Returns the offsets from the first voxel and, per offset, (index, weight) with weight 0 where
+    the voxel is outside the region."""
+    cut = sigma * alpha
+    first = np.maximum(0, np.floor(u + 0.5 - cut)).astype(np.int64)
+    end = np.minimum(extent, np.ceil(u + 0.5 + cut)).astype(np.int64)
+    s = 1.0 / (np.sqrt(2.0) * sigma)
+    taps = []
+    for offset in range(int(np.ceil(2 * cut)) + 1):
+        index = first + offset
+        weight = special.erf((index + 0.5 - u) * s) - special.erf((index - 0.5 - u) * s)
+        inside = index < end
+        taps.append((np.where(inside, index, 0), np.where(inside, weight, 0.0)))
+    return taps
+
+
+def gaussian_terms(u, sigma_voxels, alpha):
+    """Every voxel of each point's region: (flat index, weight) per combination of axis taps."""
+    axes = [gaussian_axis_weights(u[axis], SHAPE[axis], sigma_voxels[axis], alpha) for axis in range(3)]
+    for i, wi in axes[0]:
+        for j, wj in axes[1]:
+            for k, wk in axes[2]:
+                yield (i * SHAPE[1] + j) * SHAPE[2] + k, wi * wj * wk
+
+
+def gaussian_mean(volume, u, sigma_voxels, alpha):
+    """ITK's Gaussian: the weighted mean of each point's region (renormalised)."""
+    flat = volume.ravel()
+    weighted, total = np.zeros(u.shape[1:]), np.zeros(u.shape[1:])
+    for index, weight in gaussian_terms(u, sigma_voxels, alpha):
+        weighted += weight * flat[index]
+        total += weight
+    with np.errstate(invalid="ignore"):  # points outside ITK's domain: no voxel, NaN (not compared)
+        return weighted / total
+
+
+def label_vote(labels, u, sigma_voxels, alpha):
+    """ITK's MultiLabel: per point the label whose voxels' weights sum to the most."""
+    flat = labels.ravel()
+    sums = {label: np.zeros(u.shape[1:]) for label in np.unique(labels)}
+    for index, weight in gaussian_terms(u, sigma_voxels, alpha):
+        for label, total in sums.items():
+            total += np.where(flat[index] == label, weight, 0.0)
+    names = np.array(list(sums))
+    return names[np.argmax(np.stack([sums[label] for label in names]), axis=0)].astype(np.float64)
+
+
 def load(path):
     return np.asarray(nib.load(path).dataobj, dtype=np.float64)
 
@@ -160,6 +227,10 @@ class Volumes(FolderTestCase):
         write_volume(cls.path("f32.nii.gz"), cls.volume.astype(np.float32))
         write_volume(cls.path("f64.nii.gz"), cls.volume)
         write_volume(cls.path("i16.nii.gz"), np.round(cls.volume * 10).astype(np.int16))
+        # Labels in bands of a smoother field: regions of a few voxels, with boundaries at every angle.
+        field = ndimage.gaussian_filter(np.random.default_rng(11).normal(size=SHAPE), 2.0, mode="wrap")
+        cls.labels = LABELS[np.digitize(field, np.quantile(field, np.linspace(0, 1, len(LABELS) + 1)[1:-1]))]
+        write_volume(cls.path("labels.nii.gz"), cls.labels)
         write_itk_affine(cls.path("rigid.tfm"), MATRIX, TRANSLATION, CENTER)
         write_itk_affine(cls.path("identity.tfm"), np.eye(3), np.zeros(3), CENTER)
         cls.source = source_indices(MATRIX, TRANSLATION, CENTER)
@@ -232,6 +303,28 @@ class TheOracle(Volumes):
                 self.assert_close(got, expected, 1e-5, where=inside, what=name)
                 self.assertTrue(np.all(got[~inside_itk(self.source, -1e-6)] == 0), "outside not 0")
 
+    def test_gaussian_equals_numpy_erf_weights(self):
+        inside = inside_itk(self.source)
+        spacing = np.abs(np.diag(AFFINE)[:3])
+        for sigma, alpha, name in [(None, 1.0, "gaussian"), (0.7, 2.5, "gaussian[0.7,2.5]")]:
+            with self.subTest(name=name):
+                sigma_voxels = np.ones(3) if sigma is None else sigma / spacing
+                expected = gaussian_mean(self.volume32, self.source, sigma_voxels, alpha)
+                got = self.itk(name)
+                self.assert_close(got, expected, 1e-5, where=inside, what=name)
+                self.assertTrue(np.all(got[~inside_itk(self.source, -1e-6)] == 0), "outside not 0")
+
+    def test_multilabel_is_the_label_of_most_weight(self):
+        inside = inside_itk(self.source)
+        spacing = np.abs(np.diag(AFFINE)[:3])
+        for sigma, alpha, name in [(None, 4.0, "multilabel"), (0.6, 2.0, "multilabel[0.6,2]")]:
+            with self.subTest(name=name):
+                sigma_voxels = np.ones(3) if sigma is None else sigma / spacing
+                expected = label_vote(self.labels, self.source, sigma_voxels, alpha)
+                got = self.itk(name, "labels.nii.gz")
+                self.assert_close(got, expected, 0.0, where=inside, what=name)
+                self.assertTrue(set(np.unique(got)) <= set(LABELS.tolist()))
+
     def test_a_sinc_on_the_grid_returns_the_voxel(self):
         for name in WINDOWS:
             with self.subTest(name=name):
@@ -245,6 +338,18 @@ class AgainstItk(Volumes):
         for mode, name in AGAINST_ITK:
             with self.subTest(mode=mode):
                 self.assert_close(self.gridwarp(mode), self.itk(name), RELATIVE, what=mode)
+
+    def test_gaussian_float32(self):
+        for mode, name in GAUSSIAN_AGAINST_ITK:
+            with self.subTest(mode=mode):
+                self.assert_close(self.gridwarp(mode), self.itk(name), RELATIVE, what=mode)
+
+    def test_multilabel_int16_every_voxel_equal(self):
+        for mode, name in MULTILABEL_AGAINST_ITK:
+            with self.subTest(mode=mode):
+                got = self.gridwarp(mode, "labels.nii.gz")
+                self.assert_close(got, self.itk(name, "labels.nii.gz"), 0.0, what=mode + " int16")
+                self.assertTrue(set(np.unique(got)) <= set(LABELS.tolist()) | {0})
 
     def test_int16(self):
         for mode, name in AGAINST_ITK_INT16:

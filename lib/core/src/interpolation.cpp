@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -12,15 +13,17 @@ namespace gridwarp {
 namespace {
 
 constexpr std::array kKinds{
-    InterpolationKind{Interpolation::Linear, "linear", "bilinear trilinear", true, false, true},
-    InterpolationKind{Interpolation::Nearest, "nearest", "nearestneighbor nearestneighbour", true, false, true},
-    InterpolationKind{Interpolation::Cubic, "cubic", "bicubic", true, false, true},
-    InterpolationKind{Interpolation::BSpline, "BSpline", "spline", false, true, false},
-    InterpolationKind{Interpolation::LanczosSinc, "LanczosWindowedSinc", "lanczos", false, false, true},
-    InterpolationKind{Interpolation::HammingSinc, "HammingWindowedSinc", "hamming", false, false, true},
-    InterpolationKind{Interpolation::CosineSinc, "CosineWindowedSinc", "cosine", false, false, true},
-    InterpolationKind{Interpolation::WelchSinc, "WelchWindowedSinc", "welch", false, false, true},
-    InterpolationKind{Interpolation::BlackmanSinc, "BlackmanWindowedSinc", "blackman", false, false, true},
+    InterpolationKind{Interpolation::Linear, "linear", "bilinear trilinear", true, false, true, false},
+    InterpolationKind{Interpolation::Nearest, "nearest", "nearestneighbor nearestneighbour", true, false, true, false},
+    InterpolationKind{Interpolation::Cubic, "cubic", "bicubic", true, false, true, false},
+    InterpolationKind{Interpolation::BSpline, "BSpline", "spline", false, true, false, false},
+    InterpolationKind{Interpolation::LanczosSinc, "LanczosWindowedSinc", "lanczos", false, false, true, false},
+    InterpolationKind{Interpolation::HammingSinc, "HammingWindowedSinc", "hamming", false, false, true, false},
+    InterpolationKind{Interpolation::CosineSinc, "CosineWindowedSinc", "cosine", false, false, true, false},
+    InterpolationKind{Interpolation::WelchSinc, "WelchWindowedSinc", "welch", false, false, true, false},
+    InterpolationKind{Interpolation::BlackmanSinc, "BlackmanWindowedSinc", "blackman", false, false, true, false},
+    InterpolationKind{Interpolation::Gaussian, "Gaussian", "", false, false, false, true},
+    InterpolationKind{Interpolation::MultiLabel, "MultiLabel", "", false, false, false, true},
 };
 
 std::string lower(std::string_view text) {
@@ -43,9 +46,42 @@ bool kind_is_named(const InterpolationKind& kind, std::string_view name) {
 std::string accepted_names() {
     std::string names;
     for (const auto& kind : kKinds) {
-        names += (names.empty() ? "" : ", ") + std::string(kind.name) + (kind.ordered ? "[0-5]" : "");
+        names += (names.empty() ? "" : ", ") + std::string(kind.name) + (kind.ordered ? "[0-5]" : "") +
+                 (kind.gaussian ? "[sigma,alpha]" : "");
     }
     return names;
+}
+
+// A positive finite number, all of `text`.
+double parse_positive(std::string_view whole, std::string_view text, const char* what) {
+    double value = 0.0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || error != std::errc() || end != text.data() + text.size() || !std::isfinite(value) || value <= 0.0) {
+        throw std::invalid_argument("'" + std::string(whole) + "': " + what + " must be a positive number, got '" + std::string(text) + "'");
+    }
+    return value;
+}
+
+// ANTs' "[sigma,alpha]": sigma one number or several joined by 'x' (one per axis), either may be
+// empty or left out.
+void parse_sigma_alpha(std::string_view whole, std::string_view bracket, InterpolationChoice& choice) {
+    const std::size_t comma = bracket.find(',');
+    const std::string_view sigma = bracket.substr(0, comma);
+    if (comma != std::string_view::npos) {
+        const std::string_view alpha = bracket.substr(comma + 1);
+        if (alpha.find(',') != std::string_view::npos) {
+            throw std::invalid_argument("'" + std::string(whole) + "': expected [sigma,alpha]");
+        }
+        if (!alpha.empty()) choice.alpha = parse_positive(whole, alpha, "alpha");
+    }
+    std::string_view rest = sigma;
+    while (!rest.empty()) {
+        const std::size_t end = std::min(rest.find('x'), rest.size());
+        choice.sigma.push_back(parse_positive(whole, rest.substr(0, end), "sigma"));
+        if (end == rest.size()) break;
+        rest.remove_prefix(end + 1);
+        if (rest.empty()) throw std::invalid_argument("'" + std::string(whole) + "': sigma must be a positive number, got ''");
+    }
 }
 
 }  // namespace
@@ -61,19 +97,27 @@ const InterpolationKind& interpolation_kind(Interpolation mode) {
 
 InterpolationChoice parse_interpolation_choice(std::string_view text) {
     std::string name = lower(text);
-    std::string order;
+    std::string bracket;
+    bool has_bracket = false;
     if (const std::size_t open = name.find('['); open != std::string::npos) {
-        if (name.back() != ']') throw std::invalid_argument("'" + std::string(text) + "': an order is written in brackets, as in BSpline[3]");
-        order = name.substr(open + 1, name.size() - open - 2);
+        if (name.back() != ']') {
+            throw std::invalid_argument("'" + std::string(text) + "': parameters are written in brackets, as in BSpline[3] or Gaussian[1,1]");
+        }
+        bracket = name.substr(open + 1, name.size() - open - 2);
+        has_bracket = true;
         name.resize(open);
     }
     for (const auto& kind : kKinds) {
         if (!kind_is_named(kind, name)) continue;
-        InterpolationChoice choice{kind.mode, kDefaultSplineOrder};
-        if (order.empty()) return choice;
+        InterpolationChoice choice{kind.mode, kDefaultSplineOrder, {}, {}};
+        if (!has_bracket) return choice;
+        if (kind.gaussian) {
+            parse_sigma_alpha(text, bracket, choice);
+            return choice;
+        }
         if (!kind.ordered) throw std::invalid_argument("'" + std::string(text) + "': " + std::string(kind.name) + " takes no order");
-        const auto [end, error] = std::from_chars(order.data(), order.data() + order.size(), choice.spline_order);
-        if (error != std::errc() || end != order.data() + order.size() || choice.spline_order < 0 ||
+        const auto [end, error] = std::from_chars(bracket.data(), bracket.data() + bracket.size(), choice.spline_order);
+        if (error != std::errc() || end != bracket.data() + bracket.size() || choice.spline_order < 0 ||
             choice.spline_order > kMaxSplineOrder) {
             throw std::invalid_argument("'" + std::string(text) + "': the B-spline order must be 0 to 5");
         }
@@ -100,8 +144,26 @@ int taps_per_axis(Interpolation mode, int spline_order) {
         case Interpolation::Linear: return 2;
         case Interpolation::Cubic: return 4;
         case Interpolation::BSpline: return spline_order + 1;
+        case Interpolation::Gaussian: return static_cast<int>(gaussian_taps_per_axis(1.0, kDefaultGaussianAlpha));
+        case Interpolation::MultiLabel: return static_cast<int>(gaussian_taps_per_axis(1.0, kDefaultMultiLabelAlpha));
         default: return 2 * kSincRadius;
     }
+}
+
+// A point's region along an axis runs from floor(x - cut) to ceil(x + cut) - 1 (x = u + 1/2): fewer
+// than 2 cut + 2 voxels.
+std::int64_t gaussian_taps_per_axis(double sigma_pixels, double alpha) {
+    if (!(std::isfinite(sigma_pixels) && sigma_pixels > 0.0 && std::isfinite(alpha) && alpha > 0.0)) {
+        throw std::invalid_argument("Gaussian interpolation needs a positive sigma and alpha, got sigma " + std::to_string(sigma_pixels) +
+                                    " pixels, alpha " + std::to_string(alpha));
+    }
+    const double taps = std::ceil(2.0 * sigma_pixels * alpha) + 1.0;
+    if (taps > double(1 << 20)) {
+        throw std::invalid_argument("Gaussian interpolation with sigma " + std::to_string(sigma_pixels) + " pixels and alpha " +
+                                    std::to_string(alpha) + " reads " + std::to_string(static_cast<std::int64_t>(std::min(taps, 1e18))) +
+                                    " values along an axis, more than the 2^20 supported");
+    }
+    return static_cast<std::int64_t>(taps);
 }
 
 bool needs_prefilter(Interpolation mode, int spline_order) { return mode == Interpolation::BSpline && spline_order >= 2; }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "gridwarp/interpolation.hpp"
 #include "gridwarp/positions.hpp"
@@ -39,6 +40,11 @@ struct SampleOptions {
     // to the smaller label, taps outside under zeros padding count as the fill value. Outputs hold
     // only input values (and the fill). Real-valued tensors only; not with prefiltered kinds.
     bool generic_label = false;
+    // Gaussian and MultiLabel: sigma in pixels along each spatial axis D1..Dr (outermost first; empty:
+    // 1 pixel on every axis, ANTs' default of one spacing) and the cut-off in sigmas (unset: 1 for
+    // Gaussian, 4 for MultiLabel). Taps are the voxels within sigma * alpha pixels, never outside the input.
+    std::vector<double> gaussian_sigma;
+    std::optional<double> gaussian_alpha;
 };
 
 // Output shape (N, C, O1..Or) for an input and a position source; checks that they fit.

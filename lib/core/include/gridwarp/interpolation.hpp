@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <span>
+#include <optional>
 #include <string_view>
+#include <vector>
 
 namespace gridwarp {
 
@@ -19,6 +21,8 @@ enum class Interpolation {
     CosineSinc,
     WelchSinc,
     BlackmanSinc,
+    Gaussian,      // ITK's GaussianInterpolateImageFunction (SampleOptions::gaussian_sigma, gaussian_alpha)
+    MultiLabel,    // ITK's LabelImageGaussianInterpolateImageFunction: the label of most Gaussian weight
 };
 
 struct InterpolationKind {
@@ -28,6 +32,7 @@ struct InterpolationKind {
     bool onnx;                 // an ONNX GridSample mode: exact results, served by the fast paths
     bool ordered;              // takes an order in brackets (B-spline: 0-5, default 3)
     bool label_inner;          // may be GenericLabel's interpolator (weights of the samples themselves)
+    bool gaussian;             // takes [sigma,alpha] in brackets (Gaussian, MultiLabel)
 };
 
 // One entry per kind, in the order of the enum.
@@ -37,15 +42,22 @@ const InterpolationKind& interpolation_kind(Interpolation mode);
 constexpr int kMaxSplineOrder = 5;
 constexpr int kDefaultSplineOrder = 3;
 constexpr int kSincRadius = 3;
+// ANTs' default cut-offs, in sigmas: antsApplyTransforms' Gaussian[sigma,1] and MultiLabel[sigma,4].
+constexpr double kDefaultGaussianAlpha = 1.0;
+constexpr double kDefaultMultiLabelAlpha = 4.0;
 
-// A kind and, for B-splines, its order.
+// A kind and, for B-splines, its order; for Gaussian and MultiLabel, sigma and alpha as written.
 struct InterpolationChoice {
     Interpolation mode = Interpolation::Linear;
     int spline_order = kDefaultSplineOrder;
+    std::vector<double> sigma;     // in mm, one value for every axis or one per axis x first; empty: the spacing
+    std::optional<double> alpha;   // the cut-off in sigmas; unset: the kind's default
 };
 
-// A kind's name or alias in any case, with "[order]" for B-splines: "BSpline[5]", "lanczos",
-// "bilinear". Throws std::invalid_argument listing the accepted names.
+// A kind's name or alias in any case, with "[order]" for B-splines and ANTs' "[sigma,alpha]" for
+// Gaussian and MultiLabel (sigma one number or one per axis joined by 'x', both optional):
+// "BSpline[5]", "lanczos", "bilinear", "Gaussian[1.5,2]", "MultiLabel[1x1x2]". Throws
+// std::invalid_argument listing the accepted names.
 InterpolationChoice parse_interpolation_choice(std::string_view text);
 
 // The ONNX attribute: linear, nearest or cubic and the aliases of opset 16, OpenVINO and PyTorch
@@ -53,8 +65,13 @@ InterpolationChoice parse_interpolation_choice(std::string_view text);
 Interpolation parse_interpolation(std::string_view name);
 
 std::string_view interpolation_name(Interpolation mode);
-// Taps read along each axis: 1 nearest, 2 linear, 4 cubic, order + 1 B-spline, 6 windowed sinc.
+// Taps read along each axis: 1 nearest, 2 linear, 4 cubic, order + 1 B-spline, 6 windowed sinc
+// (Gaussian and MultiLabel: gaussian_taps_per_axis).
 int taps_per_axis(Interpolation mode, int spline_order = kDefaultSplineOrder);
+// Gaussian and MultiLabel: the most voxels a point reads along an axis where the cut-off is
+// sigma * alpha pixels, ceil(2 sigma alpha) + 1. Throws std::invalid_argument unless sigma and alpha
+// are positive and finite and the count is at most 2^20.
+std::int64_t gaussian_taps_per_axis(double sigma_pixels, double alpha);
 // B-splines of order 2 and more interpolate coefficients computed from the image first.
 bool needs_prefilter(Interpolation mode, int spline_order);
 
