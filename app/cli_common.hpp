@@ -233,6 +233,7 @@ void set_command_action(CLI::App& sub, const std::shared_ptr<Command>& command, 
 std::shared_ptr<void> register_sample_command(CLI::App& app);
 std::shared_ptr<void> register_grid_command(CLI::App& app);
 std::shared_ptr<void> register_affine_command(CLI::App& app);
+std::shared_ptr<void> register_resize_command(CLI::App& app);
 std::shared_ptr<void> register_flow_command(CLI::App& app);
 std::shared_ptr<void> register_info_command(CLI::App& app);
 std::shared_ptr<void> register_resample_command(CLI::App& app);

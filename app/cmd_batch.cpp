@@ -56,6 +56,7 @@ const std::map<std::string, Registrar>& batch_commands() {
     static const std::map<std::string, Registrar> commands = {{"affine", &register_affine_command},
                                                               {"flow", &register_flow_command},
                                                               {"resample", &register_resample_command},
+                                                              {"resize", &register_resize_command},
                                                               {"sample", &register_sample_command}};
     return commands;
 }
@@ -433,7 +434,7 @@ private:
 
 void run_batch(const BatchCommand& command) {
     if (batch_commands().count(command.command) == 0) {
-        throw ExitStatus(2, "batch: COMMAND must be affine, flow, resample or sample, got '" + command.command + "'");
+        throw ExitStatus(2, "batch: COMMAND must be affine, resize, flow, resample or sample, got '" + command.command + "'");
     }
     const CommandOptions options(command.command);
     const ManifestColumns columns = manifest_columns(options);
@@ -636,8 +637,8 @@ void run_batch(const BatchCommand& command) {
 
 std::shared_ptr<void> register_batch_command(CLI::App& app) {
     auto command = std::make_shared<BatchCommand>();
-    CLI::App* sub = app.add_subcommand("batch", "Run affine, flow, resample or sample over the rows of a manifest, in one process");
-    sub->add_option("COMMAND", command->command, "affine, flow, resample or sample")->required();
+    CLI::App* sub = app.add_subcommand("batch", "Run affine, resize, flow, resample or sample over the rows of a manifest, in one process");
+    sub->add_option("COMMAND", command->command, "affine, resize, flow, resample or sample")->required();
     sub->add_option("MANIFEST", command->manifest,
                     ".csv/.tsv with a header row of COMMAND's long options, or .jsonl with one object per job")
         ->required();

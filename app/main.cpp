@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
     gridwarp::cli::register_sample_command(app);
     gridwarp::cli::register_grid_command(app);
     gridwarp::cli::register_affine_command(app);
+    gridwarp::cli::register_resize_command(app);
     gridwarp::cli::register_flow_command(app);
     gridwarp::cli::register_resample_command(app);
     gridwarp::cli::register_info_command(app);

@@ -16,9 +16,9 @@ mkdir -p "$out"
 "$gridwarp" flow -i data/card.png -f data/swirl.flo -o "$out/card_swirled.png" --padding border
 "$gridwarp" affine -i data/card.png -o "$out/card_small_reflect.png" --scale 0.5 --padding reflection
 "$gridwarp" affine -i data/brain.nii.gz -o "$out/brain_rotated.nii.gz" --rotate 15 --mode cubic
-"$gridwarp" affine -i data/brain.nii.gz -o "$out/brain_half.nii.gz" --size 17,21,13
-"$gridwarp" info "$out/brain_half.nii.gz"
-"$gridwarp" affine -i data/brain.nii.gz -o "$out/ref3mm.nii.gz" --size 22,27,17
+"$gridwarp" resize -i data/brain.nii.gz -o "$out/brain_4mm.nii.gz" --voxel-size 4
+"$gridwarp" info "$out/brain_4mm.nii.gz"
+"$gridwarp" resize -i data/brain.nii.gz -o "$out/ref3mm.nii.gz" --voxel-size 3
 "$gridwarp" resample -i data/brain.nii.gz -r "$out/ref3mm.nii.gz" -t data/tilt.tfm -o "$out/brain_tilted.nii.gz" --mode cubic
 "$gridwarp" info "$out/brain_tilted.nii.gz"
 echo "demo outputs are in $out/"

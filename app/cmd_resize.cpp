@@ -1,0 +1,187 @@
+// gridwarp resize: an image or volume onto a grid of another size, scale or voxel size, covering
+// the same field of view: edge-clamped and anti-aliased by default.
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <memory>
+#include <sstream>
+
+#include "cli_common.hpp"
+#include "gridwarp/io/error.hpp"
+#include "gridwarp/io/image.hpp"
+
+namespace gridwarp::cli {
+
+namespace {
+
+struct ResizeCommand {
+    std::filesystem::path input;
+    std::filesystem::path output;
+    std::string size;
+    std::string scale;
+    std::string voxel_size;
+    SamplingFlags sampling;
+    VolumeFlags volume;
+    CommonOptions common;
+};
+
+// "W,H[,D]" or "WxH[xD]", or one value for every axis where `one_for_all`: numbers, x first.
+std::vector<double> parse_list(const std::string& option, const std::string& text, std::size_t rank, bool one_for_all) {
+    std::vector<double> values;
+    std::string item;
+    std::istringstream in(text);
+    while (std::getline(in, item, text.find(',') != std::string::npos ? ',' : 'x')) {
+        const bool percent = !item.empty() && item.back() == '%';
+        if (percent) item.pop_back();
+        std::size_t used = 0;
+        double value = 0;
+        try {
+            value = std::stod(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (item.empty() || used != item.size() || !std::isfinite(value) || value <= 0) {
+            throw std::invalid_argument(option + ": expected positive numbers (W,H[,D] or WxH[xD]), got '" + text + "'");
+        }
+        values.push_back(percent ? value / 100.0 : value);
+    }
+    if (one_for_all && values.size() == 1) values.assign(rank, values.front());
+    if (values.size() != rank) {
+        throw std::invalid_argument(option + ": expected " + std::to_string(rank) + " values for a " + std::to_string(rank) +
+                                    "-D input" + (one_for_all ? " (or one for all axes)" : "") + ", got '" + text + "'");
+    }
+    return values;
+}
+
+// Along each axis (x first) output index j reads input index a j + b.
+struct AxisMap {
+    std::vector<std::int64_t> size;
+    std::vector<double> step, start;
+};
+
+AxisMap plan_resize(const ResizeCommand& command, const io::Image& input, bool align_corners) {
+    const std::size_t rank = input.spatial.size();
+    AxisMap map;
+    std::vector<double> extents(rank);
+    for (std::size_t k = 0; k < rank; ++k) extents[k] = static_cast<double>(input.spatial[rank - 1 - k]);
+    if (!command.voxel_size.empty()) {
+        if (!input.geometry) {
+            throw io::FileError(command.input, "--voxel-size needs a volume with a voxel size; use --size or --scale for images");
+        }
+        const std::vector<double> voxel = parse_list("--voxel-size", command.voxel_size, rank, true);
+        for (std::size_t k = 0; k < rank; ++k) {
+            const double spacing = input.geometry->spacing[k];
+            const double size = std::max(1.0, std::round(extents[k] * spacing / voxel[k]));
+            const double step = voxel[k] / spacing;
+            map.size.push_back(static_cast<std::int64_t>(size));
+            map.step.push_back(step);
+            map.start.push_back((extents[k] - 1.0) / 2.0 - step * (size - 1.0) / 2.0);  // centres on centres
+        }
+        return map;
+    }
+    const std::vector<double> sizes = command.size.empty() ? parse_list("--scale", command.scale, rank, true)
+                                                           : parse_list("--size", command.size, rank, false);
+    for (std::size_t k = 0; k < rank; ++k) {
+        const double size = command.size.empty() ? std::max(1.0, std::round(extents[k] * sizes[k])) : sizes[k];
+        if (size != std::floor(size)) throw std::invalid_argument("--size: expected whole numbers of pixels, got '" + command.size + "'");
+        map.size.push_back(static_cast<std::int64_t>(size));
+        if (align_corners) {
+            map.step.push_back(size > 1 ? (extents[k] - 1.0) / (size - 1.0) : 0.0);
+            map.start.push_back(size > 1 ? 0.0 : (extents[k] - 1.0) / 2.0);
+        } else {
+            const double step = extents[k] / size;
+            map.step.push_back(step);
+            map.start.push_back((step - 1.0) / 2.0);  // the outer edges stay where they are
+        }
+    }
+    return map;
+}
+
+void run_resize(const ResizeCommand& command) {
+    apply_common_options(command.common);
+    CommandProgress progress("resize", command.common);
+    progress.phase("reading", 0, 3);
+    const int given = (command.size.empty() ? 0 : 1) + (command.scale.empty() ? 0 : 1) + (command.voxel_size.empty() ? 0 : 1);
+    if (given != 1) throw std::invalid_argument("give exactly one of --size, --scale or --voxel-size");
+    SampleOptions options = to_sample_options(command.sampling, command.common);
+    check_output_differs(command.output, {command.input});
+
+    io::Image input = io::read_image(command.input, to_read_options(command.volume, command.common));
+    report_warnings(input);
+    const auto rank = static_cast<std::int64_t>(input.spatial.size());
+    set_gaussian_sigma(options, command.sampling, input.geometry ? input.geometry->spacing : std::vector<double>{}, rank);
+    const AxisMap map = plan_resize(command, input, options.align_corners);
+    Shape output_spatial(map.size.rbegin(), map.size.rend());
+    check_output_size(command.output, !command.size.empty() ? "--size" : !command.scale.empty() ? "--scale" : "--voxel-size", map.size,
+                      static_cast<std::uint64_t>(input.batch * input.channels), dtype_size(input.dtype()),
+                      to_memory_budget(command.volume.memory));
+
+    std::vector<double> matrix;  // output pixel -> input pixel, x first, per batch item
+    for (std::int64_t n = 0; n < input.batch; ++n) {
+        for (std::int64_t k = 0; k < rank; ++k) {
+            for (std::int64_t j = 0; j < rank; ++j) matrix.push_back(j == k ? map.step[static_cast<std::size_t>(k)] : 0.0);
+            matrix.push_back(map.start[static_cast<std::size_t>(k)]);
+        }
+    }
+    const AffinePositions positions(matrix, input.batch, output_spatial, options.align_corners, DType::Float64, CoordinateSpace::Pixel);
+
+    io::Image description = io::Image::describe_like(input, output_spatial);
+    if (input.geometry) {
+        io::Geometry geometry = *input.geometry;
+        const std::size_t d = geometry.dimension();
+        for (std::size_t k = 0; k < d; ++k) geometry.spacing[k] = input.geometry->spacing[k] * map.step[k];
+        for (std::size_t i = 0; i < d; ++i) {
+            for (std::size_t k = 0; k < d; ++k) {
+                geometry.origin[i] += input.geometry->direction[i * d + k] * input.geometry->spacing[k] * map.start[k];
+            }
+        }
+        description.geometry = geometry;
+    }
+    const AntialiasPlan antialias = plan_antialias(command.sampling, options, positions, input.spatial, input.dtype());
+    if (command.sampling.explain) {
+        Explanation explanation("resize");
+        explanation.add("input", command.input.string() + " (" + describe_image(input) + ")");
+        explanation.add("mapping", describe_rows(std::vector<double>(matrix.begin(), matrix.begin() + rank * (rank + 1)),
+                                                 static_cast<std::size_t>(rank), static_cast<std::size_t>(rank + 1)) +
+                                       " (output pixel -> input pixel, x first)");
+        explanation.add("sampling", describe_sampling(options));
+        explanation.add("anti-aliasing", antialias.explanation);
+        explanation.add("output", command.output.string() + ", spatial " + shape_to_string(output_spatial));
+        if (description.geometry) explanation.add("output grid", describe_geometry(*description.geometry));
+        explanation.print();
+        return;
+    }
+    Tensor filtered;
+    const ConstTensorView pixels = antialiased(input.nchw(), antialias, options.threads, command.input,
+                                               to_memory_budget(command.volume.memory), filtered);
+    sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), pixels, positions, options,
+                     &progress);
+}
+
+}  // namespace
+
+std::shared_ptr<void> register_resize_command(CLI::App& app) {
+    auto command = std::make_shared<ResizeCommand>();
+    command->sampling.padding = "border";  // the edge pixels, not black, beyond the outermost centres
+    CLI::App* sub = app.add_subcommand("resize", "Resize an image or volume to a size, a scale or a voxel size, same field of view");
+    sub->add_option("-i,--input", command->input, "Image, volume or .npy tensor")->required();
+    sub->add_option("-o,--output", command->output, "Output file; its extension picks the format")->required();
+    sub->add_option("--size", command->size, "Output size W,H[,D] (or WxH[xD]) in pixels");
+    sub->add_option("--scale", command->scale, "Factor or percentage, one for all axes or one per axis: 0.5, 50%, 2,2,1");
+    sub->add_option("--voxel-size", command->voxel_size,
+                    "Voxel size in mm, one for all axes or X,Y,Z: the grid keeps the field of view centred (volumes)");
+    add_sampling_options(*sub, command->sampling);
+    add_antialias_option(*sub, command->sampling);
+    add_volume_options(*sub, command->volume, true);
+    add_common_options(*sub, command->common);
+    sub->footer(
+        "Examples:\n"
+        "  gridwarp resize -i photo.jpg -o thumb.jpg --size 320x240\n"
+        "  gridwarp resize -i photo.jpg -o half.jpg --scale 50%\n"
+        "  gridwarp resize -i t1.nii.gz -o t1_2mm.nii.gz --voxel-size 2 --mode cubic\n"
+        "  gridwarp resize -i labels.nii.gz -o labels_1mm.nii.gz --voxel-size 1 --mode GenericLabel");
+    set_command_action(*sub, command, run_resize);
+    return command;
+}
+
+}  // namespace gridwarp::cli
