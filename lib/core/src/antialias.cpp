@@ -82,7 +82,7 @@ void lowpass_along_shrunk_axes(Tensor& pixels, const std::vector<double>& factor
     const Shape& shape = pixels.shape();
     for (std::size_t a = 0; a < factors.size(); ++a) {
         const std::size_t axis = a + 2;
-        if (factors[a] <= kShrinkTolerance || shape[axis] < 2) continue;
+        if (!(factors[a] > kShrinkTolerance) || shape[axis] < 2) continue;  // NaN: not shrunk
         const LowpassTaps taps = lowpass_taps(shape[axis], std::min(factors[a], kMaxLowpassFactor));
         const std::vector<Real> weights(taps.weights.begin(), taps.weights.end());
         detail::filter_lines_along_axis<T, T>(pixels.data_as<T>(), shape, axis, threads, [&](T* line, T* filtered, std::int64_t length) {
@@ -194,7 +194,7 @@ std::string describe_antialias(const std::vector<double>& factors, const Shape& 
     static const char* const kNames3[] = {"z", "y", "x"};
     std::string filtered;
     for (std::size_t axis = 0; axis < factors.size() && axis < input_spatial.size(); ++axis) {
-        if (factors[axis] <= kShrinkTolerance || input_spatial[axis] < 2) continue;
+        if (!(factors[axis] > kShrinkTolerance) || input_spatial[axis] < 2) continue;
         const std::size_t from_end = factors.size() - 1 - axis;
         const std::string name = from_end < 3 ? kNames3[2 - from_end] : "axis " + std::to_string(axis);
         char factor[64];
