@@ -82,7 +82,7 @@ AntialiasPlan plan_antialias(const SamplingFlags& flags, const SampleOptions& op
         return plan;
     }
     // Labels and nearest values must stay input values; a blend of them means nothing.
-    const bool label_like = options.generic_label || options.mode == Interpolation::Nearest || options.mode == Interpolation::MultiLabel ||
+    const bool label_like = options.generic_label || interpolation_kind(options.mode).keeps_values ||
                             (options.mode == Interpolation::BSpline && options.spline_order == 0) || pixels == DType::Bool ||
                             pixels == DType::String;
     if (label_like) {
@@ -145,7 +145,7 @@ void parse_mode(std::string text, SampleOptions& options) {
 
 void set_gaussian_sigma(SampleOptions& options, const SamplingFlags& flags, const std::vector<double>& spacing,
                         std::int64_t spatial_rank) {
-    if (options.mode != Interpolation::Gaussian && options.mode != Interpolation::MultiLabel) return;
+    if (!interpolation_kind(options.mode).gaussian) return;
     const InterpolationChoice choice = parse_interpolation_choice(flags.mode);
     if (choice.sigma.empty()) return;
     const auto rank = static_cast<std::size_t>(std::max<std::int64_t>(spatial_rank, 0));

@@ -1349,8 +1349,6 @@ void run_separable(const Task& task) {
 // erf((i + 1/2 - u) s) - erf((i - 1/2 - u) s) with s = 1 / (sqrt(2) sigma), summed incrementally
 // as ITK does; a voxel's weight is the product over axes.
 
-bool is_gaussian_kind(Interpolation mode) { return mode == Interpolation::Gaussian || mode == Interpolation::MultiLabel; }
-
 double gaussian_alpha(const SampleOptions& options) {
     return options.gaussian_alpha.value_or(options.mode == Interpolation::Gaussian ? kDefaultGaussianAlpha : kDefaultMultiLabelAlpha);
 }
@@ -1804,7 +1802,7 @@ void run_fast(const Task& task) {
 template <class S, class C>
 void run_sampler(const Task& task) {
     if constexpr (!std::is_same_v<S, std::string>) {
-        if (is_gaussian_kind(task.options.mode)) {
+        if (interpolation_kind(task.options.mode).gaussian) {
             run_gaussian<S, C>(task);
             return;
         }
@@ -1925,7 +1923,7 @@ void grid_sample(const ConstTensorView& input, const PositionSource& positions, 
     if (options.mode == Interpolation::BSpline && (options.spline_order < 0 || options.spline_order > kMaxSplineOrder)) {
         throw std::invalid_argument("grid_sample(): the B-spline order must be 0 to 5, got " + std::to_string(options.spline_order));
     }
-    if (is_gaussian_kind(options.mode)) {
+    if (interpolation_kind(options.mode).gaussian) {
         check_gaussian_options(options, static_cast<std::int64_t>(input.shape.size()) - 2);
     } else {
         check_taps_per_point(options.mode, options.spline_order, static_cast<std::int64_t>(input.shape.size()) - 2);

@@ -13,17 +13,17 @@ namespace gridwarp {
 namespace {
 
 constexpr std::array kKinds{
-    InterpolationKind{Interpolation::Linear, "linear", "bilinear trilinear", true, false, true, false},
-    InterpolationKind{Interpolation::Nearest, "nearest", "nearestneighbor nearestneighbour", true, false, true, false},
-    InterpolationKind{Interpolation::Cubic, "cubic", "bicubic", true, false, true, false},
-    InterpolationKind{Interpolation::BSpline, "BSpline", "spline", false, true, false, false},
-    InterpolationKind{Interpolation::LanczosSinc, "LanczosWindowedSinc", "lanczos", false, false, true, false},
-    InterpolationKind{Interpolation::HammingSinc, "HammingWindowedSinc", "hamming", false, false, true, false},
-    InterpolationKind{Interpolation::CosineSinc, "CosineWindowedSinc", "cosine", false, false, true, false},
-    InterpolationKind{Interpolation::WelchSinc, "WelchWindowedSinc", "welch", false, false, true, false},
-    InterpolationKind{Interpolation::BlackmanSinc, "BlackmanWindowedSinc", "blackman", false, false, true, false},
-    InterpolationKind{Interpolation::Gaussian, "Gaussian", "", false, false, false, true},
-    InterpolationKind{Interpolation::MultiLabel, "MultiLabel", "", false, false, false, true},
+    InterpolationKind{Interpolation::Linear, "linear", "bilinear trilinear", true, false, true, false, false},
+    InterpolationKind{Interpolation::Nearest, "nearest", "nearestneighbor nearestneighbour", true, false, true, false, true},
+    InterpolationKind{Interpolation::Cubic, "cubic", "bicubic", true, false, true, false, false},
+    InterpolationKind{Interpolation::BSpline, "BSpline", "spline", false, true, false, false, false},
+    InterpolationKind{Interpolation::LanczosSinc, "LanczosWindowedSinc", "lanczos", false, false, true, false, false},
+    InterpolationKind{Interpolation::HammingSinc, "HammingWindowedSinc", "hamming", false, false, true, false, false},
+    InterpolationKind{Interpolation::CosineSinc, "CosineWindowedSinc", "cosine", false, false, true, false, false},
+    InterpolationKind{Interpolation::WelchSinc, "WelchWindowedSinc", "welch", false, false, true, false, false},
+    InterpolationKind{Interpolation::BlackmanSinc, "BlackmanWindowedSinc", "blackman", false, false, true, false, false},
+    InterpolationKind{Interpolation::Gaussian, "Gaussian", "", false, false, false, true, false},
+    InterpolationKind{Interpolation::MultiLabel, "MultiLabel", "", false, false, false, true, true},
 };
 
 std::string lower(std::string_view text) {

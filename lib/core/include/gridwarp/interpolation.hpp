@@ -33,6 +33,7 @@ struct InterpolationKind {
     bool ordered;              // takes an order in brackets (B-spline: 0-5, default 3)
     bool label_inner;          // may be GenericLabel's interpolator (weights of the samples themselves)
     bool gaussian;             // takes [sigma,alpha] in brackets (Gaussian, MultiLabel)
+    bool keeps_values;         // outputs only input values (nearest, MultiLabel): never low-passed first
 };
 
 // One entry per kind, in the order of the enum.
