@@ -12,9 +12,10 @@ export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktra
 export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-suppressions.txt:print_suppressions=0"
 # The core tests compare every instruction-set path themselves; the command-line tests that sample
 # run again on the AVX2 and baseline paths (manifest parsing, transform conversion and image
-# metadata take no sampling path).
-ctest --test-dir "$tree" -L 'core|io|cli' --output-on-failure
+# metadata take no sampling path). Two tests at a time: most are single-threaded, and the tests
+# that time themselves bound CPU seconds, not wall time.
+ctest --test-dir "$tree" -j2 -L 'core|io|cli' --output-on-failure
 for isa in avx2 baseline; do
   echo "== command-line tests with GRIDWARP_ISA=$isa =="
-  GRIDWARP_ISA=$isa ctest --test-dir "$tree" -L cli -E 'reliability|million-row|convert-transform|EXIF orientations' --output-on-failure
+  GRIDWARP_ISA=$isa ctest --test-dir "$tree" -j2 -L cli -E 'reliability|million-row|convert-transform|EXIF orientations' --output-on-failure
 done

@@ -656,8 +656,9 @@ TEST_CASE("batch: a million-row manifest is dry-run in seconds, holding only its
     CHECK(rss_mb < 3000);
     CHECK(shard_rss_mb < 2000);
 #else
-    CHECK(seconds < 20);
-    CHECK(shard_seconds < 20);
+    // Room for a virtual machine whose speed varies twofold from run to run.
+    CHECK(seconds < 40);
+    CHECK(shard_seconds < 40);
     CHECK(rss_mb < 300);
     CHECK(shard_rss_mb < 150);
 #endif

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <utility>
 
 namespace gridwarp::detail {
 
@@ -24,18 +25,18 @@ double bspline_piece(int piece, double a) {
         return piece == 0 ? 0.75 - a2 : 0.5 * (1.5 - a) * (1.5 - a);
     } else if constexpr (Order == 3) {
         if (piece == 0) return 2.0 / 3.0 - a2 + 0.5 * a2 * a;
-        return (2.0 - a) * (2.0 - a) * (2.0 - a) / 6.0;
+        return (2.0 - a) * (2.0 - a) * (2.0 - a) * (1.0 / 6.0);
     } else if constexpr (Order == 4) {
         if (piece == 0) return 115.0 / 192.0 - 0.625 * a2 + 0.25 * a2 * a2;
         if (piece == 1) return 55.0 / 96.0 + a * (5.0 / 24.0 + a * (-1.25 + a * (5.0 / 6.0 - a / 6.0)));
         const double r = 2.5 - a;
-        return r * r * r * r / 24.0;
+        return r * r * r * r * (1.0 / 24.0);
     } else {
         static_assert(Order == 5);
-        if (piece == 0) return 0.55 - 0.5 * a2 + 0.25 * a2 * a2 - a2 * a2 * a / 12.0;
+        if (piece == 0) return 0.55 - 0.5 * a2 + 0.25 * a2 * a2 - a2 * a2 * a * (1.0 / 12.0);
         if (piece == 1) return 17.0 / 40.0 + a * (0.625 + a * (-1.75 + a * (1.25 + a * (-0.375 + a / 24.0))));
         const double r = 3.0 - a;
-        return r * r * r * r * r / 120.0;
+        return r * r * r * r * r * (1.0 / 120.0);
     }
 }
 
@@ -50,11 +51,12 @@ struct BSplineTaps {
     }
     template <class C> static void weights(C u, C first, C* w) {
         const double offset = static_cast<double>(u) - static_cast<double>(first);
-        for (int k = 0; k < taps; ++k) {
-            const int piece = k <= Order / 2 ? Order / 2 - k : k - Order / 2 - (Order % 2);
-            w[k] = static_cast<C>(bspline_piece<Order>(piece, std::fabs(offset - k)));
-        }
+        // Unrolled at compile time, so that each tap's piece is a constant and its branch folds away.
+        [&]<int... k>(std::integer_sequence<int, k...>) {
+            ((w[k] = static_cast<C>(bspline_piece<Order>(piece_of(k), std::fabs(offset - k)))), ...);
+        }(std::make_integer_sequence<int, taps>{});
     }
+    static constexpr int piece_of(int k) { return k <= Order / 2 ? Order / 2 - k : k - Order / 2 - (Order % 2); }
 };
 
 // ITK's window functions of radius m = kSincRadius, at the distances x = fraction - j of the taps
