@@ -444,6 +444,44 @@ TEST_CASE("bad option values are refused with one line naming the option", "[cli
     }
 }
 
+TEST_CASE("command-line mistakes exit with 2 and name the nearest option or command", "[cli][errors][usage]") {
+    const SampleFiles good;
+    TempDir temp;
+    const fs::path output = temp / "out.npy";
+    const auto before = listing(temp.path());
+    const std::vector<std::string> sample{"sample", "--input", good.input.string(), "--grid", good.grid.string(), "--output", output.string()};
+    const auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args = sample;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return run_gridwarp(args);
+    };
+    const auto require_usage_error = [&](const RunResult& r, const std::vector<std::string>& needles) {
+        require_refusal(r, needles, output, before);
+        CHECK(r.status == 2);
+    };
+    SECTION("a value that does not convert") { require_usage_error(with({"--fill", "abc"}), {"--fill", "abc"}); }
+    SECTION("a required option missing") {
+        require_usage_error(run_gridwarp({"sample", "--input", good.input.string(), "--output", output.string()}), {"--grid"});
+    }
+    SECTION("a mistyped option, with its option's value") {
+        require_usage_error(with({"--paddng", "border"}), {"unknown option '--paddng'", "did you mean '--padding'"});
+        require_usage_error(with({"--mode=nearest", "--alignn-corners"}), {"'--alignn-corners'", "'--align-corners'"});
+    }
+    SECTION("a mistyped option before a required one") {
+        require_usage_error(run_gridwarp({"affine", "--rotat", "5"}), {"unknown option '--rotat'", "did you mean '--rotate'"});
+    }
+    SECTION("an option nothing is near") { require_usage_error(with({"--zzzzzzzz"}), {"unknown option '--zzzzzzzz'"}); }
+    SECTION("a mistyped command") {
+        require_usage_error(run_gridwarp({"afine", "-i", "x.png"}), {"unknown command 'afine'", "did you mean 'affine'"});
+        require_usage_error(run_gridwarp({"resampel"}), {"did you mean 'resample'"});
+    }
+    SECTION("an extra argument") { require_usage_error(with({"surplus"}), {"surplus"}); }
+    SECTION("help and version exit with 0") {
+        CHECK(run_gridwarp({"sample", "--help"}).status == 0);
+        CHECK(run_gridwarp({"--version"}).status == 0);
+    }
+}
+
 TEST_CASE("an integer .npy theta needs --dtype", "[cli][grid][errors]") {
     // Identity theta as int64; expected grid from the definition (align_corners=0):
     // x_j = (2j + 1) / W - 1, y_i = (2i + 1) / H - 1, grid[0, i, j] = (x_j, y_i).

@@ -5,6 +5,9 @@
 //  - data/torch: PyTorch 1.13 float32 results for 2-D and 3-D.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
+
 #include "gridwarp/positions.hpp"
 #include "support/support.hpp"
 
@@ -49,6 +52,27 @@ TEST_CASE("N-D reference cases (ranks 1-4) pass through the library", "[conforma
 
 TEST_CASE("PyTorch float32 cases (2-D, 3-D) pass through the library", "[conformance][torch]") {
     check_cases(data_dir() / "torch", 30);
+}
+
+// README's claim: nearest equals PyTorch bit for bit; linear and cubic differ by float32 rounding
+// only (the contract's order of operations, not PyTorch's), a few units in the last place.
+TEST_CASE("PyTorch: nearest bit for bit, linear and cubic within float32 rounding", "[conformance][torch]") {
+    int nearest = 0;
+    for (const auto& dir : case_dirs(data_dir() / "torch")) {
+        const FixtureCase c = load_case(dir);
+        INFO("case torch/" << dir.filename().string());
+        const std::string mode = c.spec.at("attributes").at("mode").get<std::string>();
+        const Tensor actual = run_case(c);
+        if (mode == "nearest") {
+            CHECK(compare_exact(actual.view(), c.outputs.at(0).view()) == "");
+            ++nearest;
+        } else {
+            double scale = 0;
+            for (const double v : as_doubles(c.inputs.at(0).view())) scale = std::max(scale, std::fabs(v));
+            CHECK(compare(actual.view(), c.outputs.at(0).view(), 0, 64 * 0x1p-24 * scale) == "");
+        }
+    }
+    CHECK(nearest > 0);
 }
 
 TEST_CASE("fixture cases give identical results on the fixed-rank and generic paths", "[conformance][rank]") {
