@@ -213,8 +213,12 @@ void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes) {
     if (writes) {
         command.add_option("--compression-level", flags.compression_level,
                            "gzip level for .nii.gz outputs: 0 (stored) to 12 (smallest); default 4, within 1 % of zlib's 6 "
-                           "(1 where a trial block shows that 4 buys less than 0.5 %: noise-like data)")
+                           "(1 where a trial block shows that 4 buys less than 0.5 %: noise-like data). PNG outputs: "
+                           "0 to 9, default 1")
             ->check(CLI::Range(0, 12));
+        command.add_option("--quality", flags.quality, "JPEG and WebP outputs: 1 (smallest) to 100 (best); default 95 for JPEG, "
+                                                       "lossless for WebP")
+            ->check(CLI::Range(1, 100));
     }
 }
 
@@ -276,6 +280,7 @@ io::ReadOptions to_read_options(const VolumeFlags& flags, const CommonOptions& c
 io::WriteOptions to_write_options(const VolumeFlags& flags, const CommonOptions& common) {
     io::WriteOptions options;
     options.compression_level = flags.compression_level;
+    options.quality = flags.quality;
     options.threads = common.threads;
     return options;
 }

@@ -92,6 +92,7 @@ io::MemoryBudget to_memory_budget(const MemoryFlags& flags);
 struct VolumeFlags {
     std::string nifti_geometry = "standard";
     int compression_level = -1;
+    int quality = -1;
     MemoryFlags memory;
     bool allow_outside_data_files = false;
     bool keep_orientation = false;

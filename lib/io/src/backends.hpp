@@ -19,7 +19,8 @@ namespace gridwarp::io::detail {
 
 struct RasterBackend {  // OpenCV
     Image (*read)(const std::filesystem::path& file);
-    void (*write)(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
+    void (*write)(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image,
+                  const WriteOptions& options);
 };
 
 struct ItkBackend {  // ITK: NRRD, MetaImage, transform files

@@ -35,7 +35,8 @@ void require_companion_inside(const std::filesystem::path& named, const std::fil
                               const std::string& role, const ReadOptions& options);
 
 Image read_raster(const std::filesystem::path& file);                           // OpenCV
-void write_raster(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
+void write_raster(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image,
+                  const WriteOptions& options);
 Image read_volume(const std::filesystem::path& file, bool with_pixels = true);  // ITK
 // The guarded entry points (read_guards.cpp): the header checked against the file, then the
 // decoder run with its stderr captured; anything it prints fails the read.

@@ -181,8 +181,24 @@ void PendingOutput::commit() {
     committed_ = true;
 }
 
+void check_write_options(const fs::path& target, const WriteOptions& options) {
+    std::string extension = lowercase(target.extension().string());
+    if (!extension.empty()) extension.erase(0, 1);
+    const bool lossy = extension == "jpg" || extension == "jpeg" || extension == "jpe" || extension == "webp";
+    if (options.quality >= 0 && !lossy) {
+        throw FileError(target, "a quality applies to JPEG and WebP outputs, not to a ." + extension + " file");
+    }
+    if (options.quality == 0 || options.quality > 100) {
+        throw FileError(target, "the quality is " + std::to_string(options.quality) + ": JPEG and WebP take 1 to 100");
+    }
+    if (extension == "png" && options.compression_level > 9) {
+        throw FileError(target, "a .png takes compression levels 0 to 9, not " + std::to_string(options.compression_level));
+    }
+}
+
 void write_sampled(const fs::path& target, Image description, const WriteOptions& options, int sample_threads,
                    const WindowSampler& sample, const std::function<void()>& sampled, ChannelSampling channel_sampling) {
+    check_write_options(target, options);
     if (detail::is_nifti_path(target) && detail::nifti_output_streams(target, description)) {
         write_path_atomically(target, [&](const fs::path& temporary) {
             detail::stream_nifti_output(temporary, target, description, options, sample, channel_sampling);
@@ -368,6 +384,7 @@ Image read_header_of(const fs::path& file, const ReadOptions& options) {
 }  // namespace
 
 void write_image(const fs::path& file, const Image& image, const WriteOptions& options) {
+    check_write_options(file, options);
     if (detail::is_nifti_path(file)) {
         write_path_atomically(file, [&](const fs::path& temporary) { detail::write_nifti(temporary, file, image, options); });
         return;
@@ -384,7 +401,7 @@ void write_image(const fs::path& file, const Image& image, const WriteOptions& o
         case FileKind::Raster:
             write_path_atomically(file, [&](const fs::path& temporary) {
                 if (detail::write_plain_bmp(temporary, file, image)) return;
-                detail::write_reporting_failures(temporary, file, [&] { detail::raster_backend().write(temporary, file, image); });
+                detail::write_reporting_failures(temporary, file, [&] { detail::raster_backend().write(temporary, file, image, options); });
             });
             return;
     }

@@ -171,7 +171,7 @@ Image read_raster(const fs::path& file) {
     return image;
 }
 
-void write_raster(const fs::path& temporary, const fs::path& target, const Image& image) {
+void write_raster(const fs::path& temporary, const fs::path& target, const Image& image, const WriteOptions& options) {
     silence_opencv();
     if (image.batch != 1 || image.spatial.size() != 2) {
         throw FileError(target, "an image file holds one 2-D image, got N=" + std::to_string(image.batch) +
@@ -203,6 +203,8 @@ void write_raster(const fs::path& temporary, const fs::path& target, const Image
     // OpenCV writes 3-channel float32 TIFF as SGILOG (lossy LogLuv) unless a compression is named.
     std::vector<int> parameters;
     if (extension == "tif" || extension == "tiff") parameters = {cv::IMWRITE_TIFF_COMPRESSION, 5 /* LZW */};
+    if (options.quality >= 0) parameters.insert(parameters.end(), {extension == "webp" ? cv::IMWRITE_WEBP_QUALITY : cv::IMWRITE_JPEG_QUALITY, options.quality});
+    if (options.compression_level >= 0 && extension == "png") parameters.insert(parameters.end(), {cv::IMWRITE_PNG_COMPRESSION, options.compression_level});
     // Encoded in memory and written here, so that a failing write or close is reported with its
     // cause (a full disk, a quota, an I/O error); imwrite would only say that it failed.
     std::vector<unsigned char> encoded;

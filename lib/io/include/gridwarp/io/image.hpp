@@ -126,7 +126,9 @@ struct ReadOptions {
 struct WriteOptions {
     // gzip level 0..12 for .nii.gz / .img.gz; -1: the default (4, or 1 where a trial block of the
     // data shows that level 4 buys less than 0.5 % of size: noise-like voxels)
+    // (and zlib's 0..9 for PNG outputs, whose default is OpenCV's 1)
     int compression_level = -1;
+    int quality = -1;            // 1..100 for JPEG and WebP outputs; -1: OpenCV's defaults (95, lossless WebP)
     int threads = 0;             // compression threads; 0: every core
 };
 
@@ -187,6 +189,10 @@ enum class ChannelSampling { Together, Apart };
 // needed. Otherwise, a plain .nii among them (sampled into its own mapped pages), `sample` is
 // called once for the whole grid, with `sample_threads`, into a PendingOutput, then `sampled`
 // (when given) before the file is written. `description` as for PendingOutput.
+// Throws FileError when `options` do not apply to the format of `file` (a quality for a PNG, a
+// compression level above 9 for a PNG); write_image and write_sampled check first.
+void check_write_options(const std::filesystem::path& file, const WriteOptions& options);
+
 void write_sampled(const std::filesystem::path& target, Image description, const WriteOptions& options,
                    int sample_threads, const WindowSampler& sample, const std::function<void()>& sampled = nullptr,
                    ChannelSampling channel_sampling = ChannelSampling::Together);
