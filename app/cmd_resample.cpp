@@ -23,6 +23,7 @@ struct ResampleCommand {
     std::filesystem::path reference;
     std::vector<std::string> transforms;
     std::string output_type;
+    int dimensionality = 0;  // antsApplyTransforms' -d; 0: not given
     SamplingFlags sampling;
     VolumeFlags volume;
     CommonOptions common;
@@ -62,6 +63,13 @@ void run_resample(const ResampleCommand& command) {
         throw io::FileError(command.input, "resample takes one 2-D or 3-D image, got N=" + std::to_string(moving.batch) +
                                                " with spatial shape " + shape_to_string(moving.spatial));
     }
+    // -d 2 also names a volume one slice deep, as antsApplyTransforms reads it.
+    const bool one_slice = dimension == 3 && moving.spatial.front() == 1;
+    if (command.dimensionality != 0 && command.dimensionality != static_cast<int>(dimension) &&
+        !(command.dimensionality == 2 && one_slice)) {
+        throw io::FileError(command.input, "-d " + std::to_string(command.dimensionality) + " was given, but the image is " +
+                                               std::to_string(dimension) + "-D");
+    }
     const io::Image reference = command.reference.empty() ? io::Image{} : io::read_image_header(command.reference, read_options);
     report_warnings(reference);
     const io::Image& grid = command.reference.empty() ? moving : reference;
@@ -69,7 +77,8 @@ void run_resample(const ResampleCommand& command) {
         throw io::FileError(command.reference, "the reference is " + std::to_string(grid.spatial.size()) + "-D but " +
                                                    command.input.string() + " is " + std::to_string(dimension) + "-D");
     }
-    const DType output_type = command.output_type.empty() ? moving.dtype() : parse_dtype(command.output_type);
+    const bool moving_type = command.output_type.empty() || command.output_type == "default";
+    const DType output_type = moving_type ? moving.dtype() : parse_dtype(command.output_type);
     if (output_type == DType::String || is_complex(output_type)) {
         throw std::invalid_argument("--output-type must be a real numeric type, got " + command.output_type);
     }
@@ -251,9 +260,19 @@ std::shared_ptr<void> register_resample_command(CLI::App& app) {
                     "FILE,inverse (or [FILE,1]) inverts a linear one. Repeatable, in antsApplyTransforms' order: the first "
                     "listed acts first on output points")
         ->take_all()->allow_extra_args(false);
-    sub->add_option("--output-type", command->output_type,
-                    "Output voxel type: uchar, char, ushort, short, uint, int, float, double, ... (default: the moving image's)");
+    CLI::Option* output_type = sub->add_option(
+        "--output-type", command->output_type, "Output voxel type: uchar, char, ushort, short, uint, int, float, double, ... (default: the moving image's)");
     add_sampling_options(*sub, command->sampling);
+    // antsApplyTransforms' spellings, so that a line from an ANTs script runs as it is.
+    sub->add_option("-n,--interpolation", command->sampling.mode, "antsApplyTransforms' name for --mode (Linear, BSpline[3], GenericLabel, ...)")
+        ->excludes(sub->get_option("--mode"));
+    sub->add_option("-f,--default-value", command->sampling.fill, "antsApplyTransforms' name for --fill")->excludes(sub->get_option("--fill"));
+    sub->add_option("-d,--dimensionality", command->dimensionality,
+                    "antsApplyTransforms' -d: 2 or 3, checked against the moving image (the image says it; optional)")
+        ->check(CLI::IsMember({2, 3}));
+    sub->add_option("-u,--output-data-type", command->output_type,
+                    "antsApplyTransforms' name for --output-type (char, uchar, short, int, float, double, default)")
+        ->excludes(output_type);
     add_antialias_option(*sub, command->sampling);
     add_volume_options(*sub, command->volume, true);
     add_common_options(*sub, command->common);
@@ -263,7 +282,9 @@ std::shared_ptr<void> register_resample_command(CLI::App& app) {
         "  gridwarp resample -i moving.nii.gz -r fixed.nii.gz -o moved.nii.gz -t warp.nii.gz -t affine.mat\n"
         "  gridwarp resample -i labels.nii.gz -r fixed.nii.gz -o labels_moved.nii.gz -t affine.tfm,inverse --mode nearest\n"
         "  gridwarp resample -i t1.nii.gz -r template.nii.gz -o t1_in_template.nii.gz --mode cubic --output-type float\n"
-        "  gridwarp resample -i moving.nii.gz -r fixed.nii.gz -o moved.nii.gz -t affine.mat --padding itk  # = antsApplyTransforms");
+        "  gridwarp resample -i moving.nii.gz -r fixed.nii.gz -o moved.nii.gz -t affine.mat --padding itk  # = antsApplyTransforms\n"
+        "  gridwarp resample -i moving.nii.gz -r fixed.nii.gz -o moved.nii.gz -t 0GenericAffine.mat -n BSpline[3] -u float "
+        "--padding itk");
     set_command_action(*sub, command, run_resample);
     return command;
 }

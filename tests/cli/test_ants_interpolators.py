@@ -357,6 +357,36 @@ class AgainstItk(Volumes):
                 self.assert_close(self.gridwarp(mode, "i16.nii.gz"), self.itk(name, "i16.nii.gz"), 1e-4, absolute=1.0,
                                   what=mode + " int16")
 
+    def test_ants_spellings(self):
+        """-n, -f and -u as antsApplyTransforms spells them: the same output as --mode, --fill and --output-type."""
+        out = self.path("ants-spelling.nii.gz")
+        result = run("resample", "-d", "3", "-i", self.path("f32.nii.gz"), "-o", out, "-t", self.path("rigid.tfm"), "-n",
+                     "BSpline[3]", "-u", "default", *GRIDWARP_OPTIONS)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(nib.load(out).get_data_dtype(), np.float32)
+        self.assert_close(load(out), self.itk("bspline[3]"), RELATIVE, what="-n BSpline[3]")
+        for ants, ours in ((["-f", "7", "-u", "float", "--interpolation", "Linear"], ["--fill", "7", "--output-type", "float"]),
+                           (["--default-value", "-3", "--output-data-type", "double"], ["--fill", "-3", "--output-type", "double"])):
+            with self.subTest(ants=ants):
+                outputs = []
+                for spelling in (ants, ours):
+                    out = self.path("spelling-%d.nii" % len(outputs))
+                    result = run("resample", "-i", self.path("i16.nii.gz"), "-o", out, "-t", self.path("rigid.tfm"), *spelling,
+                                 *GRIDWARP_OPTIONS)
+                    self.assertEqual(result.returncode, 0, result.stderr)
+                    outputs.append(nib.load(out))
+                self.assertEqual(outputs[0].get_data_dtype(), outputs[1].get_data_dtype())
+                self.assertNotEqual(outputs[0].get_data_dtype(), np.int16)
+                self.assertTrue(np.array_equal(outputs[0].get_fdata(), outputs[1].get_fdata()))
+        both = run("resample", "-i", self.path("f32.nii.gz"), "-o", self.path("both.nii"), "-t", self.path("rigid.tfm"), "-n",
+                   "Linear", "--mode", "nearest")
+        self.assertEqual(both.returncode, 2, both.stderr)
+        self.assertFalse(os.path.exists(self.path("both.nii")))
+        wrong = run("resample", "-d", "2", "-i", self.path("f32.nii.gz"), "-o", self.path("wrong.nii"))
+        self.assertEqual(wrong.returncode, 1, wrong.stderr)
+        self.assertIn("f32.nii.gz: -d 2 was given, but the image is 3-D", wrong.stderr)
+        self.assertFalse(os.path.exists(self.path("wrong.nii")))
+
 
 class AgainstScipy(Volumes):
     """gridwarp's B-splines equal scipy's (mirror boundary, prefiltered) where every tap is inside."""
