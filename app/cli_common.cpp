@@ -393,7 +393,7 @@ void sample_and_write(const std::filesystem::path& file, io::Image description, 
         copy_elements(converted.view(), pixels);
     };
     const std::string summary = std::string(io::file_kind_name(description.kind)) + " " + std::string(dtype_name(description.dtype())) +
-                                ", spatial " + shape_to_string(description.spatial);
+                                ", size " + image_size_text(description.spatial);
     io::write_sampled(file, std::move(description), write_options, options.threads, sample, [&] {
         if (progress) progress->phase("writing", 2, 3);
     });
@@ -432,7 +432,7 @@ void sample_series_and_write(const std::filesystem::path& file, io::Image descri
         }
     };
     const std::string summary = std::string(io::file_kind_name(description.kind)) + " " + std::string(dtype_name(description.dtype())) +
-                                ", " + std::to_string(volumes) + " volume(s), spatial " + shape_to_string(description.spatial);
+                                ", " + std::to_string(volumes) + " volume(s), size " + image_size_text(description.spatial);
     io::write_sampled(file, std::move(description), write_options, options.threads, sample, [&] {
         if (progress) progress->phase("writing", 2, 3);
     }, io::ChannelSampling::Apart);
@@ -449,7 +449,7 @@ void Explanation::print() const {
 
 std::string describe_image(const io::Image& image) {
     return std::string(io::file_kind_name(image.kind)) + " " + std::string(dtype_name(image.dtype())) + ", " +
-           std::to_string(image.channels) + " channel(s), spatial " + shape_to_string(image.spatial);
+           std::to_string(image.channels) + " channel(s), size " + image_size_text(image.spatial);
 }
 
 std::string describe_rows(const std::vector<double>& values, std::size_t rows, std::size_t columns) {
@@ -496,6 +496,18 @@ std::string describe_sampling(const SampleOptions& options, std::string_view pad
     out << ", padding " << padding << ", align_corners " << (options.align_corners ? 1 : 0)
         << ", fill " << options.fill;
     return out.str();
+}
+
+std::string image_size_text(const Shape& spatial) {
+    static constexpr const char* kAxisNames[] = {"W", "H", "D"};
+    std::string sizes;
+    std::string names;
+    for (std::size_t i = 0; i < spatial.size(); ++i) {
+        const std::string separator = i == 0 ? "" : " x ";
+        sizes += separator + std::to_string(spatial[spatial.size() - 1 - i]);
+        names += separator + (i < 3 ? kAxisNames[i] : "axis " + std::to_string(i + 1));
+    }
+    return sizes + " (" + names + ")";
 }
 
 void report_warnings(const io::Image& image) {

@@ -164,6 +164,12 @@ void sample_series_and_write(const std::filesystem::path& file, io::Image descri
                              CommandProgress* progress = nullptr);
 // Logs what a reader wanted the user to know (a NIfTI file without orientation, ...).
 void report_warnings(const io::Image& image);
+// An image's size as every message gives it, x first: "320 x 240 (W x H)", "64 x 64 x 48 (W x H x D)".
+std::string image_size_text(const Shape& spatial);
+// One warning line when `image` is an integer image that looks like a label map (few distinct
+// values, most voxels equal to their neighbour) and `options` interpolate between values
+// (label_map_warning.cpp).
+void warn_if_label_map(const std::filesystem::path& file, const io::Image& image, const SampleOptions& options);
 
 // --explain: what a job would read, how it maps output points to input points, how it samples and
 // what it would write, printed on stdout instead of doing it.

@@ -189,6 +189,7 @@ void run_affine(const AffineCommand& command) {
 
     io::Image input = io::read_image(command.input, to_read_options(command.volume, command.common));
     report_warnings(input);
+    warn_if_label_map(command.input, input, options);
     const auto rank = static_cast<std::int64_t>(input.spatial.size());
     set_gaussian_sigma(options, command.sampling, input.geometry ? input.geometry->spacing : std::vector<double>{}, rank);
     try {
@@ -196,8 +197,8 @@ void run_affine(const AffineCommand& command) {
     } catch (const std::invalid_argument& e) {
         throw io::FileError(command.input, e.what());
     }
-    spdlog::debug("input {}: {} {}, {} channel(s), spatial {}", command.input.string(), io::file_kind_name(input.kind),
-                  dtype_name(input.dtype()), input.channels, shape_to_string(input.spatial));
+    spdlog::debug("input {}: {} {}, {} channel(s), size {}", command.input.string(), io::file_kind_name(input.kind),
+                  dtype_name(input.dtype()), input.channels, image_size_text(input.spatial));
 
     Shape output_spatial = input.spatial;
     if (!command.size.empty()) {
@@ -255,7 +256,7 @@ void run_affine(const AffineCommand& command) {
         explanation.add("mapping", mapping);
         explanation.add("sampling", describe_sampling(options));
         explanation.add("anti-aliasing", antialias.explanation);
-        explanation.add("output", command.output.string() + ", spatial " + shape_to_string(output_spatial));
+        explanation.add("output", command.output.string() + ", size " + image_size_text(output_spatial));
         if (description.geometry) explanation.add("output grid", describe_geometry(*description.geometry));
         explanation.print();
         return;

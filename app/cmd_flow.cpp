@@ -40,13 +40,14 @@ void run_flow(const FlowCommand& command) {
     const io::ReadOptions read_options = to_read_options(command.volume, command.common);
     io::Image input = io::read_image(command.input, read_options);
     report_warnings(input);
+    warn_if_label_map(command.input, input, options);
     const io::FlowField flow = io::read_flow(command.flow, read_options);
     const auto rank = static_cast<std::int64_t>(input.spatial.size());
     set_gaussian_sigma(options, command.sampling, input.geometry ? input.geometry->spacing : std::vector<double>{}, rank);
     const Shape& field_shape = flow.field.shape();
     if (static_cast<std::int64_t>(field_shape.size()) != rank + 2 || field_shape.back() != rank) {
         throw std::invalid_argument(command.flow.string() + ": a " + std::to_string(rank) + "-D input (" +
-                                    command.input.string() + ", spatial " + shape_to_string(input.spatial) +
+                                    command.input.string() + ", size " + image_size_text(input.spatial) +
                                     ") needs a flow with " + std::to_string(rank) + " components per point, got shape " +
                                     shape_to_string(field_shape));
     }
@@ -81,7 +82,7 @@ void run_flow(const FlowCommand& command) {
                                        command.units + (command.absolute ? ", absolute positions" : ", displacements") + ")");
         explanation.add("sampling", describe_sampling(options));
         explanation.add("anti-aliasing", antialias.explanation);
-        explanation.add("output", command.output.string() + ", spatial " + shape_to_string(output_spatial));
+        explanation.add("output", command.output.string() + ", size " + image_size_text(output_spatial));
         explanation.print();
         return;
     }

@@ -56,12 +56,13 @@ void run_resample(const ResampleCommand& command) {
     const io::ReadOptions read_options = to_read_options(command.volume, command.common);
     io::Image moving = io::read_image(command.input, read_options);
     report_warnings(moving);
+    warn_if_label_map(command.input, moving, options);
     const std::size_t dimension = moving.spatial.size();
     set_gaussian_sigma(options, command.sampling, moving.geometry ? moving.geometry->spacing : std::vector<double>{},
                        static_cast<std::int64_t>(dimension));
     if (moving.batch != 1 || (dimension != 2 && dimension != 3)) {
         throw io::FileError(command.input, "resample takes one 2-D or 3-D image, got N=" + std::to_string(moving.batch) +
-                                               " with spatial shape " + shape_to_string(moving.spatial));
+                                               " of size " + image_size_text(moving.spatial));
     }
     // -d 2 also names a volume one slice deep, as antsApplyTransforms reads it.
     const bool one_slice = dimension == 3 && moving.spatial.front() == 1;
@@ -177,7 +178,7 @@ void run_resample(const ResampleCommand& command) {
         return itk_positions.empty() ? static_cast<const PositionSource&>(*volume_positions[v]) : *itk_positions[v];
     };
     spdlog::debug("resampling {} ({} volume(s)) onto a {} grid through {} transform(s){}", command.input.string(), volumes,
-                  shape_to_string(grid.spatial), transforms.size(), positions.is_affine() ? " (one affine map)" : "");
+                  image_size_text(grid.spatial), transforms.size(), positions.is_affine() ? " (one affine map)" : "");
 
     if (sample_as_output && converted_volumes == volumes) {
         moving.pixels = convert_to(moving.pixels.view(), output_type);
@@ -211,8 +212,8 @@ void run_resample(const ResampleCommand& command) {
                                         : describe_sampling(options));
         explanation.add("anti-aliasing", antialias.explanation);
         explanation.add("output", command.output.string() + " (" + std::string(dtype_name(output_type)) +
-                                      (volumes > 1 || one_volume_series ? ", " + std::to_string(volumes) + " volume(s)" : std::string()) + ", spatial " +
-                                      shape_to_string(grid.spatial) + ")");
+                                      (volumes > 1 || one_volume_series ? ", " + std::to_string(volumes) + " volume(s)" : std::string()) + ", size " +
+                                      image_size_text(grid.spatial) + ")");
         explanation.add("output grid", describe_geometry(output_geometry) +
                                            (command.reference.empty() ? " (the input's)" : " (" + command.reference.string() + "'s)"));
         explanation.print();

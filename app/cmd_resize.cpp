@@ -108,6 +108,7 @@ void run_resize(const ResizeCommand& command) {
 
     io::Image input = io::read_image(command.input, to_read_options(command.volume, command.common));
     report_warnings(input);
+    warn_if_label_map(command.input, input, options);
     const auto rank = static_cast<std::int64_t>(input.spatial.size());
     set_gaussian_sigma(options, command.sampling, input.geometry ? input.geometry->spacing : std::vector<double>{}, rank);
     const AxisMap map = plan_resize(command, input, options.align_corners);
@@ -146,7 +147,7 @@ void run_resize(const ResizeCommand& command) {
                                        " (output pixel -> input pixel, x first)");
         explanation.add("sampling", describe_sampling(options));
         explanation.add("anti-aliasing", antialias.explanation);
-        explanation.add("output", command.output.string() + ", spatial " + shape_to_string(output_spatial));
+        explanation.add("output", command.output.string() + ", size " + image_size_text(output_spatial));
         if (description.geometry) explanation.add("output grid", describe_geometry(*description.geometry));
         explanation.print();
         return;

@@ -302,7 +302,7 @@ TEST_CASE("explain: --explain prints the mapping, the sampling and the output, a
     CHECK(affine.status == 0);
     CHECK(affine.out.find("mapping: [[0.5, 0.25, 3], [-0.125, 2, -4.5]]") != std::string::npos);
     CHECK(affine.out.find("sampling: cubic, padding border") != std::string::npos);
-    CHECK(affine.out.find("spatial (240, 320)") != std::string::npos);
+    CHECK(affine.out.find("size 320 x 240 (W x H)") != std::string::npos);
     // A translation of (2, -1, 0.5) mm on a 2 x 1 x 0.5 mm grid moves by (1, -1, 1) voxels along the
     // axes when the direction is the identity; the fixture's direction is not, so compare with the
     // LPS translation turned into voxels by the grid itself: the linear part stays the identity.

@@ -150,5 +150,51 @@ class GenericLabel(FolderTestCase):
         self.assertFalse(os.path.exists(self.path("bad.npy")))
 
 
+
+class LabelMapWarning(FolderTestCase):
+    """One warning line when an integer image that looks like a label map is interpolated between values."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        rng = np.random.default_rng(3)
+        # 30 labels in blocks of 16 voxels along x: 15 of 16 neighbours equal, as in a segmentation.
+        blocks = rng.integers(0, 30, (2, 8, 16))
+        labels = np.kron(blocks, np.ones((16, 4, 4), dtype=np.int64)).astype(np.uint8)  # (32, 32, 64) as i (x), j, k
+        nib.save(nib.Nifti1Image(labels, np.eye(4)), cls.path("labels.nii.gz"))
+        scan = rng.normal(1000, 200, labels.shape).astype(np.int16)
+        nib.save(nib.Nifti1Image(scan, np.eye(4)), cls.path("scan.nii.gz"))
+
+    def stderr_of(self, *args):
+        result = run(*args)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return result.stderr
+
+    def test_linear_and_cubic_on_a_label_map_warn(self):
+        for command in (["affine", "--rotate", "5"], ["resample"], ["resize", "--scale", "0.5"]):
+            for mode in ("linear", "cubic", "BSpline[3]"):
+                with self.subTest(command=command[0], mode=mode):
+                    err = self.stderr_of(command[0], "-i", self.path("labels.nii.gz"), "-o", self.path("out.nii.gz"),
+                                         *command[1:], "--mode", mode)
+                    warnings = [line for line in err.splitlines() if line.startswith("gridwarp: warning:")]
+                    self.assertEqual(len(warnings), 1, err)
+                    self.assertIn("labels.nii.gz: looks like a label map (30 distinct values", warnings[0])
+                    self.assertIn("GenericLabel", warnings[0])
+
+    def test_no_warning_where_values_are_kept_or_the_image_is_a_scan(self):
+        for source, mode in (("labels.nii.gz", "nearest"), ("labels.nii.gz", "GenericLabel"), ("labels.nii.gz", "MultiLabel"),
+                             ("labels.nii.gz", "BSpline[0]"), ("scan.nii.gz", "linear")):
+            with self.subTest(source=source, mode=mode):
+                err = self.stderr_of("affine", "-i", self.path(source), "-o", self.path("out.nii.gz"), "--rotate", "5",
+                                     "--mode", mode)
+                self.assertNotIn("gridwarp: warning:", err)
+        self.assertEqual(self.stderr_of("affine", "-i", self.path("labels.nii.gz"), "-o", self.path("out.nii.gz"), "--rotate", "5",
+                                        "-q"), "")
+
+    def test_messages_give_sizes_x_first(self):
+        err = self.stderr_of("affine", "-i", self.path("labels.nii.gz"), "-o", self.path("out.nii.gz"), "--rotate", "5",
+                             "--mode", "nearest")
+        self.assertIn("size 32 x 32 x 64 (W x H x D)", err)
+
 if __name__ == "__main__":
     main()
