@@ -498,6 +498,30 @@ std::string describe_sampling(const SampleOptions& options, std::string_view pad
     return out.str();
 }
 
+std::vector<std::int64_t> parse_integer_list(const std::string& option, const std::string& text, std::size_t count) {
+    std::vector<std::int64_t> values;
+    std::string item;
+    std::istringstream in(text);
+    const char separator = text.find(',') != std::string::npos ? ',' : 'x';
+    while (std::getline(in, item, separator)) {
+        std::size_t used = 0;
+        long long value = 0;
+        try {
+            value = std::stoll(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (item.empty() || used != item.size()) {
+            throw std::invalid_argument(option + ": expected whole numbers separated by ',' (or 'x'), got '" + text + "'");
+        }
+        values.push_back(value);
+    }
+    if (values.size() != count) {
+        throw std::invalid_argument(option + ": expected " + std::to_string(count) + " numbers, got '" + text + "'");
+    }
+    return values;
+}
+
 std::string image_size_text(const Shape& spatial) {
     static constexpr const char* kAxisNames[] = {"W", "H", "D"};
     std::string sizes;

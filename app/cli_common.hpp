@@ -164,6 +164,9 @@ void sample_series_and_write(const std::filesystem::path& file, io::Image descri
                              CommandProgress* progress = nullptr);
 // Logs what a reader wanted the user to know (a NIfTI file without orientation, ...).
 void report_warnings(const io::Image& image);
+// Whole numbers "A,B[,C...]" or "AxB[xC...]", exactly `count` of them; throws std::invalid_argument
+// naming `option`.
+std::vector<std::int64_t> parse_integer_list(const std::string& option, const std::string& text, std::size_t count);
 // An image's size as every message gives it, x first: "320 x 240 (W x H)", "64 x 64 x 48 (W x H x D)".
 std::string image_size_text(const Shape& spatial);
 // One warning line when `image` is an integer image that looks like a label map (few distinct

@@ -25,7 +25,8 @@ struct AffineCommand {
     std::optional<double> rotate;
     std::optional<double> scale;
     std::vector<double> shift;
-    std::vector<std::int64_t> size;
+    std::string size;  // W,H[,D] or WxH[xD]
+    std::string crop;  // X,Y[,Z],W,H[,D]
     SamplingFlags sampling;
     VolumeFlags volume;
     CommonOptions common;
@@ -124,6 +125,40 @@ std::pair<double, double> cos_sin_degrees(double degrees) {
     return {std::cos(radians), std::sin(radians)};
 }
 
+// --crop's map: output pixel p reads input pixel corner + p.
+std::vector<double> crop_matrix(const std::vector<std::int64_t>& corner) {
+    const auto rank = corner.size();
+    std::vector<double> matrix(rank * (rank + 1), 0.0);
+    for (std::size_t k = 0; k < rank; ++k) {
+        matrix[k * (rank + 1) + k] = 1.0;
+        matrix[k * (rank + 1) + rank] = static_cast<double>(corner[k]);
+    }
+    return matrix;
+}
+
+// The input pixel under output pixel 0 when the two centres coincide, x first (a half where the
+// sizes differ by an odd count).
+std::vector<double> centred_corner(const Shape& input_spatial, const Shape& output_spatial) {
+    const std::size_t rank = input_spatial.size();
+    std::vector<double> corner(rank);
+    for (std::size_t k = 0; k < rank; ++k) {
+        corner[k] = (static_cast<double>(input_spatial[rank - 1 - k]) - static_cast<double>(output_spatial[rank - 1 - k])) / 2.0;
+    }
+    return corner;
+}
+
+// The input's voxel grid with its first voxel moved to input pixel `corner` (x first).
+io::Geometry canvas_geometry(const io::Geometry& geometry, const std::vector<double>& corner) {
+    io::Geometry result = geometry;
+    const std::size_t dimension = geometry.dimension();
+    for (std::size_t i = 0; i < dimension; ++i) {
+        for (std::size_t j = 0; j < dimension && j < corner.size(); ++j) {
+            result.origin[i] += geometry.direction[i * dimension + j] * geometry.spacing[j] * corner[j];
+        }
+    }
+    return result;
+}
+
 // Scale, rotate (counter-clockwise on screen, in the x-y plane) and shift about the image centre:
 // the forward map is p_out = c_out + shift + R S (p_in - c_in); returned is its inverse, the
 // output -> input pixel matrix.
@@ -166,10 +201,17 @@ void run_affine(const AffineCommand& command) {
     CommandProgress progress("affine", command.common);
     progress.phase("reading", 0, 3);
     SampleOptions options = to_sample_options(command.sampling, command.common);
-    const bool srt = command.rotate || command.scale || !command.shift.empty();
+    // --size alone is the canvas of an identity map about the centre: it crops or pads, as it does
+    // with --rotate; resizing is `gridwarp resize`.
+    const bool srt = command.rotate || command.scale || !command.shift.empty() || !command.crop.empty() ||
+                     (command.theta.empty() && command.matrix.empty() && !command.size.empty());
     const int sources = (command.theta.empty() ? 0 : 1) + (command.matrix.empty() ? 0 : 1) + (srt ? 1 : 0);
-    if (sources > 1 || (sources == 0 && command.size.empty())) {
-        throw std::invalid_argument("give exactly one of --theta, --matrix, or --rotate/--scale/--shift (or only --size to resize)");
+    if (sources != 1) {
+        throw std::invalid_argument("give exactly one of --theta, --matrix, --rotate/--scale/--shift, --size alone (a canvas) or "
+                                    "--crop (to resize, use gridwarp resize)");
+    }
+    if (!command.crop.empty() && (command.rotate || command.scale || !command.shift.empty() || !command.size.empty())) {
+        throw std::invalid_argument("--crop cuts a box of its own size: give it without --rotate, --scale, --shift or --size");
     }
     if (command.inverse && command.matrix.empty()) throw std::invalid_argument("--inverse applies to --matrix only");
     // A non-finite angle or shift would reach integer conversions in the rotation.
@@ -178,9 +220,6 @@ void run_affine(const AffineCommand& command) {
     }
     for (const double shift : command.shift) {
         if (!std::isfinite(shift)) throw std::invalid_argument("--shift: expected finite numbers, got " + std::to_string(shift));
-    }
-    for (auto extent : command.size) {
-        if (extent < 1) throw std::invalid_argument("--size: expected positive sizes, got " + std::to_string(extent));
     }
     std::vector<std::filesystem::path> inputs{command.input};
     if (!command.theta.empty()) inputs.push_back(command.theta);
@@ -201,14 +240,26 @@ void run_affine(const AffineCommand& command) {
                   dtype_name(input.dtype()), input.channels, image_size_text(input.spatial));
 
     Shape output_spatial = input.spatial;
-    if (!command.size.empty()) {
-        if (static_cast<std::int64_t>(command.size.size()) != rank) {
-            throw std::invalid_argument("--size needs " + std::to_string(rank) + " values (W,H" + (rank == 3 ? ",D" : "") +
-                                        ") for " + command.input.string() + ", got " + std::to_string(command.size.size()));
+    std::vector<std::int64_t> crop_corner;  // x first
+    if (!command.size.empty() || !command.crop.empty()) {
+        std::vector<std::int64_t> size;  // x first
+        if (!command.crop.empty()) {
+            const std::vector<std::int64_t> box = parse_integer_list("--crop", command.crop, static_cast<std::size_t>(2 * rank));
+            crop_corner.assign(box.begin(), box.begin() + rank);
+            size.assign(box.begin() + rank, box.end());
+        } else {
+            size = parse_integer_list("--size", command.size, static_cast<std::size_t>(rank));
         }
-        output_spatial.assign(command.size.rbegin(), command.size.rend());  // W,H,D -> (D, H, W)
-        check_output_size(command.output, "--size", command.size, static_cast<std::uint64_t>(input.batch * input.channels),
-                          dtype_size(input.dtype()), to_memory_budget(command.volume.memory));
+        for (const auto extent : size) {
+            if (extent < 1) {
+                throw std::invalid_argument((command.crop.empty() ? "--size" : "--crop") + std::string(": expected positive sizes, got ") +
+                                            std::to_string(extent));
+            }
+        }
+        output_spatial.assign(size.rbegin(), size.rend());  // W,H,D -> (D, H, W)
+        check_output_size(command.output, command.crop.empty() ? "--size" : "--crop", size,
+                          static_cast<std::uint64_t>(input.batch * input.channels), dtype_size(input.dtype()),
+                          to_memory_budget(command.volume.memory));
     }
 
     std::unique_ptr<PositionSource> positions;
@@ -221,20 +272,10 @@ void run_affine(const AffineCommand& command) {
         mapping = "theta " + describe_rows(std::vector<double>(first.data_as<double>(), first.data_as<double>() + rank * (rank + 1)),
                                            static_cast<std::size_t>(rank), static_cast<std::size_t>(rank + 1)) +
                   " (normalized, as ONNX AffineGrid; the first of " + std::to_string(theta.shape()[0]) + ")";
-    } else if (sources == 0) {
-        mapping = "the identity in normalized coordinates: the input's extent resized to the output size";  // --size alone: the identity in normalized space resizes
-        std::vector<double> identity;
-        for (std::int64_t n = 0; n < input.batch; ++n) {
-            for (std::int64_t k = 0; k < rank; ++k) {
-                for (std::int64_t j = 0; j <= rank; ++j) identity.push_back(j == k ? 1.0 : 0.0);
-            }
-        }
-        positions = std::make_unique<AffinePositions>(identity, input.batch, output_spatial, options.align_corners,
-                                                      DType::Float64);
     } else {
-        const std::vector<double> matrix = !command.matrix.empty()
-                                               ? read_pixel_matrix(command.matrix, rank, command.inverse)
-                                               : srt_matrix(command, input.spatial, output_spatial);
+        const std::vector<double> matrix = !command.matrix.empty() ? read_pixel_matrix(command.matrix, rank, command.inverse)
+                                           : !crop_corner.empty()  ? crop_matrix(crop_corner)
+                                                                   : srt_matrix(command, input.spatial, output_spatial);
         std::vector<double> per_batch;
         for (std::int64_t n = 0; n < input.batch; ++n) per_batch.insert(per_batch.end(), matrix.begin(), matrix.end());
         positions = std::make_unique<AffinePositions>(per_batch, input.batch, output_spatial, options.align_corners,
@@ -245,9 +286,17 @@ void run_affine(const AffineCommand& command) {
 
     io::Image description = io::Image::describe_like(input, output_spatial);
     if (input.geometry) {
-        description.geometry = output_spatial == input.spatial
-                                   ? *input.geometry
-                                   : io::resampled_geometry(*input.geometry, input.spatial, output_spatial, options.align_corners);
+        // The pixel-space maps keep the input's voxel grid, moved to the canvas (or box) they cut from
+        // it; theta and --matrix with another size cover the input's extent, as before.
+        if (srt) {
+            description.geometry = canvas_geometry(*input.geometry, !crop_corner.empty()
+                                                                        ? std::vector<double>(crop_corner.begin(), crop_corner.end())
+                                                                        : centred_corner(input.spatial, output_spatial));
+        } else {
+            description.geometry = output_spatial == input.spatial
+                                       ? *input.geometry
+                                       : io::resampled_geometry(*input.geometry, input.spatial, output_spatial, options.align_corners);
+        }
     }
     const AntialiasPlan antialias = plan_antialias(command.sampling, options, *positions, input.spatial, input.dtype());
     if (command.sampling.explain) {
@@ -283,7 +332,10 @@ std::shared_ptr<void> register_affine_command(CLI::App& app) {
     sub->add_option("--rotate", command->rotate, "Rotate by DEG degrees counter-clockwise (as seen on screen) about the centre");
     sub->add_option("--scale", command->scale, "Scale by S about the centre");
     sub->add_option("--shift", command->shift, "Then shift by X,Y[,Z] output pixels")->delimiter(',');
-    sub->add_option("--size", command->size, "Output size W,H[,D] (default: the input's)")->delimiter(',');
+    sub->add_option("--size", command->size,
+                    "Output canvas W,H[,D] or WxH[xD], centred on the input's centre (default: the input's size); alone it "
+                    "crops or pads the centre. To resize, use gridwarp resize");
+    sub->add_option("--crop", command->crop, "Cut the box X,Y[,Z],W,H[,D] (input pixels, x first: the corner, then the size)");
     add_sampling_options(*sub, command->sampling);
     add_antialias_option(*sub, command->sampling);
     add_volume_options(*sub, command->volume, true);
@@ -293,7 +345,8 @@ std::shared_ptr<void> register_affine_command(CLI::App& app) {
         "  gridwarp affine -i photo.png -o turned.png --rotate 30 --scale 1.2 --mode cubic\n"
         "  gridwarp affine -i photo.jpg -o out.jpg --matrix M.txt --inverse     # OpenCV warpAffine's M\n"
         "  gridwarp affine -i brain.nii.gz -o turned.nii.gz --rotate 15 --mode cubic\n"
-        "  gridwarp affine -i brain.nii.gz -o small.nii.gz --size 64,64,40   # resize, same extent\n"
+        "  gridwarp affine -i photo.png -o centre.png --size 640x480        # the centre 640x480, padded where smaller\n"
+        "  gridwarp affine -i photo.png -o face.png --crop 120,40,200,260   # the box at x 120, y 40, 200 wide, 260 high\n"
         "  gridwarp affine -i X.npy -o Y.npy --theta theta.npy --align-corners --antialias off   # = grid + sample");
     set_command_action(*sub, command, run_affine);
     return command;

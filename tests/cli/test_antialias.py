@@ -60,7 +60,7 @@ class ZonePlate(FolderTestCase):
         Image.fromarray(zone_plate(ZONE)).save(cls.path("zone.png"))
         size = f"{ZONE // SHRINK},{ZONE // SHRINK}"
         for name, extra in (("auto", []), ("off", ["--antialias", "off"]), ("on", ["--antialias", "on"])):
-            result = run("affine", "-i", cls.path("zone.png"), "-o", cls.path(f"zone_{name}.png"), "--size", size, *extra)
+            result = run("resize", "-i", cls.path("zone.png"), "-o", cls.path(f"zone_{name}.png"), "--size", size, *extra)
             assert result.returncode == 0, result.stderr
 
     def read(self, name):
@@ -78,7 +78,7 @@ class ZonePlate(FolderTestCase):
         np.testing.assert_array_equal(self.read("zone_on.png"), self.read("zone_auto.png"))
 
     def test_explain_names_the_filter(self):
-        result = run("affine", "-i", self.path("zone.png"), "-o", self.path("x.png"), "--size", "128,128", "--explain")
+        result = run("resize", "-i", self.path("zone.png"), "-o", self.path("x.png"), "--size", "128,128", "--explain")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("anti-aliasing: Lanczos-3 low-pass along y (factor 4), x (factor 4)", result.stdout)
         self.assertFalse(os.path.exists(self.path("x.png")))
@@ -148,24 +148,24 @@ class NotFiltered(FolderTestCase):
         super().setUpClass()
         Image.fromarray(zone_plate(128)).save(cls.path("zone.png"))
 
-    def same(self, *args):
+    def same(self, *args, command="affine"):
         results = []
         for name, extra in (("a", []), ("b", ["--antialias", "off"])):
-            result = run("affine", "-i", self.path("zone.png"), "-o", self.path(f"{name}.png"), *args, *extra)
+            result = run(command, "-i", self.path("zone.png"), "-o", self.path(f"{name}.png"), *args, *extra)
             self.assertEqual(result.returncode, 0, result.stderr)
             results.append(np.asarray(Image.open(self.path(f"{name}.png"))))
         np.testing.assert_array_equal(results[0], results[1])
 
     def test_rotation_and_enlargement_are_untouched(self):
         self.same("--rotate", "33")
-        self.same("--size", "300,300")
+        self.same("--size", "300,300", command="resize")
 
     def test_nearest_and_labels_never_filter(self):
-        self.same("--size", "32,32", "--mode", "nearest")
-        self.same("--size", "32,32", "--mode", "GenericLabel[Linear]")
+        self.same("--size", "32,32", "--mode", "nearest", command="resize")
+        self.same("--size", "32,32", "--mode", "GenericLabel[Linear]", command="resize")
 
     def test_on_with_a_label_mode_is_one_error_line(self):
-        result = run("affine", "-i", self.path("zone.png"), "-o", self.path("bad.png"), "--size", "32,32", "--mode", "nearest",
+        result = run("resize", "-i", self.path("zone.png"), "-o", self.path("bad.png"), "--size", "32,32", "--mode", "nearest",
                      "--antialias", "on")
         self.assertNotEqual(result.returncode, 0)
         self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
@@ -176,7 +176,7 @@ class NotFiltered(FolderTestCase):
         """A uint8 .nii (checked against its file size) whose float32 copy is 1 MiB."""
         volume = np.random.default_rng(0).integers(0, 255, (64, 64, 64)).astype(np.uint8)
         nib.save(nib.Nifti1Image(volume, np.eye(4)), self.path("u8.nii"))
-        shrink = ["affine", "-i", self.path("u8.nii"), "-o", self.path("u8_small.nii"), "--size", "16,16,16", "--max-memory", "512K"]
+        shrink = ["resize", "-i", self.path("u8.nii"), "-o", self.path("u8_small.nii"), "--size", "16,16,16", "--max-memory", "512K"]
         result = run(*shrink)
         self.assertEqual(result.returncode, 1)
         lines = result.stderr.strip().splitlines()

@@ -125,7 +125,7 @@ class NiftiTest(unittest.TestCase):
         self.assertEqual(run("info", path, "--nifti-geometry", "itk", ok=False).returncode, 1)  # ITK refuses shear
         # A new grid: the sform holds the sheared geometry (nibabel's slicing gives the expected affine).
         out = self.path("sheared_half.nii.gz")
-        run("affine", "-i", path, "-o", out, "--size", "3,5,2")
+        run("resize", "-i", path, "-o", out, "--size", "3,5,2")
         written = nib.load(out)
         expected = SHEARED @ affine_of(np.diag([2.0, 1.0, 2.0]), [0.5, 0.0, 0.5])
         self.assert_affine(written.header.get_sform(), expected, 1e-5)
@@ -138,7 +138,7 @@ class NiftiTest(unittest.TestCase):
         path = self.save("um.nii", pattern((6, 5, 4), np.float32), header=header)
         self.assert_affine(ras_affine_from_info(info(path)), affine_of(OBLIQUE[:3, :3] * 1e-3, OBLIQUE[:3, 3] * 1e-3), 1e-7)
         out = self.path("um_small.nii")
-        run("affine", "-i", path, "-o", out, "--size", "3,5,2")
+        run("resize", "-i", path, "-o", out, "--size", "3,5,2")
         written = nib.load(out)
         self.assertEqual(written.header.get_xyzt_units(), ("micron", "sec"))
         self.assert_affine(written.affine, OBLIQUE @ affine_of(np.diag([2.0, 1.0, 2.0]), [0.5, 0.0, 0.5]), 1e-4)
@@ -167,7 +167,7 @@ class NiftiTest(unittest.TestCase):
         same_grid = self.path("turned.nii.gz")
         run("affine", "-i", path, "-o", same_grid, "--rotate", "10")
         new_grid = self.path("small.nii.gz")
-        run("affine", "-i", path, "-o", new_grid, "--size", "3,5,2")
+        run("resize", "-i", path, "-o", new_grid, "--size", "3,5,2")
         for out in (same_grid, new_grid):
             h = nib.load(out).header
             self.assertEqual((int(h["qform_code"]), int(h["sform_code"])), (2, 4))
