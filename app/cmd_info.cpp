@@ -243,6 +243,13 @@ void run_info(const InfoCommand& command) {
         info["batch"] = image.batch;
         info["channels"] = image.channels;
         if (!image.channel_order.empty()) info["channel_order"] = image.channel_order;
+        if (image.pages > 1) info["pages"] = image.pages;
+        // A NIfTI series: its volumes are the channels; the fourth pixdim is the TR.
+        if (image.nifti && image.nifti->dim[0] >= 4 && image.nifti->dim[4] > 1 && image.nifti->dim[4] == image.channels) {
+            const int time_units = image.nifti->xyzt_units & 0x38;
+            const char* unit = time_units == 8 ? "s" : time_units == 16 ? "ms" : time_units == 24 ? "us" : "";
+            info["time"] = {{"volumes", image.nifti->dim[4]}, {"tr", image.nifti->pixdim[4]}, {"tr_unit", unit}};
+        }
         if (image.exif_orientation != 0) {
             info["exif_orientation"] = image.exif_orientation;
             info["exif_orientation_applied"] = !command.volume.keep_orientation && image.exif_orientation > 1 && image.format.rfind("tif", 0) != 0;
@@ -306,7 +313,14 @@ void run_info(const InfoCommand& command) {
     if (info["batch"].get<std::int64_t>() != 1) std::cout << "batch:     " << info["batch"].get<std::int64_t>() << "\n";
     std::cout << "channels:  " << info["channels"].get<std::int64_t>();
     if (info.contains("channel_order")) std::cout << " (" << info["channel_order"].get<std::string>() << ")";
+    if (info.contains("time")) std::cout << " (the volumes of the time axis)";
     std::cout << "\n";
+    if (info.contains("time")) {
+        const std::string unit = info["time"]["tr_unit"].get<std::string>();
+        std::cout << "time:      " << info["time"]["volumes"].get<std::int64_t>() << " volumes, TR " << info["time"]["tr"].get<double>()
+                  << (unit.empty() ? " (no time unit in the header)" : " " + unit) << "\n";
+    }
+    if (info.contains("pages")) std::cout << "pages:     " << info["pages"].get<std::int64_t>() << " (the first is read)\n";
     if (info.contains("exif_orientation")) {
         static const char* const kShown[] = {"", "as stored", "mirrored left-right", "turned 180 degrees", "mirrored top-bottom",
                                              "transposed", "turned 90 degrees clockwise", "transverse", "turned 90 degrees counter-clockwise"};

@@ -168,6 +168,19 @@ Image read_raster(const fs::path& file) {
     // Keep OpenCV's buffer: the tensor shares it instead of copying.
     auto owner = std::make_shared<cv::Mat>(std::move(mat));
     image.pixels = Tensor::adopt(dtype, {owner->rows, owner->cols, image.channels}, std::shared_ptr<void>(owner, owner->data));
+    if (image.format == "tif" || image.format == "tiff") {
+        // A page count the decoder cannot give (its messages are caught, not printed) leaves one page.
+        std::size_t pages = 1;
+        try {
+            capture_stderr([&] { pages = cv::imcount(file.string(), cv::IMREAD_UNCHANGED); });
+        } catch (const std::exception&) {
+            pages = 1;
+        }
+        image.pages = std::max<std::int64_t>(1, static_cast<std::int64_t>(pages));
+        if (image.pages > 1) {
+            image.warnings.push_back(file.string() + ": " + std::to_string(image.pages) + " pages; the first is read");
+        }
+    }
     return image;
 }
 

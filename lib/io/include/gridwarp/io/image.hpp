@@ -67,6 +67,8 @@ struct Image {
     // The EXIF orientation an image file declares (1-8; 0: none). The reader turns the pixels by it
     // unless ReadOptions::keep_orientation, so that they are what a viewer shows.
     int exif_orientation = 0;
+    // Pages (images) in the file: a multi-page TIFF holds several, of which the first is read.
+    std::int64_t pages = 1;
 
     DType dtype() const { return pixels.dtype(); }
     // (N, C, D1..Dr) views of the pixels.
