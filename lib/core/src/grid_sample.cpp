@@ -1178,6 +1178,7 @@ void run_reference(const Task& task) {
 template <class C>
 struct AxisTaps {
     int taps = 0;                       // per axis
+    bool offsets_of_interior = true;    // false: interior points get only base and weights
     std::vector<std::int64_t> offset;   // points x rank x taps; -1: outside, read the fill value
     std::vector<C> weight;              // points x rank x taps
     std::vector<unsigned char> fill;    // per point: 1 when the whole point is the fill value
@@ -1188,48 +1189,155 @@ struct AxisTaps {
 template <class C>
 using AxisPlanFunction = void (*)(const C* xyz, std::int64_t count, const InputGeometry& geometry, AxisTaps<C>& plan);
 
-template <class C, class Interp, class Pad>
-void plan_axis_taps(const C* xyz, std::int64_t count, const InputGeometry& geometry, AxisTaps<C>& plan) {
+// Points planned at once by plan_interior_lanes.
+constexpr int kInteriorLanes = 4;
+
+template <class C>
+C pixel_coordinate(C g, std::int64_t extent, const InputGeometry& geometry) {
+    return geometry.space == CoordinateSpace::Normalized ? unnormalize(g, extent, geometry.align_corners) : g;
+}
+
+// The taps of a point whose taps lie inside the input along every axis, where no padding rule
+// applies: weights and the first tap's offset only. False where some axis is not interior. The
+// bounds are checked on tap_origin(u) itself, where truncation is floor (a NaN fails them).
+template <class C, class Interp>
+bool plan_interior_point(const C* coords, const InputGeometry& geometry, C* weight, std::int64_t& base) {
     constexpr int K = Interp::taps;
     const int rank = geometry.rank;
-    for (std::int64_t p = 0; p < count; ++p) {
-        const C* coords = xyz + p * rank;
-        std::int64_t* offset = plan.offset.data() + p * rank * K;
-        C* weight = plan.weight.data() + p * rank * K;
-        bool inside = true;
-        bool interior = true;
-        std::int64_t base = 0;
-        for (int a = 0; a < rank; ++a) {
-            const std::int64_t d = geometry.extent[a];
-            const C g = coords[rank - 1 - a];
-            // Taps all inside the axis: no padding rule applies, so the taps and weights are axis_taps'
-            // without its folding, bounds and per-tap mapping (a NaN fails both comparisons).
-            const C u = geometry.space == CoordinateSpace::Normalized ? unnormalize(g, d, geometry.align_corners) : g;
-            const C first = Interp::first_tap(u);
-            if (first >= C(0) && first <= static_cast<C>(d - K)) {
-                Interp::weights(u, first, weight + a * K);
-                const auto first_offset = static_cast<std::int64_t>(first) * geometry.stride[a];
-                for (int k = 0; k < K; ++k) offset[a * K + k] = first_offset + k * geometry.stride[a];
-                base += first_offset;
+    base = 0;
+    for (int a = 0; a < rank; ++a) {
+        const std::int64_t d = geometry.extent[a];
+        const C u = pixel_coordinate(coords[rank - 1 - a], d, geometry);
+        const C origin = Interp::tap_origin(u);
+        if (!(origin >= C(Interp::taps_before) && origin < static_cast<C>(d - K + Interp::taps_before + 1))) return false;
+        const std::int64_t first = static_cast<std::int64_t>(origin) - Interp::taps_before;
+        Interp::weights(u, static_cast<C>(first), weight + a * K);
+        base += first * geometry.stride[a];
+    }
+    return true;
+}
+
+// Every tap of one point, padding rules applied per axis where the taps leave the input.
+template <class C, class Interp, class Pad>
+void plan_point(const C* coords, const InputGeometry& geometry, AxisTaps<C>& plan, std::int64_t p) {
+    constexpr int K = Interp::taps;
+    const int rank = geometry.rank;
+    std::int64_t* offset = plan.offset.data() + p * rank * K;
+    C* weight = plan.weight.data() + p * rank * K;
+    bool inside = true;
+    bool interior = true;
+    std::int64_t base = 0;
+    for (int a = 0; a < rank; ++a) {
+        const std::int64_t d = geometry.extent[a];
+        const C g = coords[rank - 1 - a];
+        // Taps all inside the axis: no padding rule applies, so the taps and weights are axis_taps'
+        // without its folding, bounds and per-tap mapping (a NaN fails both comparisons).
+        const C u = pixel_coordinate(g, d, geometry);
+        const C first = Interp::first_tap(u);
+        if (first >= C(0) && first <= static_cast<C>(d - K)) {
+            Interp::weights(u, first, weight + a * K);
+            const auto first_offset = static_cast<std::int64_t>(first) * geometry.stride[a];
+            for (int k = 0; k < K; ++k) offset[a * K + k] = first_offset + k * geometry.stride[a];
+            base += first_offset;
+            continue;
+        }
+        interior = false;
+        inside = axis_taps<C, Interp, Pad>(g, d, geometry.align_corners, geometry.space, offset + a * K, weight + a * K);
+        // (Where it returns false, the later axes' taps are left as an earlier point had them.)
+        if (!inside) break;
+        for (int k = 0; k < K; ++k) offset[a * K + k] = offset[a * K + k] < 0 ? -1 : offset[a * K + k] * geometry.stride[a];
+    }
+    plan.fill[static_cast<std::size_t>(p)] = inside ? 0 : 1;
+    plan.interior[static_cast<std::size_t>(p)] = inside && interior ? 1 : 0;
+    plan.base[static_cast<std::size_t>(p)] = base;
+}
+
+// plan_interior_point for kLanes points of a 3-D input at once, where the kind computes weights
+// lane by lane; false, with nothing written, where some point is not interior.
+template <class C, class Interp>
+bool plan_interior_lanes(const C* xyz, const InputGeometry& geometry, C* weight, std::int64_t* base) {
+    constexpr int K = Interp::taps;
+    constexpr int kRank = 3;
+    constexpr int N = kInteriorLanes;
+    C u[kRank][N], first[kRank][N], w[kRank][K * N];
+    std::int64_t first_index[kRank][N];
+    bool interior = true;
+    for (int a = 0; a < kRank; ++a) {
+        const std::int64_t d = geometry.extent[a];
+        const C lo = C(Interp::taps_before), hi = static_cast<C>(d - K + Interp::taps_before + 1);
+        for (int b = 0; b < N; ++b) u[a][b] = pixel_coordinate(xyz[b * kRank + kRank - 1 - a], d, geometry);
+        for (int b = 0; b < N; ++b) {
+            const C origin = Interp::tap_origin(u[a][b]);
+            interior &= origin >= lo && origin < hi;  // a NaN fails both
+            first_index[a][b] = interior ? static_cast<std::int64_t>(origin) - Interp::taps_before : 0;
+        }
+    }
+    if (!interior) return false;
+    for (int a = 0; a < kRank; ++a) {
+        for (int b = 0; b < N; ++b) first[a][b] = static_cast<C>(first_index[a][b]);
+        Interp::template weights_of_lanes<N>(u[a], first[a], w[a]);
+    }
+    for (int b = 0; b < N; ++b) {
+        base[b] = first_index[0][b] * geometry.stride[0] + first_index[1][b] * geometry.stride[1] + first_index[2][b] * geometry.stride[2];
+        for (int a = 0; a < kRank; ++a) {
+            for (int k = 0; k < K; ++k) weight[(b * kRank + a) * K + k] = w[a][k * N + b];
+        }
+    }
+    return true;
+}
+
+template <class C, class Interp, class Pad>
+void plan_axis_taps(const C* xyz, std::int64_t count, const InputGeometry& geometry, AxisTaps<C>& plan) {
+    const int rank = geometry.rank;
+    constexpr int K = Interp::taps;
+    bool lanes = false;
+    if constexpr (requires { &Interp::template weights_of_lanes<kInteriorLanes, C>; }) {
+        lanes = !plan.offsets_of_interior && rank == 3;
+    }
+    std::int64_t p = 0;
+    while (p < count) {
+        // Blocks of kInteriorLanes points at once where all are interior, else point by point.
+        const std::int64_t block_end = lanes ? std::min<std::int64_t>(p + kInteriorLanes, count) : count;
+        if constexpr (requires { &Interp::template weights_of_lanes<kInteriorLanes, C>; }) {
+            if (lanes && block_end - p == kInteriorLanes &&
+                plan_interior_lanes<C, Interp>(xyz + p * rank, geometry, plan.weight.data() + p * rank * K, plan.base.data() + p)) {
+                std::fill_n(plan.fill.begin() + p, kInteriorLanes, 0);
+                std::fill_n(plan.interior.begin() + p, kInteriorLanes, 1);
+                p = block_end;
                 continue;
             }
-            interior = false;
-            inside = axis_taps<C, Interp, Pad>(g, d, geometry.align_corners, geometry.space, offset + a * K, weight + a * K);
-            // (Where it returns false, the later axes' taps are left as an earlier point had them.)
-            if (!inside) break;
-            for (int k = 0; k < K; ++k) offset[a * K + k] = offset[a * K + k] < 0 ? -1 : offset[a * K + k] * geometry.stride[a];
         }
-        plan.fill[static_cast<std::size_t>(p)] = inside ? 0 : 1;
-        plan.interior[static_cast<std::size_t>(p)] = inside && interior ? 1 : 0;
-        plan.base[static_cast<std::size_t>(p)] = base;
+        for (; p < block_end; ++p) {
+            const C* coords = xyz + p * rank;
+            if constexpr (requires { Interp::taps_before; }) {
+                if (!plan.offsets_of_interior &&
+                    plan_interior_point<C, Interp>(coords, geometry, plan.weight.data() + p * rank * K, plan.base[static_cast<std::size_t>(p)])) {
+                    plan.fill[static_cast<std::size_t>(p)] = 0;
+                    plan.interior[static_cast<std::size_t>(p)] = 1;
+                    continue;
+                }
+            }
+            plan_point<C, Interp, Pad>(coords, geometry, plan, p);
+        }
     }
 }
 
 template <class C>
-AxisPlanFunction<C> select_axis_planner(const SampleOptions& options) {
+using PointPlanFunction = void (*)(const C* coords, const InputGeometry& geometry, AxisTaps<C>& plan, std::int64_t p);
+
+template <class C>
+struct AxisPlanners {
+    AxisPlanFunction<C> row;
+    PointPlanFunction<C> point;  // one point with every offset, for the sums by the rule
+};
+
+template <class C>
+AxisPlanners<C> select_axis_planners(const SampleOptions& options) {
     return visit_any_interpolation(options.mode, options.spline_order, [&](auto interp) {
-        return visit_padding(options.padding, [&](auto pad) -> AxisPlanFunction<C> {
-            return &plan_axis_taps<C, typename decltype(interp)::type, typename decltype(pad)::type>;
+        return visit_padding(options.padding, [&](auto pad) -> AxisPlanners<C> {
+            using Interp = typename decltype(interp)::type;
+            using Pad = typename decltype(pad)::type;
+            return {&plan_axis_taps<C, Interp, Pad>, &plan_point<C, Interp, Pad>};
         });
     });
 }
@@ -1343,7 +1451,9 @@ void run_separable(const Task& task) {
 
     const InputGeometry geometry{rank, input.shape.data() + 2, input.strides.data() + 2, options.align_corners,
                                  task.positions.space()};
-    const AxisPlanFunction<C> planner = select_axis_planner<C>(options);
+    const AxisPlanners<C> planners = select_axis_planners<C>(options);
+    // The interior sums below take base and weights; the sums by the rule take offsets.
+    const bool interior_sums = rank == 3 && (taps == 4 || taps == 6);
     const Fill<S> fill(options.fill);
     const auto fill_value = Fill<S>(options.outside_tap_value.value_or(options.fill)).value;
     using V = typename compute_type<S>::type;
@@ -1357,6 +1467,7 @@ void run_separable(const Task& task) {
     const auto make_scratch = [&] {
         Scratch scratch;
         scratch.plan.taps = taps;
+        scratch.plan.offsets_of_interior = !interior_sums;
         scratch.plan.offset.resize(static_cast<std::size_t>(chunk * rank * taps));
         scratch.plan.weight.resize(static_cast<std::size_t>(chunk * rank * taps));
         scratch.plan.fill.resize(static_cast<std::size_t>(chunk));
@@ -1365,10 +1476,11 @@ void run_separable(const Task& task) {
         scratch.xyz.resize(static_cast<std::size_t>(chunk * rank));
         return scratch;
     };
-    const auto sum_point = [&](const S* channel_in, const AxisTaps<C>& plan, std::int64_t p) -> V {
+    const auto sum_point = [&](const S* channel_in, Scratch& scratch, std::int64_t p) -> V {
+        AxisTaps<C>& plan = scratch.plan;
         const std::int64_t* offset = plan.offset.data() + p * rank * taps;
         const C* weight = plan.weight.data() + p * rank * taps;
-        if (rank == 3 && plan.interior[static_cast<std::size_t>(p)] && (taps == 4 || taps == 6)) {
+        if (interior_sums && plan.interior[static_cast<std::size_t>(p)]) {
             const std::int64_t base = plan.base[static_cast<std::size_t>(p)];
             V sum;
             if constexpr (std::is_same_v<S, float>) {
@@ -1380,6 +1492,7 @@ void run_separable(const Task& task) {
                                 : separable_interior_3d<6, V>(channel_in, base, geometry.stride, weight);
             }
             if (!is_nan(sum)) return sum;
+            planners.point(scratch.xyz.data() + p * rank, geometry, plan, p);
         }
         if (rank == 3 && taps == 4) return separable_sum<4, 3, V>(channel_in, offset, weight, taps, rank, 0, 0, false, fill_value);
         if (rank == 3 && taps == 6) return separable_sum<6, 3, V>(channel_in, offset, weight, taps, rank, 0, 0, false, fill_value);
@@ -1388,7 +1501,7 @@ void run_separable(const Task& task) {
     for_each_chunk(task, chunk, make_scratch, [&](Scratch& scratch, std::int64_t n, const std::int64_t* outer, std::int64_t start,
                                                   std::int64_t count, std::int64_t out_offset) {
         task.positions.row(n, outer, start, count, scratch.xyz.data());
-        planner(scratch.xyz.data(), count, geometry, scratch.plan);
+        planners.row(scratch.xyz.data(), count, geometry, scratch.plan);
         const std::int64_t out_stride = output.strides[rank + 1];
         for (std::int64_t c = 0; c < channels; ++c) {
             const S* channel_in = in_data + n * input.strides[0] + c * input.strides[1];
@@ -1396,7 +1509,7 @@ void run_separable(const Task& task) {
             for (std::int64_t p = 0; p < count; ++p) {
                 channel_out[p * out_stride] = scratch.plan.fill[static_cast<std::size_t>(p)]
                                                   ? fill.stored
-                                                  : store<S>(sum_point(channel_in, scratch.plan, p));
+                                                  : store<S>(sum_point(channel_in, scratch, p));
             }
         }
     });

@@ -52,8 +52,9 @@ void ItkBoundaryPositions::apply(double* xyz, std::int64_t count) const {
     const double* edge = last_.data();
     for (std::int64_t p = 0; p < count; ++p) {
         double* u = xyz + static_cast<std::size_t>(p) * rank;
+        // Without short-circuits: points near the edge would make every one a mispredicted branch.
         bool inside = true;
-        for (std::size_t k = 0; k < rank; ++k) inside = inside && u[k] >= -0.5 && u[k] < hi[k];  // NaN: outside
+        for (std::size_t k = 0; k < rank; ++k) inside &= (u[k] >= -0.5) & (u[k] < hi[k]);  // NaN: outside
         if (!inside) {
             std::fill(u, u + rank, std::numeric_limits<double>::quiet_NaN());
             continue;

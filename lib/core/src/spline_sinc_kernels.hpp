@@ -46,15 +46,28 @@ double bspline_piece(int piece, double a) {
 template <int Order>
 struct BSplineTaps {
     static constexpr int taps = Order + 1;
-    template <class C> static C first_tap(C u) {
-        return std::floor(Order % 2 == 1 ? u : u + C(0.5)) - C(Order / 2);
-    }
+    // first_tap(u) = floor(tap_origin(u)) - taps_before.
+    static constexpr int taps_before = Order / 2;
+    template <class C> static C tap_origin(C u) { return Order % 2 == 1 ? u : u + C(0.5); }
+    template <class C> static C first_tap(C u) { return std::floor(tap_origin(u)) - C(taps_before); }
     template <class C> static void weights(C u, C first, C* w) {
         const double offset = static_cast<double>(u) - static_cast<double>(first);
         // Unrolled at compile time, so that each tap's piece is a constant and its branch folds away.
         [&]<int... k>(std::integer_sequence<int, k...>) {
             ((w[k] = static_cast<C>(bspline_piece<Order>(piece_of(k), std::fabs(offset - k)))), ...);
         }(std::make_integer_sequence<int, taps>{});
+    }
+    // weights() for N points at once, w[k * N + b] the weight of tap k of point b: the same
+    // operations lane by lane, in loops the compiler vectorises.
+    template <int N, class C> static void weights_of_lanes(const C* u, const C* first, C* w) {
+        double offset[N];
+        for (int b = 0; b < N; ++b) offset[b] = static_cast<double>(u[b]) - static_cast<double>(first[b]);
+        [&]<int... k>(std::integer_sequence<int, k...>) {
+            ((weights_of_tap<k, N>(offset, w + k * N)), ...);
+        }(std::make_integer_sequence<int, taps>{});
+    }
+    template <int k, int N, class C> static void weights_of_tap(const double* offset, C* w) {
+        for (int b = 0; b < N; ++b) w[b] = static_cast<C>(bspline_piece<Order>(piece_of(k), std::fabs(offset[b] - k)));
     }
     static constexpr int piece_of(int k) { return k <= Order / 2 ? Order / 2 - k : k - Order / 2 - (Order % 2); }
 };
@@ -124,7 +137,9 @@ struct BlackmanWindow {  // 0.42 + 0.5 cos(pi x / m) + 0.08 cos(2 pi x / m)
 template <class Window>
 struct WindowedSincTaps {
     static constexpr int taps = 2 * kSincRadius;
-    template <class C> static C first_tap(C u) { return std::floor(u) - C(kSincRadius - 1); }
+    static constexpr int taps_before = kSincRadius - 1;
+    template <class C> static C tap_origin(C u) { return u; }
+    template <class C> static C first_tap(C u) { return std::floor(tap_origin(u)) - C(taps_before); }
     template <class C> static void weights(C u, C first, C* w) {
         const double fraction = static_cast<double>(u) - (static_cast<double>(first) + (kSincRadius - 1));
         if (fraction == 0.0) {
