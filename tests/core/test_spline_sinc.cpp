@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <random>
 
@@ -147,4 +148,36 @@ TEST_CASE("the new kinds refuse what they cannot do", "[spline_sinc]") {
     CHECK_THROWS_WITH(grid_sample(x.view(), g.view(), options), Catch::Contains("GenericLabel"));
     options = bspline(7);
     CHECK_THROWS_WITH(grid_sample(x.view(), g.view(), options), Catch::Contains("0 to 5"));
+}
+
+TEST_CASE("3-D windowed sincs skip a NaN under a tap of zero weight, inside and near the edge", "[spline_sinc]") {
+    // On the grid a windowed sinc weighs one voxel 1 and the others 0, and a tap of zero weight is
+    // skipped, so a NaN voxel among the taps leaves the voxel's own value: in the interior, where
+    // all taps are read at once, and near an edge, where reflection maps them inside.
+    constexpr std::int64_t d = 9;  // align_corners positions p / 4 - 1 are exact
+    std::vector<double> volume = random_signal(d * d * d, 11);
+    const auto at = [](std::int64_t z, std::int64_t y, std::int64_t x) { return static_cast<std::size_t>((z * d + y) * d + x); };
+    volume[at(4, 4, 4)] = std::numeric_limits<double>::quiet_NaN();
+    volume[at(0, 4, 1)] = std::numeric_limits<double>::quiet_NaN();
+    const std::int64_t points[][3] = {{4, 4, 3}, {4, 2, 4}, {3, 4, 4}, {5, 3, 4},   // interior (x, y, z)
+                                      {1, 4, 4}, {0, 4, 0}, {1, 4, 1}, {4, 8, 0}};  // taps reflected at an edge
+    std::vector<double> grid;
+    for (const auto& p : points) {
+        for (const std::int64_t c : p) grid.push_back(static_cast<double>(c) / 4.0 - 1.0);
+    }
+    const Tensor x = tensor_from(DType::Float32, {1, 1, d, d, d}, volume);
+    const Tensor g = tensor_from(DType::Float64, {1, 1, 1, static_cast<std::int64_t>(std::size(points)), 3}, grid);
+    for (const Interpolation mode : {Interpolation::LanczosSinc, Interpolation::WelchSinc}) {
+        INFO(interpolation_name(mode));
+        SampleOptions options;
+        options.mode = mode;
+        options.padding = Padding::Reflection;
+        options.align_corners = true;
+        const auto y = as_doubles(grid_sample(x.view(), g.view(), options).view());
+        for (std::size_t i = 0; i < std::size(points); ++i) {
+            INFO("point " << i);
+            const auto expected = static_cast<double>(static_cast<float>(volume[at(points[i][2], points[i][1], points[i][0])]));
+            CHECK(y[i] == expected);
+        }
+    }
 }

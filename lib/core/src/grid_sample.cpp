@@ -1182,9 +1182,14 @@ struct AxisTaps {
     std::vector<std::int64_t> offset;   // points x rank x taps; -1: outside, read the fill value
     std::vector<C> weight;              // points x rank x taps
     std::vector<unsigned char> fill;    // per point: 1 when the whole point is the fill value
-    std::vector<unsigned char> interior;  // per point: 1 when every tap is inside, consecutive along each axis
+    // per point: kInteriorTaps, kInsideTaps or kTapsByRule
+    std::vector<unsigned char> interior;
     std::vector<std::int64_t> base;     // per interior point: the offset of its first tap
 };
+
+constexpr unsigned char kTapsByRule = 0;    // some tap outside: summed by the padding rule
+constexpr unsigned char kInteriorTaps = 1;  // every tap inside, consecutive along each axis
+constexpr unsigned char kInsideTaps = 2;    // every tap inside, mapped there by the padding rule
 
 template <class C>
 using AxisPlanFunction = void (*)(const C* xyz, std::int64_t count, const InputGeometry& geometry, AxisTaps<C>& plan);
@@ -1247,8 +1252,10 @@ void plan_point(const C* coords, const InputGeometry& geometry, AxisTaps<C>& pla
         if (!inside) break;
         for (int k = 0; k < K; ++k) offset[a * K + k] = offset[a * K + k] < 0 ? -1 : offset[a * K + k] * geometry.stride[a];
     }
+    bool taps_inside = inside;
+    for (int t = 0; t < rank * K && taps_inside; ++t) taps_inside = offset[t] >= 0;
     plan.fill[static_cast<std::size_t>(p)] = inside ? 0 : 1;
-    plan.interior[static_cast<std::size_t>(p)] = inside && interior ? 1 : 0;
+    plan.interior[static_cast<std::size_t>(p)] = !taps_inside ? kTapsByRule : interior ? kInteriorTaps : kInsideTaps;
     plan.base[static_cast<std::size_t>(p)] = base;
 }
 
@@ -1302,7 +1309,7 @@ void plan_axis_taps(const C* xyz, std::int64_t count, const InputGeometry& geome
             if (lanes && block_end - p == kInteriorLanes &&
                 plan_interior_lanes<C, Interp>(xyz + p * rank, geometry, plan.weight.data() + p * rank * K, plan.base.data() + p)) {
                 std::fill_n(plan.fill.begin() + p, kInteriorLanes, 0);
-                std::fill_n(plan.interior.begin() + p, kInteriorLanes, 1);
+                std::fill_n(plan.interior.begin() + p, kInteriorLanes, kInteriorTaps);
                 p = block_end;
                 continue;
             }
@@ -1313,7 +1320,7 @@ void plan_axis_taps(const C* xyz, std::int64_t count, const InputGeometry& geome
                 if (!plan.offsets_of_interior &&
                     plan_interior_point<C, Interp>(coords, geometry, plan.weight.data() + p * rank * K, plan.base[static_cast<std::size_t>(p)])) {
                     plan.fill[static_cast<std::size_t>(p)] = 0;
-                    plan.interior[static_cast<std::size_t>(p)] = 1;
+                    plan.interior[static_cast<std::size_t>(p)] = kInteriorTaps;
                     continue;
                 }
             }
@@ -1437,6 +1444,25 @@ float separable_interior_3d_f32x4(const float* input, std::int64_t base, const s
     return ((terms[0] + terms[1]) + terms[2]) + terms[3];
 }
 
+// A point of a 3-D input whose taps are all inside but not consecutive (mapped by the padding
+// rule near an edge): the nested sum of separable_sum without its per-tap tests, NaN as above.
+template <int K, class V, class S, class C>
+V separable_inside_3d(const S* input, const std::int64_t* offset, const C* weight) {
+    using R = typename real_of<V>::type;
+    V sum = V(0);
+    for (int k = 0; k < K; ++k) {
+        V plane = V(0);
+        for (int j = 0; j < K; ++j) {
+            const S* line = input + offset[k] + offset[K + j];
+            V row = V(0);
+            for (int i = 0; i < K; ++i) row += static_cast<R>(weight[2 * K + i]) * load<V>(line[offset[2 * K + i]]);
+            plane += static_cast<R>(weight[K + j]) * row;
+        }
+        sum += static_cast<R>(weight[k]) * plane;
+    }
+    return sum;
+}
+
 template <class S, class C>
 void run_separable(const Task& task) {
     const auto& input = task.input;
@@ -1480,7 +1506,11 @@ void run_separable(const Task& task) {
         AxisTaps<C>& plan = scratch.plan;
         const std::int64_t* offset = plan.offset.data() + p * rank * taps;
         const C* weight = plan.weight.data() + p * rank * taps;
-        if (interior_sums && plan.interior[static_cast<std::size_t>(p)]) {
+        if (interior_sums && plan.interior[static_cast<std::size_t>(p)] == kInsideTaps) {
+            const V sum = taps == 4 ? separable_inside_3d<4, V>(channel_in, offset, weight) : separable_inside_3d<6, V>(channel_in, offset, weight);
+            if (!is_nan(sum)) return sum;
+        }
+        if (interior_sums && plan.interior[static_cast<std::size_t>(p)] == kInteriorTaps) {
             const std::int64_t base = plan.base[static_cast<std::size_t>(p)];
             V sum;
             if constexpr (std::is_same_v<S, float>) {
