@@ -20,6 +20,28 @@ double round_half_up_as_itk(double u) {
     return std::floor(twice * 0.5) + 0.0;  // + 0.0: -0 becomes +0
 }
 
+// ITK's rule on `count` points of `rank` coordinates (Rank: the same, fixed at compile time so
+// the per-coordinate loops unroll; 0 where known only at run time).
+template <std::size_t Rank>
+void apply_rule(double* xyz, std::int64_t count, std::size_t rank, const double* upper, const double* last, Interpolation mode) {
+    if constexpr (Rank > 0) rank = Rank;
+    const bool round = mode == Interpolation::Nearest;
+    const bool clamp = mode == Interpolation::Linear;
+    for (std::int64_t p = 0; p < count; ++p) {
+        double* u = xyz + static_cast<std::size_t>(p) * rank;
+        // Without short-circuits: points near the edge would make every one a mispredicted branch.
+        bool inside = true;
+        for (std::size_t k = 0; k < rank; ++k) inside &= (u[k] >= -0.5) & (u[k] < upper[k]);  // NaN: outside
+        if (!inside) {
+            std::fill(u, u + rank, std::numeric_limits<double>::quiet_NaN());
+        } else if (round) {
+            for (std::size_t k = 0; k < rank; ++k) u[k] = round_half_up_as_itk(u[k]);
+        } else if (clamp) {
+            for (std::size_t k = 0; k < rank; ++k) u[k] = std::clamp(u[k], 0.0, last[k]);
+        }
+    }
+}
+
 }  // namespace
 
 ItkBoundaryPositions::ItkBoundaryPositions(const PositionSource& source, Shape input_shape, Interpolation mode)
@@ -48,24 +70,10 @@ ItkBoundaryPositions::ItkBoundaryPositions(const PositionSource& source, Shape i
 
 void ItkBoundaryPositions::apply(double* xyz, std::int64_t count) const {
     const std::size_t rank = input_shape_.size();
-    const double* hi = upper_.data();
-    const double* edge = last_.data();
-    for (std::int64_t p = 0; p < count; ++p) {
-        double* u = xyz + static_cast<std::size_t>(p) * rank;
-        // Without short-circuits: points near the edge would make every one a mispredicted branch.
-        bool inside = true;
-        for (std::size_t k = 0; k < rank; ++k) inside &= (u[k] >= -0.5) & (u[k] < hi[k]);  // NaN: outside
-        if (!inside) {
-            std::fill(u, u + rank, std::numeric_limits<double>::quiet_NaN());
-            continue;
-        }
-        for (std::size_t k = 0; k < rank; ++k) {
-            if (mode_ == Interpolation::Nearest) {
-                u[k] = round_half_up_as_itk(u[k]);
-            } else if (mode_ == Interpolation::Linear) {
-                u[k] = std::clamp(u[k], 0.0, edge[k]);
-            }
-        }
+    switch (rank) {
+        case 2: apply_rule<2>(xyz, count, rank, upper_.data(), last_.data(), mode_); break;
+        case 3: apply_rule<3>(xyz, count, rank, upper_.data(), last_.data(), mode_); break;
+        default: apply_rule<0>(xyz, count, rank, upper_.data(), last_.data(), mode_); break;
     }
 }
 
