@@ -9,6 +9,7 @@ packages=(
   libcli11-dev libspdlog-dev
   catch2 nlohmann-json3-dev
   python3-nibabel python3-numpy  # NIfTI tests read gridwarp's outputs back with nibabel
+  python3-scipy python3-pil python3-opencv  # oracles of the interpolation, image and resize tests
   mrtrix3                  # ... and with MRtrix3; also a peer in bench_end_to_end
   slurm-wlm munge          # the slurm test starts a single-node cluster
 )

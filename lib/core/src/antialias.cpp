@@ -18,6 +18,8 @@ namespace {
 constexpr std::int64_t kLatticePointsPerAxis = 17;
 constexpr std::int64_t kLatticeBatches = 8;
 constexpr double kLanczosLobes = 3.0;
+// Lines filtered side by side.
+constexpr int kLowpassLanes = 16;
 
 // Up to kLatticePointsPerAxis indices spread evenly over 0 .. extent - 1, the ends included.
 std::vector<std::int64_t> lattice_indices(std::int64_t extent) {
@@ -85,16 +87,19 @@ void lowpass_along_shrunk_axes(Tensor& pixels, const std::vector<double>& factor
         if (!(factors[a] > kShrinkTolerance) || shape[axis] < 2) continue;  // NaN: not shrunk
         const LowpassTaps taps = lowpass_taps(shape[axis], std::min(factors[a], kMaxLowpassFactor));
         const std::vector<Real> weights(taps.weights.begin(), taps.weights.end());
-        detail::filter_lines_along_axis<T, T>(pixels.data_as<T>(), shape, axis, threads, [&](T* line, T* filtered, std::int64_t length) {
-            for (std::int64_t i = 0; i < length; ++i) {
-                const T* source = line + taps.first[static_cast<std::size_t>(i)];
-                const Real* w = weights.data() + i * taps.width;
-                T sum{};
-                for (std::int64_t t = 0; t < taps.count[static_cast<std::size_t>(i)]; ++t) sum += w[t] * source[t];
-                filtered[i] = sum;
-            }
-            std::copy(filtered, filtered + length, line);
-        });
+        detail::filter_interleaved_lines_along_axis<kLowpassLanes, T, T>(
+            pixels.data_as<T>(), shape, axis, threads, [&](T* lines, T* filtered, std::int64_t length) {
+                for (std::int64_t i = 0; i < length; ++i) {
+                    const T* source = lines + taps.first[static_cast<std::size_t>(i)] * kLowpassLanes;
+                    const Real* w = weights.data() + i * taps.width;
+                    T sum[kLowpassLanes] = {};
+                    for (std::int64_t t = 0; t < taps.count[static_cast<std::size_t>(i)]; ++t) {
+                        for (int b = 0; b < kLowpassLanes; ++b) sum[b] += w[t] * source[t * kLowpassLanes + b];
+                    }
+                    std::copy(sum, sum + kLowpassLanes, filtered + i * kLowpassLanes);
+                }
+                std::copy(filtered, filtered + length * kLowpassLanes, lines);
+            });
     }
 }
 

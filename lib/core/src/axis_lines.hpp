@@ -12,45 +12,13 @@
 
 namespace gridwarp::detail {
 
-// Calls filter(line, scratch, length) on every line of `data` (C-ordered, of `shape`) along `axis`,
-// each line copied into a buffer of W first and back after. Lines are taken 16 adjacent ones at a
-// time, so that gathering and scattering read contiguous memory; `scratch` is the thread's own
-// buffer of `length` W.
-template <class T, class W, class Filter>
-void filter_lines_along_axis(T* data, const Shape& shape, std::size_t axis, int threads, const Filter& filter) {
-    const std::int64_t length = shape[axis];
-    std::int64_t inner = 1;
-    for (std::size_t a = axis + 1; a < shape.size(); ++a) inner *= shape[a];
-    const std::int64_t outer = shape_numel(shape) / std::max<std::int64_t>(length * inner, 1);
-    constexpr std::int64_t kGroup = 16;
-    const std::int64_t groups_per_outer = (inner + kGroup - 1) / kGroup;
-    const std::int64_t groups = outer * groups_per_outer;
-#pragma omp parallel num_threads(threads)
-    {
-        std::vector<W> lines(static_cast<std::size_t>(length * kGroup));
-        std::vector<W> scratch(static_cast<std::size_t>(length));
-#pragma omp for schedule(dynamic, 1)
-        for (std::int64_t g = 0; g < groups; ++g) {
-            const std::int64_t first_inner = (g % groups_per_outer) * kGroup;
-            const std::int64_t count = std::min(kGroup, inner - first_inner);
-            T* base = data + (g / groups_per_outer) * length * inner + first_inner;
-            for (std::int64_t n = 0; n < length; ++n) {
-                for (std::int64_t b = 0; b < count; ++b) lines[static_cast<std::size_t>(b * length + n)] = W(base[n * inner + b]);
-            }
-            for (std::int64_t b = 0; b < count; ++b) filter(lines.data() + b * length, scratch.data(), length);
-            for (std::int64_t n = 0; n < length; ++n) {
-                for (std::int64_t b = 0; b < count; ++b) base[n * inner + b] = static_cast<T>(lines[static_cast<std::size_t>(b * length + n)]);
-            }
-        }
-    }
-}
-
-// Calls filter(lines, length) on every line of `data` along `axis`, kLanes lines at a time held
-// interleaved in W (sample n of lane b at lines[n * kLanes + b]), so that a recursive filter runs
-// kLanes independent chains side by side in vector registers. Lanes are consecutive lines in C
-// order; a last, short group has zero lanes that are filtered and dropped. The lines are read
-// through read(flat index) -> W, which may take them from another tensor of the same shape (the
-// first pass of a filter that would otherwise need a copy first), and written to `data`.
+// Calls filter(lines, scratch, length) on every line of `data` (C-ordered, of `shape`) along `axis`,
+// kLanes lines at a time held interleaved in W (sample n of lane b at lines[n * kLanes + b]), so that
+// a filter runs kLanes independent chains side by side in vector registers; `scratch` is the
+// thread's own buffer of the same size. Lanes are consecutive lines in C order; a last, short group
+// has zero lanes that are filtered and dropped. The lines are read through read(flat index) -> W,
+// which may take them from another tensor of the same shape (the first pass of a filter that would
+// otherwise need a copy first), and written to `data`.
 template <int kLanes, class T, class W, class Filter, class Read>
 void filter_interleaved_lines_along_axis(T* data, const Shape& shape, std::size_t axis, int threads, const Filter& filter,
                                          const Read& read) {
@@ -62,6 +30,7 @@ void filter_interleaved_lines_along_axis(T* data, const Shape& shape, std::size_
 #pragma omp parallel num_threads(threads)
     {
         std::vector<W> lines(static_cast<std::size_t>(length * kLanes));
+        std::vector<W> scratch(lines.size());
         std::int64_t start[kLanes];
 #pragma omp for schedule(dynamic, 1)
         for (std::int64_t g = 0; g < groups; ++g) {
@@ -75,7 +44,7 @@ void filter_interleaved_lines_along_axis(T* data, const Shape& shape, std::size_
                 for (int b = 0; b < count; ++b) row[b] = read(start[b] + n * inner);
                 for (int b = count; b < kLanes; ++b) row[b] = W(0);
             }
-            filter(lines.data(), length);
+            filter(lines.data(), scratch.data(), length);
             for (std::int64_t n = 0; n < length; ++n) {
                 const W* row = lines.data() + n * kLanes;
                 for (int b = 0; b < count; ++b) data[start[b] + n * inner] = static_cast<T>(row[b]);

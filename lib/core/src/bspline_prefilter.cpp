@@ -104,7 +104,7 @@ void decompose(Tensor& coefficients, const Pixel* pixels, int order, int threads
     for (const double z : poles) gain *= (1.0 - z) * (1.0 - 1.0 / z);
     T* data = coefficients.data_as<T>();
     const Shape& shape = coefficients.shape();
-    const auto filter = [&](W* lines, std::int64_t length) { decompose_lines(lines, length, poles, gain); };
+    const auto filter = [&](W* lines, W*, std::int64_t length) { decompose_lines(lines, length, poles, gain); };
     if (shape.size() <= 2) {
         for (std::int64_t i = 0; i < coefficients.numel(); ++i) data[i] = coefficient_of<T>(pixels[i]);
         return;
@@ -114,17 +114,6 @@ void decompose(Tensor& coefficients, const Pixel* pixels, int order, int threads
     for (std::size_t axis = 3; axis < shape.size(); ++axis) {
         filter_interleaved_lines_along_axis<kLanes, T, W>(data, shape, axis, threads, filter);
     }
-}
-
-// Whether the elements lie in C order without gaps (an axis of extent 1 may have any stride).
-bool in_c_order(const ConstTensorView& view) {
-    std::int64_t expected = 1;
-    for (std::size_t a = view.shape.size(); a-- > 0;) {
-        if (view.shape[a] == 1) continue;
-        if (view.strides[a] != expected) return false;
-        expected *= view.shape[a];
-    }
-    return true;
 }
 
 template <class T, class W>
@@ -137,7 +126,7 @@ void decompose_pixels(Tensor& coefficients, const ConstTensorView& input, int or
                              !std::is_same_v<Pixel, T>) {
             throw std::invalid_argument("B-spline coefficients of a complex image keep its type");
         } else {
-            if (in_c_order(input)) {
+            if (is_c_ordered(input)) {
                 decompose<T, W>(coefficients, static_cast<const Pixel*>(input.data), order, threads);
             } else {
                 const Tensor contiguous = Tensor::copy_of(input);

@@ -1202,9 +1202,24 @@ C pixel_coordinate(C g, std::int64_t extent, const InputGeometry& geometry) {
     return geometry.space == CoordinateSpace::Normalized ? unnormalize(g, extent, geometry.align_corners) : g;
 }
 
+// The index of the first tap of pixel coordinate u where all the kind's taps lie inside an axis of
+// `extent`, so that no padding rule applies; -1 where they do not (a NaN included). Kinds with a
+// tap origin are checked on the origin itself, where truncation is floor.
+template <class C, class Interp>
+std::int64_t interior_first_tap(C u, std::int64_t extent) {
+    constexpr int K = Interp::taps;
+    if constexpr (requires { Interp::taps_before; }) {
+        const C origin = Interp::tap_origin(u);
+        const bool interior = origin >= C(Interp::taps_before) && origin < static_cast<C>(extent - K + Interp::taps_before + 1);
+        return interior ? static_cast<std::int64_t>(origin) - Interp::taps_before : -1;
+    } else {
+        const C first = Interp::first_tap(u);
+        return first >= C(0) && first <= static_cast<C>(extent - K) ? static_cast<std::int64_t>(first) : -1;
+    }
+}
+
 // The taps of a point whose taps lie inside the input along every axis, where no padding rule
-// applies: weights and the first tap's offset only. False where some axis is not interior. The
-// bounds are checked on tap_origin(u) itself, where truncation is floor (a NaN fails them).
+// applies: weights and the first tap's offset only. False where some axis is not interior.
 template <class C, class Interp>
 bool plan_interior_point(const C* coords, const InputGeometry& geometry, C* weight, std::int64_t& base) {
     constexpr int K = Interp::taps;
@@ -1213,9 +1228,8 @@ bool plan_interior_point(const C* coords, const InputGeometry& geometry, C* weig
     for (int a = 0; a < rank; ++a) {
         const std::int64_t d = geometry.extent[a];
         const C u = pixel_coordinate(coords[rank - 1 - a], d, geometry);
-        const C origin = Interp::tap_origin(u);
-        if (!(origin >= C(Interp::taps_before) && origin < static_cast<C>(d - K + Interp::taps_before + 1))) return false;
-        const std::int64_t first = static_cast<std::int64_t>(origin) - Interp::taps_before;
+        const std::int64_t first = interior_first_tap<C, Interp>(u, d);
+        if (first < 0) return false;
         Interp::weights(u, static_cast<C>(first), weight + a * K);
         base += first * geometry.stride[a];
     }
@@ -1236,12 +1250,12 @@ void plan_point(const C* coords, const InputGeometry& geometry, AxisTaps<C>& pla
         const std::int64_t d = geometry.extent[a];
         const C g = coords[rank - 1 - a];
         // Taps all inside the axis: no padding rule applies, so the taps and weights are axis_taps'
-        // without its folding, bounds and per-tap mapping (a NaN fails both comparisons).
+        // without its folding, bounds and per-tap mapping.
         const C u = pixel_coordinate(g, d, geometry);
-        const C first = Interp::first_tap(u);
-        if (first >= C(0) && first <= static_cast<C>(d - K)) {
-            Interp::weights(u, first, weight + a * K);
-            const auto first_offset = static_cast<std::int64_t>(first) * geometry.stride[a];
+        const std::int64_t first = interior_first_tap<C, Interp>(u, d);
+        if (first >= 0) {
+            Interp::weights(u, static_cast<C>(first), weight + a * K);
+            const std::int64_t first_offset = first * geometry.stride[a];
             for (int k = 0; k < K; ++k) offset[a * K + k] = first_offset + k * geometry.stride[a];
             base += first_offset;
             continue;
@@ -1271,12 +1285,10 @@ bool plan_interior_lanes(const C* xyz, const InputGeometry& geometry, C* weight,
     bool interior = true;
     for (int a = 0; a < kRank; ++a) {
         const std::int64_t d = geometry.extent[a];
-        const C lo = C(Interp::taps_before), hi = static_cast<C>(d - K + Interp::taps_before + 1);
         for (int b = 0; b < N; ++b) u[a][b] = pixel_coordinate(xyz[b * kRank + kRank - 1 - a], d, geometry);
         for (int b = 0; b < N; ++b) {
-            const C origin = Interp::tap_origin(u[a][b]);
-            interior &= origin >= lo && origin < hi;  // a NaN fails both
-            first_index[a][b] = interior ? static_cast<std::int64_t>(origin) - Interp::taps_before : 0;
+            first_index[a][b] = interior_first_tap<C, Interp>(u[a][b], d);
+            interior &= first_index[a][b] >= 0;
         }
     }
     if (!interior) return false;

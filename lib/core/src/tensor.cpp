@@ -40,6 +40,16 @@ Shape contiguous_strides(const Shape& shape) {
     return strides;
 }
 
+bool is_c_ordered(const ConstTensorView& view) {
+    std::int64_t expected = 1;
+    for (std::size_t a = view.shape.size(); a-- > 0;) {
+        if (view.shape[a] == 1) continue;
+        if (view.strides[a] != expected) return false;
+        expected *= view.shape[a];
+    }
+    return true;
+}
+
 namespace {
 
 // Buffers of at least this many bytes start on a huge-page boundary and ask Linux for transparent

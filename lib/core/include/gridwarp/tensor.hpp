@@ -52,6 +52,9 @@ struct BasicTensorView {
 using TensorView = BasicTensorView<void*>;
 using ConstTensorView = BasicTensorView<const void*>;
 
+// Whether the elements lie in C order without gaps (an axis of extent 1 may have any stride).
+bool is_c_ordered(const ConstTensorView& view);
+
 // An owning, C-ordered tensor of any dtype. Elements start value-initialised (0, false, "").
 // Move-only: copying pixel data should be a visible decision (clone()).
 class Tensor {
