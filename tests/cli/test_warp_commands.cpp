@@ -546,10 +546,13 @@ TEST_CASE("flow: a .flo field equals the same field as .npy, bit for bit", "[cli
     io::write_image(dir / "in.png", input);
     const Tensor field = random_tensor(DType::Float32, {height, width, 2}, -2.5, 2.5, rng);
     std::vector<float> uv(field.data_as<float>(), field.data_as<float>() + field.numel());
-    uv[2 * 10] = 1e9f;  // pixel (1, 1) unknown in the .flo, NaN in the .npy
+    // Unknown in the .flo by Middlebury's three marks, NaN in the .npy: pixels (1, 1), (2, 2), (3, 3).
+    uv[2 * 10] = 1e9f;
+    uv[2 * 20 + 1] = -std::numeric_limits<float>::infinity();
+    uv[2 * 30] = std::numeric_limits<float>::quiet_NaN();
     write_bytes(dir / "f.flo", flo_bytes(width, height, uv));
     std::vector<double> with_nan(uv.begin(), uv.end());
-    with_nan[2 * 10] = std::numeric_limits<double>::quiet_NaN();
+    for (const int p : {10, 20, 30}) with_nan[2 * p] = std::numeric_limits<double>::quiet_NaN();
     io::write_npy(dir / "f.npy", tensor_from(DType::Float32, {height, width, 2}, with_nan).view());
     for (const std::string mode : {"linear", "nearest", "cubic"}) {
         INFO("mode " << mode);

@@ -768,17 +768,20 @@ TEST_CASE("flow: a .flo built byte by byte reads back", "[io][images][flow]") {
             CHECK(values[static_cast<std::size_t>((y * width + x) * 2 + 1)] == 1.25 * y + 0.125 * x);
         }
 
-    SECTION("unknown flow (|u| or |v| >= 1e9) reads as NaN in both components") {
+    SECTION("unknown flow (|u| or |v| >= 1e9, infinite or NaN, as Middlebury's unknown_flow) reads as NaN in both components") {
         std::vector<float> marked = uv;
         marked[0] = 1e9f;             // pixel (0, 0): u unknown
         marked[2 * 3 + 1] = -1.5e9f;  // pixel (3, 0): v unknown
         marked[2 * 7] = 1e10f;        // pixel (2, 1): u unknown (what write_flo writes)
         marked[2 * 8] = 1.6e7f;       // pixel (3, 1): large but known (below 2^24; beyond it is refused)
+        marked[2 * 9 + 1] = std::numeric_limits<float>::quiet_NaN();   // pixel (4, 1): v unknown
+        marked[2 * 10] = -std::numeric_limits<float>::infinity();      // pixel (0, 2): u unknown
+        marked[2 * 11 + 1] = std::numeric_limits<float>::infinity();   // pixel (1, 2): v unknown
         write_bytes(dir / "m.flo", flo_bytes(width, height, marked));
         const auto m = as_doubles(io::read_flow(dir / "m.flo").field.view());
         for (int p = 0; p < width * height; ++p) {
             INFO("pixel " << p);
-            const bool unknown = p == 0 || p == 3 || p == 7;
+            const bool unknown = p == 0 || p == 3 || p == 7 || p == 9 || p == 10 || p == 11;
             CHECK(std::isnan(m[static_cast<std::size_t>(2 * p)]) == unknown);
             CHECK(std::isnan(m[static_cast<std::size_t>(2 * p + 1)]) == unknown);
             if (!unknown) {

@@ -76,15 +76,16 @@ FlowField parse_flo(std::string_view bytes, const fs::path& source) {
     for (std::size_t i = 0; i < count; i += 2) {
         const float u = std::fabs(out[i]), v = std::fabs(out[i + 1]);
         if (u < kFloLargestDisplacement && v < kFloLargestDisplacement) continue;  // false for NaN
-        if (std::isfinite(u) && std::isfinite(v) && (u >= kFloUnknown || v >= kFloUnknown)) {
+        // Middlebury's unknown_flow() (flowIO.cpp): a component beyond the mark, infinite, or NaN.
+        if (std::isnan(u) || std::isnan(v) || u >= kFloUnknown || v >= kFloUnknown) {
             out[i] = out[i + 1] = std::numeric_limits<float>::quiet_NaN();
             continue;
         }
         const std::size_t pixel = i / 2, columns = static_cast<std::size_t>(width);
         throw FileError(source, "pixel (x " + std::to_string(pixel % columns) + ", y " + std::to_string(pixel / columns) +
                                     ") holds the flow (" + format_float(out[i]) + ", " + format_float(out[i + 1]) +
-                                    "): expected finite displacements below 2^24 pixels, or 1e9 and more (Middlebury's "
-                                    "mark for unknown flow)");
+                                    "): expected displacements below 2^24 pixels, or Middlebury's marks for unknown flow "
+                                    "(1e9 and more, infinity, NaN)");
     }
     return flow;
 }
