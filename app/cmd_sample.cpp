@@ -49,14 +49,23 @@ void run_sample(const SampleCommand& command) {
         explanation.print();
         return;
     }
-    Tensor output;
+    const auto naming_files = [&](const std::invalid_argument& e) {
+        return std::invalid_argument(command.input.string() + " with " + command.grid.string() + ": " + e.what());
+    };
+    Shape output_shape;
     try {
-        output = grid_sample(input.view(), grid.view(), options);
+        output_shape = grid_sample_output_shape(input.view(), grid.view());
     } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(command.input.string() + " with " + command.grid.string() + ": " + e.what());
+        throw naming_files(e);
     }
-    io::write_npy(command.output, output.view());
-    spdlog::debug("wrote {}: {} {}", command.output.string(), dtype_name(output.dtype()), shape_to_string(output.shape()));
+    io::PendingNpy output(command.output, input.dtype(), output_shape);  // sampled straight into its file's pages
+    try {
+        grid_sample_into(input.view(), grid.view(), output.tensor(), options);
+    } catch (const std::invalid_argument& e) {
+        throw naming_files(e);
+    }
+    output.commit();
+    spdlog::debug("wrote {}: {} {}", command.output.string(), dtype_name(input.dtype()), shape_to_string(output_shape));
 }
 
 }  // namespace

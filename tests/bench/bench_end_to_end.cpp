@@ -14,6 +14,10 @@
 //             itk_resample_peer lanczoswindowedsinc (ITK's WindowedSinc, radius 3, as antsApplyTransforms)
 //   W-bspline the same with BSpline[3] vs ITK's BSplineInterpolateImageFunction (order 3)
 //   W-bmp     4096^2 RGB .bmp, rotate 30 and scale 0.8, linear: gridwarp affine vs opencv_affine_peer
+//   W-npy     256^3 float32 .npy, affine --rotate 5: against gridwarp on the same volume as .nii
+//   W-sample  gridwarp sample, 160^3 float32 X and an explicit (1, 160, 160, 160, 3) grid as .npy,
+//             end to end, against torch.nn.functional.grid_sample's time in memory (files loaded
+//             before the clock starts), the same threads
 //   mrtransform (MRtrix3) on the two volume workloads when it is installed.
 //   W-batch   1,000 PNGs of 256x256 RGB, rotate 15 and scale 0.9, cubic: gridwarp batch vs a
 //             one-process python3-opencv loop (imread, warpAffine, imwrite; when python3-opencv is
@@ -42,6 +46,7 @@
 #include <vector>
 
 #include "gridwarp/io/image.hpp"
+#include "gridwarp/io/npy.hpp"
 
 namespace fs = std::filesystem;
 
@@ -261,6 +266,36 @@ int main(int argc, char** argv) {
     if (!fs::exists(f32)) gridwarp::io::write_image(f32, head(gridwarp::DType::Float32, 256));
     const fs::path f32_128 = workdir / "head128_f32.nii";
     if (!fs::exists(f32_128)) gridwarp::io::write_image(f32_128, head(gridwarp::DType::Float32, 128));
+    // The .npy rows: the 256^3 head as (1, 1, 256, 256, 256), and a 160^3 head with a grid that
+    // rotates it by 0.2 rad about z and scales it by 0.9.
+    const fs::path f32_npy = workdir / "head_f32.npy";
+    if (!fs::exists(f32_npy)) gridwarp::io::write_npy(f32_npy, gridwarp::io::read_image(f32).nchw());
+    const fs::path x160 = workdir / "x160.npy", grid160 = workdir / "grid160.npy";
+    if (!fs::exists(grid160)) {
+        gridwarp::io::write_npy(x160, head(gridwarp::DType::Float32, 160).nchw());
+        constexpr std::int64_t n = 160;
+        gridwarp::Tensor grid(gridwarp::DType::Float32, {1, n, n, n, 3});
+        float* g = grid.data_as<float>();
+        const double c = 0.9 * std::cos(0.2), s = 0.9 * std::sin(0.2);
+        for (std::int64_t k = 0; k < n; ++k) {
+            for (std::int64_t j = 0; j < n; ++j) {
+                for (std::int64_t i = 0; i < n; ++i, g += 3) {
+                    const double x = (2.0 * i + 1) / n - 1, y = (2.0 * j + 1) / n - 1, z = (2.0 * k + 1) / n - 1;
+                    g[0] = static_cast<float>(c * x - s * y), g[1] = static_cast<float>(s * x + c * y), g[2] = static_cast<float>(0.9 * z);
+                }
+            }
+        }
+        gridwarp::io::write_npy(grid160, grid.view());
+    }
+    write_text(workdir / "torch_grid_sample.py",
+               "import sys, time, numpy as np, torch\n"
+               "torch.set_num_threads(int(sys.argv[3]))\n"
+               "x = torch.from_numpy(np.load(sys.argv[1])); g = torch.from_numpy(np.load(sys.argv[2]))\n"
+               "start = time.perf_counter()\n"
+               "y = torch.nn.functional.grid_sample(x, g, mode='bilinear', padding_mode='zeros', align_corners=False)\n"
+               "seconds = time.perf_counter() - start\n"
+               "open(sys.argv[4], 'w').write(str(seconds))\n");
+    const bool torch = std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") == 0;
     const fs::path labels = workdir / "labels_i16.nii.gz";
     if (!fs::exists(labels)) gridwarp::io::write_image(labels, label_map(256));
     if (!fs::exists(bmp)) {
@@ -288,6 +323,7 @@ int main(int argc, char** argv) {
         std::vector<std::string> mrtrix;
         int most_reps = 0;       // 0: --reps; else at most this many, and the peer not warmed (a slow peer)
         std::string rss_note;    // the note where the output is not gzip
+        fs::path peer_seconds;   // where set, the peer's time is what it writes there (an in-memory time)
     };
     const double mb = 1024.0 * 1024.0;
     std::vector<Workload> workloads = {
@@ -357,6 +393,29 @@ int main(int argc, char** argv) {
          2 * 48.0,
          {}},
     };
+    workloads.push_back({"256^3 float32 .npy affine --rotate 5, linear",
+                         {gridwarp, "affine", "-i", f32_npy.string(), "-o", (workdir / "gw_rot.npy").string(), "--rotate", "5", "--threads", t, "-q"},
+                         {gridwarp, "affine", "-i", f32.string(), "-o", (workdir / "gw_rot.nii").string(), "--rotate", "5", "--threads", t, "-q"},
+                         "gridwarp on the same volume as .nii",
+                         workdir / "gw_rot.npy",
+                         f32_npy,
+                         2 * 64.0,
+                         {}});
+    if (torch) {
+        workloads.push_back({"160^3 float32 .npy sample at an explicit grid .npy, linear",
+                             {gridwarp, "sample", "-i", x160.string(), "-g", grid160.string(), "-o", (workdir / "gw_y160.npy").string(),
+                              "--threads", t, "-q"},
+                             {"/usr/bin/python3", (workdir / "torch_grid_sample.py").string(), x160.string(), grid160.string(), t,
+                              (workdir / "torch_seconds.txt").string()},
+                             "torch grid_sample in memory (files loaded before the clock)",
+                             workdir / "gw_y160.npy",
+                             x160,
+                             160.0 * 160 * 160 * 4 * (1 + 3 + 1) / mb,
+                             {},
+                             0,
+                             "",
+                             workdir / "torch_seconds.txt"});
+    }
     std::vector<Row> rows;
     for (const auto& w : workloads) {
         if (!only.empty() && w.name.find(only) == std::string::npos) continue;
@@ -365,7 +424,12 @@ int main(int argc, char** argv) {
         if (w.most_reps == 0) run(w.peer);
         const int workload_reps = w.most_reps > 0 ? std::min(reps, w.most_reps) : reps;
         for (int r = 0; r < workload_reps; ++r) {
-            const Measurement a = run(w.gridwarp), b = run(w.peer);
+            const Measurement a = run(w.gridwarp);
+            Measurement b = run(w.peer);
+            if (!w.peer_seconds.empty()) {
+                std::ifstream reported(w.peer_seconds);
+                reported >> b.seconds;
+            }
             gw_s.push_back(a.seconds), gw_rss.push_back(a.peak_rss_mb), peer_s.push_back(b.seconds), peer_rss.push_back(b.peak_rss_mb);
             if (mrtrix && !w.mrtrix.empty()) {
                 const Measurement c = run(w.mrtrix);

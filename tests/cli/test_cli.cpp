@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -733,6 +734,72 @@ TEST_CASE("one and two threads give identical outputs", "[cli][threads]") {
     require_success(run_gridwarp({"grid", "-t", theta.string(), "-s", "2,1,9,10,11", "-o", (temp / "a2.npy").string(),
                                   "--threads", "2"}));
     CHECK(compare_exact(io::read_npy(temp / "a1.npy").view(), io::read_npy(temp / "a2.npy").view()) == "");
+}
+
+namespace {
+
+// A .npy file written by hand (not by gridwarp's writer): float64 values given in C order, stored
+// big- or little-endian, in C or Fortran order.
+void write_float64_npy(const fs::path& file, const Shape& shape, const std::vector<double>& values, bool big_endian, bool fortran) {
+    std::string shape_text = "(";
+    for (const auto extent : shape) shape_text += std::to_string(extent) + ", ";
+    std::string header = std::string("{'descr': '") + (big_endian ? ">" : "<") + "f8', 'fortran_order': " + (fortran ? "True" : "False") +
+                         ", 'shape': " + shape_text + "), }";
+    header.append(64 - (10 + header.size() + 1) % 64, ' ');
+    header += '\n';
+    std::string bytes("\x93NUMPY\x01\x00", 8);
+    bytes += static_cast<char>(header.size() & 0xff);
+    bytes += static_cast<char>(header.size() >> 8);
+    bytes += header;
+    const Shape strides = contiguous_strides(shape);
+    std::vector<std::int64_t> index(shape.size(), 0);
+    for (std::size_t n = 0; n < values.size(); ++n) {
+        // The n-th element in file order: C order, or the first axis fastest.
+        std::int64_t offset = 0;
+        for (std::size_t a = 0; a < shape.size(); ++a) offset += index[a] * strides[a];
+        char element[8];
+        std::memcpy(element, &values[static_cast<std::size_t>(offset)], 8);
+        if (big_endian) std::reverse(element, element + 8);
+        bytes.append(element, 8);
+        for (std::size_t step = 0; step < shape.size(); ++step) {
+            const std::size_t a = fortran ? step : shape.size() - 1 - step;
+            if (++index[a] < shape[a]) break;
+            index[a] = 0;
+        }
+    }
+    std::ofstream(file, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+}  // namespace
+
+TEST_CASE("sample and affine read .npy in either byte order and either order alike", "[cli][npy]") {
+    std::mt19937 rng(20261128);
+    TempDir temp;
+    const Shape shape{1, 2, 9, 11};
+    const Tensor x = random_tensor(DType::Float64, shape, -5, 5, rng);
+    const std::vector<double> values = as_doubles(x.view());
+    io::write_npy(temp / "grid.npy", random_tensor(DType::Float32, {1, 7, 8, 2}, -1.2, 1.2, rng).view());
+    std::string first_sampled, first_rotated;
+    for (const bool big_endian : {false, true}) {
+        for (const bool fortran : {false, true}) {
+            INFO((big_endian ? "big" : "little") << "-endian, " << (fortran ? "Fortran" : "C") << " order");
+            const fs::path input = temp / "x.npy";
+            write_float64_npy(input, shape, values, big_endian, fortran);
+            const std::string written = file_bytes(input);
+            require_success(run_gridwarp({"sample", "-i", input.string(), "-g", (temp / "grid.npy").string(), "-o",
+                                          (temp / "sampled.npy").string(), "--mode", "cubic"}));
+            require_success(run_gridwarp({"affine", "-i", input.string(), "-o", (temp / "rotated.npy").string(), "--rotate", "10"}));
+            CHECK(file_bytes(input) == written);  // the reader's byte swap stays in memory
+            const std::string sampled = file_bytes(temp / "sampled.npy"), rotated = file_bytes(temp / "rotated.npy");
+            if (first_sampled.empty()) {
+                first_sampled = sampled, first_rotated = rotated;
+                CHECK(io::read_npy(temp / "sampled.npy").shape() == Shape{1, 2, 7, 8});
+                CHECK(io::read_npy(temp / "rotated.npy").shape() == shape);
+            }
+            CHECK(sampled == first_sampled);
+            CHECK(rotated == first_rotated);
+        }
+    }
 }
 
 TEST_CASE("quiet runs print errors only, verbose runs report", "[cli][quiet]") {

@@ -268,6 +268,76 @@ TEST_CASE("npy: every fixture numpy wrote reads back as expected.json says", "[i
     CHECK(seen.size() == kAllDTypes.size());  // every dtype gridwarp knows is covered
 }
 
+namespace {
+
+// Whether `address` lies in a mapping of `file` (from /proc/self/maps): the reader's zero-copy path.
+bool mapped_from(const void* address, const fs::path& file) {
+    const std::string canonical = fs::canonical(file).string();
+    const std::string maps = io::read_file_bytes("/proc/self/maps");
+    const auto at = reinterpret_cast<std::uintptr_t>(address);
+    std::size_t start = 0;
+    while (start < maps.size()) {
+        std::size_t end = maps.find('\n', start);
+        if (end == std::string::npos) end = maps.size();
+        const std::string line = maps.substr(start, end - start);
+        start = end + 1;
+        if (line.size() < canonical.size() || line.compare(line.size() - canonical.size(), canonical.size(), canonical) != 0) continue;
+        const std::uintptr_t low = std::stoull(line.substr(0, line.find('-')), nullptr, 16);
+        const std::uintptr_t high = std::stoull(line.substr(line.find('-') + 1, line.find(' ') - line.find('-') - 1), nullptr, 16);
+        if (at >= low && at < high) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("npy: the mapped reader equals the buffered parser on every fixture", "[io][npy]") {
+    std::size_t zero_copy = 0;
+    for (const auto& entry : expected_json().at("files")) {
+        const std::string name = entry.at("file").get<std::string>();
+        INFO(name);
+        const fs::path file = npy_dir() / name;
+        const std::string before = file_bytes(file);
+        const Tensor mapped = io::read_npy(file);
+        const Tensor buffered = io::parse_npy(before, file);
+        CHECK(mapped.dtype() == buffered.dtype());
+        CHECK(mapped.shape() == buffered.shape());
+        CHECK(test::compare_exact(mapped.view(), buffered.view()) == "");
+        CHECK(file_bytes(file) == before);  // a byte swap in place never reaches the file
+        // Numbers in this machine's byte order and C order are read where they lie in the file.
+        const std::string head = before.substr(0, 200);
+        const bool native = head.find("'descr': '>") == std::string::npos;
+        const bool c_order = head.find("'fortran_order': False") != std::string::npos || mapped.rank() < 2;
+        const bool numbers = mapped.dtype() != DType::String && mapped.dtype() != DType::Bool;
+        if (native && c_order && numbers && mapped.numel() > 0) {
+            CHECK(mapped_from(mapped.data(), file));
+            ++zero_copy;
+        }
+    }
+    CHECK(zero_copy >= 15);
+}
+
+TEST_CASE("npy: data at an offset its elements cannot be aligned to is copied, exactly", "[io][npy]") {
+    // numpy aligns the data to 64 bytes; another writer may not. Header length 118: the data of
+    // this float64 array starts at byte 128 + 2 = 130.
+    test::TempDir dir;
+    const double values[] = {1.5, -2.25, 1e300, -0.0};
+    std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }";
+    header.append(120 - header.size() - 1, ' ');
+    header += '\n';
+    std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+    bytes += static_cast<char>(header.size());
+    bytes += '\0';
+    bytes += header;
+    REQUIRE(bytes.size() % 8 != 0);
+    bytes.append(reinterpret_cast<const char*>(values), sizeof values);
+    const fs::path file = dir / "unaligned.npy";
+    io::write_file_atomically(file, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+    const Tensor tensor = io::read_npy(file);
+    REQUIRE(tensor.shape() == Shape{4});
+    for (int i = 0; i < 4; ++i) CHECK(std::bit_cast<std::uint64_t>(tensor.data_as<double>()[i]) == std::bit_cast<std::uint64_t>(values[i]));
+}
+
 TEST_CASE("npy: the fixtures are the layouts their names say", "[io][npy]") {
     // Guards the fixture set itself: big endian, Fortran order and versions really occur.
     for (const auto& entry : expected_json().at("files")) {
@@ -482,6 +552,36 @@ TEST_CASE("npy: write then read is exact for every dtype", "[io][npy]") {
         INFO(dtype_name(type) << " special values");
         const Tensor specials = special_values(type);
         CHECK(test::compare_exact(io::parse_npy(io::encode_npy(specials.view()), "s.npy").view(), specials.view()) == "");
+    }
+}
+
+TEST_CASE("npy: an output computed in its mapped file equals write_npy's", "[io][npy]") {
+    std::mt19937_64 rng(20261128);
+    test::TempDir dir;
+    for (DType type : kAllDTypes) {
+        for (const Shape& shape : std::vector<Shape>{{2, 3, 4, 5}, {1, 1, 0, 3}, {3}}) {
+            INFO(dtype_name(type) << " " << shape_to_string(shape));
+            Tensor original = type == DType::String ? Tensor(type, shape) : random_bits(type, shape, rng);
+            if (type == DType::String) {
+                for (std::int64_t i = 0; i < original.numel(); ++i) original.data_as<std::string>()[i] = std::string(i % 3, 'a') + "\xc3\xbc";
+            }
+            const fs::path file = dir / "pending.npy";
+            {
+                io::PendingNpy output(file, type, shape);
+                copy_elements(original.view(), output.tensor());
+                CHECK_FALSE(fs::exists(file));  // nothing is published before commit()
+                output.commit();
+            }
+            CHECK(file_bytes(file) == io::encode_npy(original.view()));
+            fs::remove(file);
+        }
+    }
+    SECTION("an output dropped before commit() leaves nothing behind") {
+        {
+            io::PendingNpy output(dir / "dropped.npy", DType::Float32, Shape{1, 1, 64, 64});
+            static_cast<float*>(output.tensor().data)[0] = 1.0f;
+        }
+        CHECK(fs::is_empty(dir.path()));
     }
 }
 

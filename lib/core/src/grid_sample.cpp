@@ -2168,7 +2168,10 @@ Tensor grid_sample(const ConstTensorView& input, const PositionSource& positions
     return output;
 }
 
-Tensor grid_sample(const ConstTensorView& input, const ConstTensorView& grid, const SampleOptions& options) {
+namespace {
+
+// The ONNX operator's requirements on its grid (N, O1..Or, r).
+void check_onnx_grid(const ConstTensorView& input, const ConstTensorView& grid) {
     if (input.rank() < 3) {
         throw std::invalid_argument("grid_sample(): input must have rank >= 3 (N, C, D1..Dr), got shape " +
                                     shape_to_string(input.shape));
@@ -2186,8 +2189,23 @@ Tensor grid_sample(const ConstTensorView& input, const ConstTensorView& grid, co
                                     shape_to_string(grid.shape) + ")");
     }
     check_strides("grid", grid.strides);
-    const GridPositions positions(grid);
-    return grid_sample(input, positions, options);
+}
+
+}  // namespace
+
+Shape grid_sample_output_shape(const ConstTensorView& input, const ConstTensorView& grid) {
+    check_onnx_grid(input, grid);
+    return grid_sample_output_shape(input, GridPositions(grid));
+}
+
+void grid_sample_into(const ConstTensorView& input, const ConstTensorView& grid, const TensorView& output, const SampleOptions& options) {
+    check_onnx_grid(input, grid);
+    grid_sample(input, GridPositions(grid), output, options);
+}
+
+Tensor grid_sample(const ConstTensorView& input, const ConstTensorView& grid, const SampleOptions& options) {
+    check_onnx_grid(input, grid);
+    return grid_sample(input, GridPositions(grid), options);
 }
 
 }  // namespace gridwarp

@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 
+#include "files/mapped_file.hpp"
 #include "gridwarp/io/image.hpp"
 #include "gridwarp/io/transform_io.hpp"
 #include "gridwarp/physical.hpp"
@@ -65,13 +66,16 @@ std::vector<std::filesystem::path> nifti_files(const std::filesystem::path& file
 // close the file (or abandon() on failure); the caller moves the file into place.
 struct MappedOutput {
     Image image;
-    std::function<void()> finish;
-    std::function<void()> abandon;
+    FileClosers closers;
 };
 // nullopt when the image cannot be stored without conversion (a compressed file, a pair, scaled
 // values, another channel layout) or the file system cannot reserve the space up front.
 std::optional<MappedOutput> map_nifti_output(const std::filesystem::path& file, const std::filesystem::path& target,
                                              const Image& description);
+// The same for a .npy (any dtype but strings), stored as (N, C, spatial...): the image's layout
+// becomes planar.
+std::optional<MappedOutput> map_npy_output(const std::filesystem::path& file, const std::filesystem::path& target,
+                                           const Image& description);
 
 // write_sampled's NIfTI form: whether `target` is written block by block (one image whose
 // voxels need no conversion on the way: no scaled values, no other stored type; and not a plain

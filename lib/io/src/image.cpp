@@ -125,59 +125,39 @@ Geometry resampled_geometry(const Geometry& geometry, const Shape& old_spatial, 
 
 PendingOutput::PendingOutput(fs::path target, Image description, WriteOptions options)
     : target_(std::move(target)), image_(std::move(description)), options_(options) {
-    if (detail::is_nifti_path(target_) && image_.batch == 1) {
-        const fs::path staging = detail::make_staging_directory(target_);
-        std::optional<detail::MappedOutput> mapped;
-        try {
-            mapped = detail::map_nifti_output(staging / target_.filename(), target_, image_);
-        } catch (...) {
-            std::error_code ignored;
-            fs::remove_all(staging, ignored);
-            throw;
-        }
-        if (mapped) {
+    using Mapper = std::optional<detail::MappedOutput> (*)(const fs::path&, const fs::path&, const Image&);
+    Mapper map_output = nullptr;
+    if (detail::is_nifti_path(target_)) {
+        if (image_.batch == 1) map_output = detail::map_nifti_output;
+    } else if (kind_for_path(target_) == FileKind::Tensor) {
+        map_output = detail::map_npy_output;
+    }
+    if (map_output) {
+        staged_ = detail::stage_mapped_output(target_, [&](const fs::path& file) -> std::optional<detail::FileClosers> {
+            auto mapped = map_output(file, target_, image_);
+            if (!mapped) return std::nullopt;
             image_ = std::move(mapped->image);
-            finish_ = std::move(mapped->finish);
-            abandon_ = std::move(mapped->abandon);
-            staging_ = staging;
-            return;
-        }
-        std::error_code ignored;
-        fs::remove_all(staging, ignored);
+            return std::move(mapped->closers);
+        });
+        if (staged_) return;
     }
     image_.allocate();
 }
 
 PendingOutput::~PendingOutput() {
-    if (committed_ || staging_.empty()) return;
-    image_.pixels = Tensor();  // unmaps
-    if (abandon_) abandon_();
-    std::error_code ignored;
-    fs::remove_all(staging_, ignored);
+    image_.pixels = Tensor();  // unmaps before the staged file is removed
 }
 
 void PendingOutput::commit() {
     if (committed_) return;
-    if (staging_.empty()) {
+    if (staged_) {
+        image_.pixels = Tensor();  // unmaps: the data is in the file's pages
+        staged_->publish(target_);
+        staged_.reset();
+    } else {
         write_image(target_, image_, options_);
-        committed_ = true;
         image_.pixels = Tensor();
-        return;
     }
-    image_.pixels = Tensor();  // unmaps: the data is in the file's pages
-    std::error_code ignored;
-    try {
-        auto finish = std::move(finish_);
-        abandon_ = nullptr;
-        finish();
-        detail::publish_staged(staging_, target_);
-    } catch (...) {
-        fs::remove_all(staging_, ignored);
-        staging_.clear();
-        throw;
-    }
-    fs::remove_all(staging_, ignored);
-    staging_.clear();
     committed_ = true;
 }
 

@@ -2,10 +2,6 @@
 // written from one. Uncompressed little-endian voxels are memory-mapped and sampled in place; gzip
 // data is inflated once, straight into the voxel buffer; outputs are written from the image's own
 // buffer whenever its layout and type are the file's.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,6 +14,7 @@
 #include <memory>
 #include <mutex>
 
+#include "files/mapped_file.hpp"
 #include "formats.hpp"
 #include "gzip.hpp"
 #include "output_file.hpp"
@@ -65,58 +62,6 @@ NiftiPaths nifti_paths(const fs::path& file, bool for_reading) {
     }
     return paths;
 }
-
-// A read-only view of a whole file, memory-mapped privately: writes to it (there should be none)
-// would stay in this process.
-class MappedFile {
-public:
-    explicit MappedFile(const fs::path& file) : file_(file) {
-        fd_ = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd_ < 0) throw FileError(file, std::string("cannot open for reading: ") + std::strerror(errno));
-        struct stat info {};
-        if (::fstat(fd_, &info) != 0) throw FileError(file, std::string("cannot read its size: ") + std::strerror(errno));
-        if (!S_ISREG(info.st_mode)) throw FileError(file, "not a regular file");
-        size_ = static_cast<std::size_t>(info.st_size);
-    }
-    ~MappedFile() {
-        if (data_ && data_ != MAP_FAILED) ::munmap(data_, size_);
-        if (fd_ >= 0) ::close(fd_);
-    }
-    MappedFile(const MappedFile&) = delete;
-    MappedFile& operator=(const MappedFile&) = delete;
-
-    std::size_t size() const { return size_; }
-    // Maps the file (once); populate: fault every page in now, on this thread.
-    std::uint8_t* map(bool populate) {
-        if (!data_) {
-            if (size_ == 0) throw FileError(file_, "the file is empty");
-            data_ = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd_, 0);
-            if (data_ == MAP_FAILED) throw FileError(file_, std::string("cannot map into memory: ") + std::strerror(errno));
-        }
-        return static_cast<std::uint8_t*>(data_);
-    }
-    std::vector<std::uint8_t> read_prefix(std::size_t count) const {
-        std::vector<std::uint8_t> bytes(std::min(count, size_));
-        std::size_t got = 0;
-        while (got < bytes.size()) {
-            const ssize_t n = ::pread(fd_, bytes.data() + got, bytes.size() - got, static_cast<off_t>(got));
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) throw FileError(file_, std::string("read failed: ") + (n < 0 ? std::strerror(errno) : "unexpected end"));
-            got += static_cast<std::size_t>(n);
-        }
-        return bytes;
-    }
-    bool gzip() const {
-        const auto prefix = read_prefix(2);
-        return has_gzip_magic(prefix);
-    }
-
-private:
-    fs::path file_;
-    int fd_ = -1;
-    std::size_t size_ = 0;
-    void* data_ = nullptr;
-};
 
 // A byte buffer from the core allocator (huge-page aligned, untouched pages when large), kept
 // alive by the returned pointer.
@@ -181,10 +126,6 @@ int bitpix_for(int datatype) {
         case 1792: return 128;
         default: return 0;
     }
-}
-
-void swap_elements(std::uint8_t* bytes, std::size_t count, std::size_t size) {
-    for (std::size_t i = 0; i < count; ++i) std::reverse(bytes + i * size, bytes + (i + 1) * size);
 }
 
 bool is_scaled(const NiftiHeader& header) {
@@ -761,41 +702,15 @@ std::optional<MappedOutput> map_nifti_output(const fs::path& file, const fs::pat
     const Shape storage_shape = description.storage_shape();
     const std::size_t size = offset + static_cast<std::size_t>(shape_numel(storage_shape)) * dtype_size(description.dtype());
 
-    const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) throw FileError(target, std::string("cannot open for writing: ") + std::strerror(errno));
-    // The blocks are reserved now, so that a full disk is an error here rather than a SIGBUS
-    // while sampling into the mapping. A file system that cannot reserve takes the buffered path.
-    if (const int error = ::posix_fallocate(fd, 0, static_cast<off_t>(size)); error != 0) {
-        ::close(fd);
-        ::unlink(file.c_str());
-        if (error == EOPNOTSUPP || error == EINVAL) return std::nullopt;
-        throw FileError(target, std::string("cannot reserve ") + std::to_string(size) + " bytes: " + std::strerror(error));
-    }
-    void* mapping = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (mapping == MAP_FAILED) {
-        ::close(fd);
-        ::unlink(file.c_str());
-        return std::nullopt;
-    }
-    auto* bytes = static_cast<std::uint8_t*>(mapping);
-    std::memcpy(bytes, header_bytes.data(), header_size);
-    struct Mapping {
-        Mapping(void* a, std::size_t s) : address(a), size(s) {}
-        Mapping(const Mapping&) = delete;
-        Mapping& operator=(const Mapping&) = delete;
-        ~Mapping() { ::munmap(address, size); }
-        void* address;
-        std::size_t size;
-    };
-    auto owner = std::make_shared<Mapping>(mapping, size);
+    auto file_mapping = create_mapped_output(file, target, size);
+    if (!file_mapping) return std::nullopt;
+    std::memcpy(file_mapping->bytes.get(), header_bytes.data(), header_size);
     MappedOutput output;
     output.image = Image::describe_like(description, description.spatial);
     output.image.geometry = description.geometry;
-    output.image.pixels = Tensor::adopt(description.dtype(), storage_shape, std::shared_ptr<void>(owner, bytes + offset));
-    output.finish = [fd, target]() {
-        if (::close(fd) != 0) throw FileError(target, std::string("write failed: ") + std::strerror(errno));
-    };
-    output.abandon = [fd]() { ::close(fd); };
+    output.image.pixels =
+        Tensor::adopt(description.dtype(), storage_shape, std::shared_ptr<void>(file_mapping->bytes, file_mapping->bytes.get() + offset));
+    output.closers = std::move(file_mapping->closers);
     return output;
 }
 

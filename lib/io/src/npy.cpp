@@ -8,6 +8,9 @@
 #include <optional>
 #include <vector>
 
+#include "files/mapped_file.hpp"
+#include "formats.hpp"
+#include "output_file.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 
@@ -239,9 +242,27 @@ void copy_numeric(const unsigned char* in, std::size_t count, std::size_t item_s
     }
 }
 
-}  // namespace
+// What a .npy header says, checked against the size of the file.
+struct NpyLayout {
+    std::string descr_text;
+    Descr descr;
+    bool fortran_order = false;
+    Shape shape;
+    std::size_t count = 0;        // elements
+    std::size_t data_offset = 0;  // bytes before the data
+};
 
-Tensor parse_npy(std::string_view bytes, const std::filesystem::path& source) {
+// The bytes the header needs, from the first 12 of the file (at least 10; fewer: 0).
+std::size_t npy_header_end(std::string_view prefix) {
+    if (prefix.size() < 10 || prefix.substr(0, 6) != kMagic) return 0;
+    const auto* raw = reinterpret_cast<const unsigned char*>(prefix.data());
+    if (raw[6] == 1) return 10 + (raw[8] | (std::size_t(raw[9]) << 8));
+    if (prefix.size() < 12) return 0;
+    return 12 + std::size_t{read_u32(raw + 8, false)};
+}
+
+// `bytes` holds the file's header (at least); `file_size` is the whole file's.
+NpyLayout parse_npy_layout(std::string_view bytes, std::size_t file_size, const std::filesystem::path& source) {
     if (bytes.substr(0, 6) != kMagic) {
         throw FileError(source, "not a .npy file (expected the \\x93NUMPY magic at the start)");
     }
@@ -268,7 +289,11 @@ Tensor parse_npy(std::string_view bytes, const std::filesystem::path& source) {
     }
     HeaderParser parser(bytes.substr(header_start, header_length), source);
     const auto header = parser.parse();
-    const Descr descr = parse_descr(header.descr, source);
+    NpyLayout layout;
+    layout.descr_text = header.descr;
+    layout.descr = parse_descr(header.descr, source);
+    layout.fortran_order = header.fortran_order;
+    layout.shape = header.shape;
 
     // Count the elements without overflow before trusting the shape. The nonzero extents must
     // multiply within int64 even when another extent is zero (numpy refuses such shapes too):
@@ -285,21 +310,42 @@ Tensor parse_npy(std::string_view bytes, const std::filesystem::path& source) {
         }
         count *= static_cast<std::size_t>(extent);
     }
-    if (empty) count = 0;
-    const std::size_t data_start = header_start + header_length;
-    const std::size_t available = bytes.size() - data_start;
-    if (descr.item_size == 0 && count > 0) throw FileError(source, "zero-sized dtype '" + header.descr + "'");
-    if (descr.item_size != 0 && count > available / descr.item_size) {
-        throw FileError(source, "truncated: shape " + shape_to_string(header.shape) + " of '" + header.descr +
-                                    "' needs " + std::to_string(count) + " x " + std::to_string(descr.item_size) +
-                                    " bytes of data, found " + std::to_string(available));
+    layout.count = empty ? 0 : count;
+    layout.data_offset = header_start + header_length;
+    const std::size_t available = file_size - layout.data_offset;
+    const std::size_t item_size = layout.descr.item_size;
+    if (item_size == 0 && layout.count > 0) throw FileError(source, "zero-sized dtype '" + header.descr + "'");
+    if (item_size != 0 && layout.count > available / item_size) {
+        throw FileError(source, "truncated: shape " + shape_to_string(header.shape) + " of '" + header.descr + "' needs " +
+                                    std::to_string(layout.count) + " x " + std::to_string(item_size) + " bytes of data, found " +
+                                    std::to_string(available));
     }
+    return layout;
+}
 
+// Bytes per unit of byte order: a complex number's parts are swapped apart.
+std::size_t swap_unit(DType dtype, std::size_t item_size) { return is_complex(dtype) ? item_size / 2 : item_size; }
+
+bool needs_swap(const NpyLayout& layout) {
+    return layout.descr.big_endian != (std::endian::native == std::endian::big) && swap_unit(layout.descr.dtype, layout.descr.item_size) > 1;
+}
+
+// The C-ordered strides, in elements, of a Fortran-ordered array of `shape`.
+Shape fortran_strides(const Shape& shape) {
+    Shape reversed(shape.rbegin(), shape.rend());
+    Shape strides = contiguous_strides(reversed);
+    std::reverse(strides.begin(), strides.end());
+    return strides;
+}
+
+// Copies the data at `data` into a new C-ordered tensor.
+Tensor decode_npy_data(const NpyLayout& layout, const unsigned char* data, const std::filesystem::path& source) {
+    const Descr& descr = layout.descr;
+    const std::size_t count = layout.count;
     // Fortran-ordered data of shape S is C-ordered data of S reversed; read it so, then transpose.
-    Shape file_shape = header.shape;
-    if (header.fortran_order) std::reverse(file_shape.begin(), file_shape.end());
+    Shape file_shape = layout.shape;
+    if (layout.fortran_order) std::reverse(file_shape.begin(), file_shape.end());
     Tensor tensor(descr.dtype, file_shape);
-    const unsigned char* data = raw + data_start;
 
     if (descr.dtype == DType::String) {
         auto* strings = tensor.data_as<std::string>();
@@ -327,84 +373,82 @@ Tensor parse_npy(std::string_view bytes, const std::filesystem::path& source) {
         auto* out = tensor.data_as<bool>();
         for (std::size_t i = 0; i < count; ++i) out[i] = data[i] != 0;
     } else {
-        const std::size_t swap_unit = is_complex(descr.dtype) ? descr.item_size / 2 : descr.item_size;
-        copy_numeric(data, count, descr.item_size, descr.big_endian, swap_unit,
+        copy_numeric(data, count, descr.item_size, descr.big_endian, swap_unit(descr.dtype, descr.item_size),
                      static_cast<unsigned char*>(tensor.data()));
     }
 
-    if (!header.fortran_order || tensor.rank() < 2) return tensor;  // below rank 2 the orders coincide
-    Shape strides = contiguous_strides(file_shape);
-    std::reverse(strides.begin(), strides.end());
-    return Tensor::copy_of(ConstTensorView(tensor.dtype(), tensor.data(), header.shape, strides));
+    if (!layout.fortran_order || tensor.rank() < 2) return tensor;  // below rank 2 the orders coincide
+    return Tensor::copy_of(ConstTensorView(tensor.dtype(), tensor.data(), layout.shape, fortran_strides(layout.shape)));
 }
 
-Tensor read_npy(const std::filesystem::path& file) { return parse_npy(read_file_bytes(file), file); }
+}  // namespace
 
-std::string encode_npy(const ConstTensorView& tensor) {
-    const Tensor contiguous = Tensor::copy_of(tensor);
-    const std::size_t count = static_cast<std::size_t>(contiguous.numel());
-    std::string descr;
-    std::string payload;
-    if (tensor.dtype == DType::String) {
-        const auto* strings = contiguous.data_as<std::string>();
-        std::vector<std::vector<std::uint32_t>> codes(count);
-        std::size_t width = 1;
-        for (std::size_t i = 0; i < count; ++i) {
-            auto decoded = decode_utf8(strings[i]);
-            if (!decoded) throw std::invalid_argument("string element " + std::to_string(i) + " is not valid UTF-8");
-            codes[i] = std::move(*decoded);
-            width = std::max(width, codes[i].size());
-        }
-        descr = "<U" + std::to_string(width);
-        payload.assign(count * width * 4, '\0');
-        for (std::size_t i = 0; i < count; ++i) {
-            for (std::size_t k = 0; k < codes[i].size(); ++k) {
-                const std::uint32_t code = codes[i][k];
-                char* at = payload.data() + (i * width + k) * 4;
-                at[0] = static_cast<char>(code & 0xff);
-                at[1] = static_cast<char>((code >> 8) & 0xff);
-                at[2] = static_cast<char>((code >> 16) & 0xff);
-                at[3] = static_cast<char>((code >> 24) & 0xff);
-            }
-        }
-    } else {
-        switch (tensor.dtype) {
-            case DType::Float16: descr = "<f2"; break;
-            case DType::Float32: descr = "<f4"; break;
-            case DType::Float64: descr = "<f8"; break;
-            case DType::BFloat16: descr = "<V2"; break;
-            case DType::Int8: descr = "|i1"; break;
-            case DType::Int16: descr = "<i2"; break;
-            case DType::Int32: descr = "<i4"; break;
-            case DType::Int64: descr = "<i8"; break;
-            case DType::UInt8: descr = "|u1"; break;
-            case DType::UInt16: descr = "<u2"; break;
-            case DType::UInt32: descr = "<u4"; break;
-            case DType::UInt64: descr = "<u8"; break;
-            case DType::Bool: descr = "|b1"; break;
-            case DType::Complex64: descr = "<c8"; break;
-            case DType::Complex128: descr = "<c16"; break;
-            case DType::String: break;
-        }
-        const std::size_t item = dtype_size(tensor.dtype);
-        payload.resize(count * item);
-        if (tensor.dtype == DType::Bool) {
-            const bool* values = contiguous.data_as<bool>();
-            for (std::size_t i = 0; i < count; ++i) payload[i] = values[i] ? 1 : 0;
-        } else {
-            const std::size_t swap_unit = is_complex(tensor.dtype) ? item / 2 : item;
-            copy_numeric(static_cast<const unsigned char*>(contiguous.data()), count, item, false, swap_unit,
-                         reinterpret_cast<unsigned char*>(payload.data()));
-        }
+Tensor parse_npy(std::string_view bytes, const std::filesystem::path& source) {
+    const NpyLayout layout = parse_npy_layout(bytes, bytes.size(), source);
+    return decode_npy_data(layout, reinterpret_cast<const unsigned char*>(bytes.data()) + layout.data_offset, source);
+}
+
+Tensor read_npy(const std::filesystem::path& file) {
+    detail::require_readable_file(file);
+    auto mapped = std::make_shared<detail::MappedFile>(file);
+    const std::vector<std::uint8_t> start = mapped->read_prefix(12);
+    const std::size_t header_end = std::max(npy_header_end(std::string_view(reinterpret_cast<const char*>(start.data()), start.size())),
+                                            start.size());
+    const std::vector<std::uint8_t> prefix = mapped->read_prefix(header_end);
+    const NpyLayout layout =
+        parse_npy_layout(std::string_view(reinterpret_cast<const char*>(prefix.data()), prefix.size()), mapped->size(), file);
+    const DType dtype = layout.descr.dtype;
+    if (layout.count == 0 || dtype == DType::String || dtype == DType::Bool) {
+        // Strings are decoded; bytes other than 0 and 1 are not valid bools in memory.
+        if (layout.count == 0) return decode_npy_data(layout, prefix.data() + layout.data_offset, file);
+        return decode_npy_data(layout, mapped->map(false) + layout.data_offset, file);
     }
+    std::uint8_t* data = mapped->map(false) + layout.data_offset;
+    const std::size_t unit = swap_unit(dtype, layout.descr.item_size);
+    if (layout.data_offset % unit != 0) return decode_npy_data(layout, data, file);
+    // The mapping is private: fixing the byte order in place copies only the pages it touches.
+    if (needs_swap(layout)) detail::swap_elements(data, layout.count * layout.descr.item_size / unit, unit);
+    if (layout.fortran_order && layout.shape.size() >= 2) {
+        return Tensor::copy_of(ConstTensorView(dtype, data, layout.shape, fortran_strides(layout.shape)));
+    }
+    // Zero copy: the sampler reads the file's pages, faulting them in from its threads.
+    return Tensor::adopt(dtype, layout.shape, std::shared_ptr<void>(mapped, data));
+}
+
+namespace {
+
+std::string npy_descr(DType dtype) {
+    switch (dtype) {
+        case DType::Float16: return "<f2";
+        case DType::Float32: return "<f4";
+        case DType::Float64: return "<f8";
+        case DType::BFloat16: return "<V2";
+        case DType::Int8: return "|i1";
+        case DType::Int16: return "<i2";
+        case DType::Int32: return "<i4";
+        case DType::Int64: return "<i8";
+        case DType::UInt8: return "|u1";
+        case DType::UInt16: return "<u2";
+        case DType::UInt32: return "<u4";
+        case DType::UInt64: return "<u8";
+        case DType::Bool: return "|b1";
+        case DType::Complex64: return "<c8";
+        case DType::Complex128: return "<c16";
+        case DType::String: break;
+    }
+    throw std::logic_error("npy_descr: strings have a width of their own");
+}
+
+// The bytes before the data: magic, version, and the header dict padded so that the data starts
+// on a 64-byte boundary.
+std::string npy_prefix(const std::string& descr, const Shape& shape) {
     std::string shape_text = "(";
-    for (std::size_t i = 0; i < tensor.shape.size(); ++i) {
-        shape_text += std::to_string(tensor.shape[i]);
-        shape_text += tensor.shape.size() == 1 ? "," : (i + 1 < tensor.shape.size() ? ", " : "");
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        shape_text += std::to_string(shape[i]);
+        shape_text += shape.size() == 1 ? "," : (i + 1 < shape.size() ? ", " : "");
     }
     shape_text += ")";
     std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape_text + ", }";
-    // Pad with spaces so that the data starts on a 64-byte boundary; the header ends in a newline.
     const bool version2 = header.size() + 11 > 65535;
     const std::size_t prefix = version2 ? 12 : 10;
     const std::size_t total = ((prefix + header.size() + 1 + 63) / 64) * 64;
@@ -421,13 +465,146 @@ std::string encode_npy(const ConstTensorView& tensor) {
         out += static_cast<char>((length >> 24) & 0xff);
     }
     out += header;
-    out += payload;
+    return out;
+}
+
+// Numbers whose bytes in memory are the file's: stored as they are, without a copy.
+bool stored_as_in_memory(DType dtype) { return dtype != DType::String && std::endian::native == std::endian::little; }
+
+}  // namespace
+
+std::string encode_npy(const ConstTensorView& tensor) {
+    const Tensor contiguous = Tensor::copy_of(tensor);
+    const std::size_t count = static_cast<std::size_t>(contiguous.numel());
+    if (tensor.dtype != DType::String) {
+        std::string out = npy_prefix(npy_descr(tensor.dtype), tensor.shape);
+        const std::size_t item = dtype_size(tensor.dtype);
+        const std::size_t start = out.size();
+        out.resize(start + count * item);
+        auto* payload = reinterpret_cast<unsigned char*>(out.data() + start);
+        if (tensor.dtype == DType::Bool) {
+            const bool* values = contiguous.data_as<bool>();
+            for (std::size_t i = 0; i < count; ++i) payload[i] = values[i] ? 1 : 0;
+        } else {
+            copy_numeric(static_cast<const unsigned char*>(contiguous.data()), count, item, false, swap_unit(tensor.dtype, item), payload);
+        }
+        return out;
+    }
+    const auto* strings = contiguous.data_as<std::string>();
+    std::vector<std::vector<std::uint32_t>> codes(count);
+    std::size_t width = 1;
+    for (std::size_t i = 0; i < count; ++i) {
+        auto decoded = decode_utf8(strings[i]);
+        if (!decoded) throw std::invalid_argument("string element " + std::to_string(i) + " is not valid UTF-8");
+        codes[i] = std::move(*decoded);
+        width = std::max(width, codes[i].size());
+    }
+    std::string out = npy_prefix("<U" + std::to_string(width), tensor.shape);
+    const std::size_t start = out.size();
+    out.resize(start + count * width * 4, '\0');
+    for (std::size_t i = 0; i < count; ++i) {
+        for (std::size_t k = 0; k < codes[i].size(); ++k) {
+            const std::uint32_t code = codes[i][k];
+            char* at = out.data() + start + (i * width + k) * 4;
+            at[0] = static_cast<char>(code & 0xff);
+            at[1] = static_cast<char>((code >> 8) & 0xff);
+            at[2] = static_cast<char>((code >> 16) & 0xff);
+            at[3] = static_cast<char>((code >> 24) & 0xff);
+        }
+    }
     return out;
 }
 
 void write_npy(const std::filesystem::path& file, const ConstTensorView& tensor) {
-    const std::string bytes = encode_npy(tensor);
-    write_file_atomically(file, [&](std::ostream& stream) { stream.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+    if (!stored_as_in_memory(tensor.dtype)) {
+        const std::string bytes = encode_npy(tensor);
+        write_file_atomically(file, [&](std::ostream& stream) { stream.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+        return;
+    }
+    // The header, then the elements straight from memory (a C-ordered copy only when the view is
+    // strided).
+    Tensor contiguous;
+    const void* data = tensor.data;
+    if (!is_c_ordered(tensor)) {
+        contiguous = Tensor::copy_of(tensor);
+        data = contiguous.data();
+    }
+    const std::string prefix = npy_prefix(npy_descr(tensor.dtype), tensor.shape);
+    const std::size_t data_bytes = static_cast<std::size_t>(shape_numel(tensor.shape)) * dtype_size(tensor.dtype);
+    write_path_atomically(file, [&](const std::filesystem::path& temporary) {
+        detail::OutputFile out(temporary, file);
+        out.write(std::span(reinterpret_cast<const std::uint8_t*>(prefix.data()), prefix.size()));
+        out.write(std::span(static_cast<const std::uint8_t*>(data), data_bytes));
+        out.close();
+    });
 }
+
+namespace {
+
+// The file of `shape` mapped at `file`, its header written; `data` is where the elements go.
+struct MappedNpy {
+    detail::MappedOutputFile file;
+    std::uint8_t* data = nullptr;
+};
+
+std::optional<MappedNpy> map_npy_file(const std::filesystem::path& file, const std::filesystem::path& target, DType dtype,
+                                      const Shape& shape) {
+    if (!stored_as_in_memory(dtype)) return std::nullopt;
+    const std::string prefix = npy_prefix(npy_descr(dtype), shape);
+    const std::size_t size = prefix.size() + static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
+    auto mapping = detail::create_mapped_output(file, target, size);
+    if (!mapping) return std::nullopt;
+    std::uint8_t* bytes = mapping->bytes.get();
+    std::memcpy(bytes, prefix.data(), prefix.size());
+    return MappedNpy{std::move(*mapping), bytes + prefix.size()};
+}
+
+}  // namespace
+
+PendingNpy::PendingNpy(std::filesystem::path target, DType dtype, const Shape& shape) : target_(std::move(target)) {
+    staged_ = detail::stage_mapped_output(target_, [&](const std::filesystem::path& file) -> std::optional<detail::FileClosers> {
+        auto mapped = map_npy_file(file, target_, dtype, shape);
+        if (!mapped) return std::nullopt;
+        tensor_ = Tensor::adopt(dtype, shape, std::shared_ptr<void>(mapped->file.bytes, mapped->data));
+        return std::move(mapped->file.closers);
+    });
+    if (!staged_) tensor_ = Tensor(dtype, shape);
+}
+
+PendingNpy::~PendingNpy() {
+    tensor_ = Tensor();  // unmaps before the staged file is removed
+}
+
+void PendingNpy::commit() {
+    if (committed_) return;
+    if (staged_) {
+        tensor_ = Tensor();  // unmaps: the data is in the file's pages
+        staged_->publish(target_);
+        staged_.reset();
+    } else {
+        write_npy(target_, tensor_.view());
+        tensor_ = Tensor();
+    }
+    committed_ = true;
+}
+
+namespace detail {
+
+std::optional<MappedOutput> map_npy_output(const std::filesystem::path& file, const std::filesystem::path& target,
+                                           const Image& description) {
+    Shape shape{description.batch, description.channels};
+    shape.insert(shape.end(), description.spatial.begin(), description.spatial.end());
+    auto mapped = map_npy_file(file, target, description.dtype(), shape);
+    if (!mapped) return std::nullopt;
+    MappedOutput output;
+    output.image = Image::describe_like(description, description.spatial);
+    output.image.geometry = description.geometry;
+    output.image.layout = ChannelLayout::Planar;  // a .npy stores (N, C, spatial...)
+    output.image.pixels = Tensor::adopt(description.dtype(), shape, std::shared_ptr<void>(mapped->file.bytes, mapped->data));
+    output.closers = std::move(mapped->file.closers);
+    return output;
+}
+
+}  // namespace detail
 
 }  // namespace gridwarp::io

@@ -59,5 +59,8 @@ void grid_sample(const ConstTensorView& input, const PositionSource& positions, 
 Tensor grid_sample(const ConstTensorView& input, const PositionSource& positions, const SampleOptions& options = {});
 // The ONNX operator: grid (N, O1..Or, r) of float16, bfloat16, float32 or float64.
 Tensor grid_sample(const ConstTensorView& input, const ConstTensorView& grid, const SampleOptions& options = {});
+// The same into `output`, (N, C, O1..Or) of the input's dtype, and that shape.
+void grid_sample_into(const ConstTensorView& input, const ConstTensorView& grid, const TensorView& output, const SampleOptions& options = {});
+Shape grid_sample_output_shape(const ConstTensorView& input, const ConstTensorView& grid);
 
 }  // namespace gridwarp

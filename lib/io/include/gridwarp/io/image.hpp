@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,10 @@
 #include "gridwarp/tensor.hpp"
 
 namespace gridwarp::io {
+
+namespace detail {
+class StagedOutput;  // files/mapped_file.hpp
+}
 
 enum class FileKind { Tensor, Raster, Volume };
 std::string_view file_kind_name(FileKind kind);
@@ -144,7 +149,7 @@ Image read_image_header(const std::filesystem::path& file, const ReadOptions& op
 void write_image(const std::filesystem::path& file, const Image& image, const WriteOptions& options = {});
 
 // An output to be sampled into, then published. Where the format allows it (an uncompressed .nii
-// whose voxels need no conversion) the pixels are the mapped bytes of the file itself, created at
+// whose voxels need no conversion, a .npy of numbers) the pixels are the mapped bytes of the file itself, created at
 // its final size in a staging folder: the sampler writes the file and no buffer is copied into it.
 // Otherwise they are an ordinary buffer that commit() writes with write_image. Either way commit()
 // publishes atomically, and an output destroyed without commit() leaves nothing behind.
@@ -158,7 +163,7 @@ public:
     PendingOutput& operator=(const PendingOutput&) = delete;
 
     Image& image() { return image_; }
-    bool sampled_in_place() const { return !staging_.empty(); }
+    bool sampled_in_place() const { return staged_ != nullptr; }
     // Writes (or finishes) the file and moves it into place; image() is empty afterwards.
     void commit();
 
@@ -166,8 +171,7 @@ private:
     std::filesystem::path target_;
     Image image_;
     WriteOptions options_;
-    std::filesystem::path staging_;  // non-empty while the pixels are a mapped file in it
-    std::function<void()> finish_, abandon_;
+    std::unique_ptr<detail::StagedOutput> staged_;  // while the pixels are a mapped file
     bool committed_ = false;
 };
 
