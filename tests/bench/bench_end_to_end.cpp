@@ -17,7 +17,7 @@
 //   W-npy     256^3 float32 .npy, affine --rotate 5: against gridwarp on the same volume as .nii
 //   W-sample  gridwarp sample, 160^3 float32 X and an explicit (1, 160, 160, 160, 3) grid as .npy,
 //             end to end, against torch.nn.functional.grid_sample's time in memory (files loaded
-//             before the clock starts), the same threads
+//             before the clock starts), the same threads; when python3-torch is installed
 //   mrtransform (MRtrix3) on the two volume workloads when it is installed.
 //   W-batch   1,000 PNGs of 256x256 RGB, rotate 15 and scale 0.9, cubic: gridwarp batch vs a
 //             one-process python3-opencv loop (imread, warpAffine, imwrite; when python3-opencv is
@@ -467,6 +467,7 @@ int main(int argc, char** argv) {
                     r.gridwarp_rss, r.peer_rss, r.in_out_mb, r.note.c_str());
     }
     if (!mrtrix) std::printf("\nmrtransform (MRtrix3) is not installed: its rows are left out.\n");
+    if (!torch) std::printf("\npython3-torch is not installed: the sample row is left out.\n");
 
     // Many small files: one batch process against a Python loop and a shell loop.
     const fs::path pngs = workdir / "png";
