@@ -149,10 +149,11 @@ Image read_image_header(const std::filesystem::path& file, const ReadOptions& op
 void write_image(const std::filesystem::path& file, const Image& image, const WriteOptions& options = {});
 
 // An output to be sampled into, then published. Where the format allows it (an uncompressed .nii
-// whose voxels need no conversion, a .npy of numbers) the pixels are the mapped bytes of the file itself, created at
-// its final size in a staging folder: the sampler writes the file and no buffer is copied into it.
-// Otherwise they are an ordinary buffer that commit() writes with write_image. Either way commit()
-// publishes atomically, and an output destroyed without commit() leaves nothing behind.
+// whose voxels need no conversion, a .npy of numbers) the pixels are the mapped bytes of the file
+// itself, created at its final size in a staging folder: the sampler writes the file and no buffer
+// is copied into it. Otherwise they are an ordinary buffer that commit() writes with write_image.
+// Either way commit() publishes atomically, and an output destroyed without commit() leaves
+// nothing behind.
 class PendingOutput {
 public:
     // `description`: the output's kind, dtype, channels, layout, spatial shape, geometry, NIfTI
