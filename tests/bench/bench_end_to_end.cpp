@@ -14,6 +14,7 @@
 //             itk_resample_peer lanczoswindowedsinc (ITK's WindowedSinc, radius 3, as antsApplyTransforms)
 //   W-bspline the same with BSpline[3] vs ITK's BSplineInterpolateImageFunction (order 3)
 //   W-bmp     4096^2 RGB .bmp, rotate 30 and scale 0.8, linear: gridwarp affine vs opencv_affine_peer
+//   W-png     the same image as .png
 //   W-npy     256^3 float32 .npy, affine --rotate 5: against gridwarp on the same volume as .nii
 //   W-sample  gridwarp sample, 160^3 float32 X and an explicit (1, 160, 160, 160, 3) grid as .npy,
 //             end to end, against torch.nn.functional.grid_sample's time in memory (files loaded
@@ -308,6 +309,8 @@ int main(int argc, char** argv) {
         }
         cv::imwrite(bmp.string(), card);
     }
+    const fs::path png = workdir / "card4096.png";
+    if (!fs::exists(png)) cv::imwrite(png.string(), cv::imread(bmp.string(), cv::IMREAD_UNCHANGED));
     write_text(rigid, "#Insight Transform File V1.0\n#Transform 0\nTransform: Euler3DTransform_double_3_3\n"
                       "Parameters: 0.08 -0.05 0.12 3.5 -2.25 1.75\nFixedParameters: 0 0 0 0\n");
     // mrtransform's -linear takes a 4x4 RAS matrix; its work (a rigid resample on the same grid) is the same.
@@ -393,6 +396,17 @@ int main(int argc, char** argv) {
          2 * 48.0,
          {}},
     };
+    workloads.push_back({"4096^2 RGB .png rotate 30, scale 0.8, linear",
+                         {gridwarp, "affine", "-i", png.string(), "-o", (workdir / "gw_card.png").string(), "--rotate", "30", "--scale", "0.8",
+                          "--antialias", "off", "--threads", t, "-q"},
+                         {opencv_peer, png.string(), (workdir / "cv_card.png").string(), "30", "0.8", t},
+                         "OpenCV imread/warpAffine/imwrite (each with its default PNG level)",
+                         workdir / "gw_card.png",
+                         png,
+                         2 * 48.0,
+                         {},
+                         0,
+                         "in + out counts the decoded pixels; no RSS goal"});
     workloads.push_back({"256^3 float32 .npy affine --rotate 5, linear",
                          {gridwarp, "affine", "-i", f32_npy.string(), "-o", (workdir / "gw_rot.npy").string(), "--rotate", "5", "--threads", t, "-q"},
                          {gridwarp, "affine", "-i", f32.string(), "-o", (workdir / "gw_rot.nii").string(), "--rotate", "5", "--threads", t, "-q"},
