@@ -244,7 +244,6 @@ void copy_numeric(const unsigned char* in, std::size_t count, std::size_t item_s
 
 // What a .npy header says, checked against the size of the file.
 struct NpyLayout {
-    std::string descr_text;
     Descr descr;
     bool fortran_order = false;
     Shape shape;
@@ -252,13 +251,17 @@ struct NpyLayout {
     std::size_t data_offset = 0;  // bytes before the data
 };
 
-// The bytes the header needs, from the first 12 of the file (at least 10; fewer: 0).
-std::size_t npy_header_end(std::string_view prefix) {
-    if (prefix.size() < 10 || prefix.substr(0, 6) != kMagic) return 0;
+// Where the header dict lies, from the magic, version and HEADER_LEN at the start of `prefix`;
+// nullopt when `prefix` is too short to say.
+struct HeaderSpan {
+    std::size_t start = 0, length = 0;
+};
+std::optional<HeaderSpan> npy_header_span(std::string_view prefix) {
+    if (prefix.size() < 10) return std::nullopt;
     const auto* raw = reinterpret_cast<const unsigned char*>(prefix.data());
-    if (raw[6] == 1) return 10 + (raw[8] | (std::size_t(raw[9]) << 8));
-    if (prefix.size() < 12) return 0;
-    return 12 + std::size_t{read_u32(raw + 8, false)};
+    if (raw[6] == 1) return HeaderSpan{10, std::size_t{raw[8]} | (std::size_t{raw[9]} << 8)};
+    if (prefix.size() < 12) return std::nullopt;
+    return HeaderSpan{12, std::size_t{read_u32(raw + 8, false)}};
 }
 
 // `bytes` holds the file's header (at least); `file_size` is the whole file's.
@@ -273,16 +276,9 @@ NpyLayout parse_npy_layout(std::string_view bytes, std::size_t file_size, const 
         throw FileError(source, "unsupported .npy format version " + std::to_string(major) + "." +
                                     std::to_string(minor) + " (expected 1.0, 2.0 or 3.0)");
     }
-    const auto* raw = reinterpret_cast<const unsigned char*>(bytes.data());
-    std::size_t header_length = 0, header_start = 0;
-    if (major == 1) {
-        header_length = raw[8] | (std::size_t(raw[9]) << 8);
-        header_start = 10;
-    } else {
-        if (bytes.size() < 12) throw FileError(source, "truncated .npy header");
-        header_length = read_u32(raw + 8, false);
-        header_start = 12;
-    }
+    const auto span = npy_header_span(bytes);
+    if (!span) throw FileError(source, "truncated .npy header");
+    const auto [header_start, header_length] = *span;
     if (header_start + header_length > bytes.size()) {
         throw FileError(source, "truncated: the header says " + std::to_string(header_length) +
                                     " bytes but the file ends first");
@@ -290,7 +286,6 @@ NpyLayout parse_npy_layout(std::string_view bytes, std::size_t file_size, const 
     HeaderParser parser(bytes.substr(header_start, header_length), source);
     const auto header = parser.parse();
     NpyLayout layout;
-    layout.descr_text = header.descr;
     layout.descr = parse_descr(header.descr, source);
     layout.fortran_order = header.fortran_order;
     layout.shape = header.shape;
@@ -392,9 +387,9 @@ Tensor read_npy(const std::filesystem::path& file) {
     detail::require_readable_file(file);
     auto mapped = std::make_shared<detail::MappedFile>(file);
     const std::vector<std::uint8_t> start = mapped->read_prefix(12);
-    const std::size_t header_end = std::max(npy_header_end(std::string_view(reinterpret_cast<const char*>(start.data()), start.size())),
-                                            start.size());
-    const std::vector<std::uint8_t> prefix = mapped->read_prefix(header_end);
+    const auto span = npy_header_span(std::string_view(reinterpret_cast<const char*>(start.data()), start.size()));
+    // A file too short to say is parsed as it is, and refused with the parser's message.
+    const std::vector<std::uint8_t> prefix = span ? mapped->read_prefix(span->start + span->length) : start;
     const NpyLayout layout =
         parse_npy_layout(std::string_view(reinterpret_cast<const char*>(prefix.data()), prefix.size()), mapped->size(), file);
     const DType dtype = layout.descr.dtype;
