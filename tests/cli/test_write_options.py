@@ -56,7 +56,7 @@ class WriteOptions(FolderTestCase):
         default = self.write("default.png")
         self.assertEqual(png_zlib_level(stored), 0)
         self.assertEqual(png_zlib_level(best), 3)
-        self.assertEqual(png_zlib_level(default), 0)  # OpenCV's level 1
+        self.assertEqual(png_zlib_level(default), 1)  # level 4
         pixels = [list(Image.open(p).getdata()) for p in (stored, best, default)]
         self.assertEqual(pixels[0], pixels[1])
         self.assertEqual(pixels[0], pixels[2])

@@ -442,7 +442,7 @@ bool find_stream_end(std::span<const std::uint8_t> stream, StreamEnd& end) {
 struct CompressedBlock {
     std::vector<std::uint8_t> bytes;
     std::size_t size = 0;
-    std::uint32_t crc = 0;
+    std::uint32_t check = 0;   // CRC-32 (gzip) or Adler-32 (zlib) of the input
     std::uint64_t length = 0;  // of the input
     bool ok = true;
 };
@@ -481,14 +481,24 @@ int resolve_compression_level(int requested, std::span<const std::uint8_t> sampl
     return standard > fast * (1.0 - kDefaultLevelGain) ? kFastCompressionLevel : kDefaultCompressionLevel;
 }
 
-void gzip_compress(const BlockSource& source, int level, int threads, const std::function<void(std::span<const std::uint8_t>)>& sink) {
+void deflate_compress(const BlockSource& source, int level, int threads, DeflateContainer container,
+                      const std::function<void(std::span<const std::uint8_t>)>& sink) {
     level = std::clamp(level, kMinCompressionLevel, kMaxCompressionLevel);
     const std::uint64_t block_count = source.sizes.size();
     const std::uint64_t largest = block_count == 0 ? 0 : *std::max_element(source.sizes.begin(), source.sizes.end());
-    const int workers = std::max(1, threads > 0 ? threads : omp_get_max_threads());
+    const int workers = static_cast<int>(std::clamp<std::uint64_t>(block_count, 1, static_cast<std::uint64_t>(threads > 0 ? threads : omp_get_max_threads())));
+    const bool gzip = container == DeflateContainer::Gzip;
 
-    static constexpr std::uint8_t kHeader[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};  // deflate, no name, no time, Unix
-    sink(kHeader);
+    if (gzip) {
+        static constexpr std::uint8_t kHeader[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};  // deflate, no name, no time, Unix
+        sink(kHeader);
+    } else {
+        // RFC 1950: deflate with a 32 KiB window; FLEVEL tells readers how hard the writer tried.
+        const unsigned flevel = level < 2 ? 0 : level < 6 ? 1 : level == 6 ? 2 : 3;
+        const unsigned header = 0x7800u | (flevel << 6);
+        const std::uint8_t bytes[2] = {0x78, static_cast<std::uint8_t>((flevel << 6) | (31 - header % 31) % 31)};
+        sink(bytes);
+    }
 
     std::vector<std::unique_ptr<libdeflate_compressor, void (*)(libdeflate_compressor*)>> compressors;
     for (int t = 0; t < workers; ++t) {
@@ -511,7 +521,7 @@ void gzip_compress(const BlockSource& source, int level, int threads, const std:
     std::uint64_t next_to_take = 0, next_to_write = 0, total = 0;
     // The source's or the sink's exception, or the internal join error: no worker goes on.
     std::exception_ptr failure;
-    std::uint32_t crc = 0;
+    std::uint32_t check = gzip ? 0 : 1;  // CRC-32 or Adler-32 of everything compressed so far
 #pragma omp parallel num_threads(workers)
     {
         const int worker = omp_get_thread_num();
@@ -528,7 +538,8 @@ void gzip_compress(const BlockSource& source, int level, int threads, const std:
                 const auto input = source.checked_bytes(b, scratch[static_cast<std::size_t>(worker)]);
                 block.size = libdeflate_deflate_compress(compressors[static_cast<std::size_t>(worker)].get(), input.data(), input.size(),
                                                          block.bytes.data(), bound - 8);
-                block.crc = static_cast<std::uint32_t>(libdeflate_crc32(0, input.data(), input.size()));
+                block.check = static_cast<std::uint32_t>(gzip ? libdeflate_crc32(0, input.data(), input.size())
+                                                          : libdeflate_adler32(1, input.data(), input.size()));
                 block.length = input.size();
                 block.ok = block.size > 0 && (b + 1 == block_count || make_non_final(block));
             } catch (...) {
@@ -543,8 +554,10 @@ void gzip_compress(const BlockSource& source, int level, int threads, const std:
                 while (!failure && next_to_write < block_count && completed[static_cast<std::size_t>(next_to_write % window)]) {
                     const std::size_t slot = static_cast<std::size_t>(next_to_write % window);
                     const CompressedBlock& due = slots[slot];
-                    if (!due.ok) throw std::runtime_error("gzip: a compressed block could not be joined to the next (internal error)");
-                    crc = next_to_write == 0 ? due.crc : static_cast<std::uint32_t>(crc32_combine(crc, due.crc, static_cast<z_off_t>(due.length)));
+                    if (!due.ok) throw std::runtime_error("deflate: a compressed block could not be joined to the next (internal error)");
+                    const auto length = static_cast<z_off_t>(due.length);
+                    check = next_to_write == 0 ? due.check
+                            : static_cast<std::uint32_t>(gzip ? crc32_combine(check, due.check, length) : adler32_combine(check, due.check, length));
                     total += due.length;
                     sink(std::span<const std::uint8_t>(due.bytes.data(), due.size));
                     completed[slot] = 0;
@@ -562,10 +575,20 @@ void gzip_compress(const BlockSource& source, int level, int threads, const std:
         static constexpr std::uint8_t kEmpty[5] = {0x01, 0x00, 0x00, 0xff, 0xff};
         sink(kEmpty);
     }
+    if (!gzip) {
+        const std::uint8_t trailer[4] = {static_cast<std::uint8_t>(check >> 24), static_cast<std::uint8_t>(check >> 16),
+                                         static_cast<std::uint8_t>(check >> 8), static_cast<std::uint8_t>(check)};
+        sink(trailer);
+        return;
+    }
     std::uint8_t trailer[8];
-    for (int i = 0; i < 4; ++i) trailer[i] = static_cast<std::uint8_t>(crc >> (8 * i));
+    for (int i = 0; i < 4; ++i) trailer[i] = static_cast<std::uint8_t>(check >> (8 * i));
     for (int i = 0; i < 4; ++i) trailer[4 + i] = static_cast<std::uint8_t>(total >> (8 * i));
     sink(trailer);
+}
+
+void gzip_compress(const BlockSource& source, int level, int threads, const std::function<void(std::span<const std::uint8_t>)>& sink) {
+    deflate_compress(source, level, threads, DeflateContainer::Gzip, sink);
 }
 
 BlockSource blocks_of(const std::vector<std::span<const std::uint8_t>>& pieces, std::uint64_t block_bytes) {

@@ -69,6 +69,11 @@ void gzip_compress(const std::vector<std::span<const std::uint8_t>>& pieces, int
 // sink is rethrown once every thread has stopped.
 void gzip_compress(const BlockSource& source, int level, int threads, const std::function<void(std::span<const std::uint8_t>)>& sink);
 
+// The same blocks as one zlib stream (RFC 1950, as PNG stores its image data) or one gzip member.
+enum class DeflateContainer { Gzip, Zlib };
+void deflate_compress(const BlockSource& source, int level, int threads, DeflateContainer container,
+                      const std::function<void(std::span<const std::uint8_t>)>& sink);
+
 // The source of the concatenated `pieces` in blocks of `block_bytes` (the last one shorter): a
 // block inside one piece is a view of it, one across pieces is copied into the scratch.
 BlockSource blocks_of(const std::vector<std::span<const std::uint8_t>>& pieces, std::uint64_t block_bytes);

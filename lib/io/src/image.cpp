@@ -7,6 +7,7 @@
 
 #include "backends.hpp"
 #include "bmp.hpp"
+#include "png.hpp"
 #include "formats.hpp"
 #include "shared_files_internal.hpp"
 #include "gridwarp/io/atomic_file.hpp"
@@ -381,6 +382,7 @@ void write_image(const fs::path& file, const Image& image, const WriteOptions& o
         case FileKind::Raster:
             write_path_atomically(file, [&](const fs::path& temporary) {
                 if (detail::write_plain_bmp(temporary, file, image)) return;
+                if (detail::lowercase_filename(file).ends_with(".png") && detail::write_png(temporary, file, image, options)) return;
                 detail::write_reporting_failures(temporary, file, [&] { detail::raster_backend().write(temporary, file, image, options); });
             });
             return;

@@ -2,8 +2,6 @@
 #include <opencv2/core/utils/logger.hpp>
 #include <opencv2/imgcodecs.hpp>
 
-#include <zlib.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -82,45 +80,6 @@ std::vector<DType> depths_for_format(const std::string& extension) {
     return {};
 }
 
-// libpng prints its own "libpng error: ..." on stderr before OpenCV gives up on a damaged PNG. So a
-// PNG is checked here first, and a FileError is the only report: every chunk up to IEND must lie
-// inside the file, and each critical chunk must carry its CRC (what libpng treats as an error).
-void check_png_chunks(const fs::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    char signature[8];
-    if (!in.read(signature, 8) || std::memcmp(signature, "\x89PNG\r\n\x1a\n", 8) != 0) return;  // not a PNG
-    std::error_code error;
-    const std::uintmax_t size = fs::file_size(file, error);
-    if (error) return;
-    std::uintmax_t position = 8;
-    std::vector<unsigned char> body;
-    for (;;) {
-        unsigned char head[8];
-        if (size - position < 12 || !in.read(reinterpret_cast<char*>(head), 8)) {
-            throw FileError(file, "truncated PNG: the file ends before its IEND chunk");
-        }
-        const std::uint32_t length = (std::uint32_t{head[0]} << 24) | (std::uint32_t{head[1]} << 16) |
-                                     (std::uint32_t{head[2]} << 8) | std::uint32_t{head[3]};
-        const std::string type(reinterpret_cast<const char*>(head + 4), 4);
-        if (std::uintmax_t{length} > size - position - 12) {
-            throw FileError(file, "truncated PNG: its " + type + " chunk runs past the end of the file");
-        }
-        body.resize(std::size_t{length} + 4);
-        if (!in.read(reinterpret_cast<char*>(body.data()), static_cast<std::streamsize>(body.size()))) {
-            throw FileError(file, "cannot read the image: read failed");
-        }
-        position += std::uintmax_t{length} + 12;
-        if ((head[4] & 0x20) == 0) {  // critical chunk (IHDR, PLTE, IDAT, IEND)
-            uLong crc = crc32(0L, head + 4, 4);
-            crc = crc32(crc, body.data(), static_cast<uInt>(length));
-            const std::uint32_t stored = (std::uint32_t{body[length]} << 24) | (std::uint32_t{body[length + 1]} << 16) |
-                                         (std::uint32_t{body[length + 2]} << 8) | std::uint32_t{body[length + 3]};
-            if (crc != stored) throw FileError(file, "corrupt PNG: CRC error in its " + type + " chunk");
-        }
-        if (type == "IEND") return;
-    }
-}
-
 std::string first_line(const std::string& text) {
     const auto start = text.find_first_not_of(" \t\r\n");
     if (start == std::string::npos) return "";
@@ -139,7 +98,6 @@ Image read_raster(const fs::path& file) {
             throw FileError(file, "not a recognised image format (expected PNG, JPEG, TIFF, BMP, WebP, ... "
                                   "or .npy, .nii, .nii.gz, .nrrd, .nhdr, .mha, .mhd)");
         }
-        check_png_chunks(file);
         decoder_messages = capture_stderr([&] { mat = cv::imread(file.string(), cv::IMREAD_UNCHANGED); });
     } catch (const cv::Exception& e) {
         throw FileError(file, "cannot read the image: " + std::string(e.err));

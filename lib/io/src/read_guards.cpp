@@ -22,6 +22,7 @@
 #include "bmp.hpp"
 #include "exif_orientation.hpp"
 #include "formats.hpp"
+#include "png.hpp"
 #include "gridwarp/io/error.hpp"
 #include "volume_header_check.hpp"
 
@@ -265,8 +266,12 @@ Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
     const std::string limit = std::to_string(pixels);
     ::setenv("OPENCV_IO_MAX_IMAGE_PIXELS", limit.c_str(), 0);
     Image image;
-    const std::string messages = capture_stderr([&] { image = raster_backend().read(file); });
-    if (!messages.empty()) throw FileError(file, "the image decoder reported: " + first_message_line(messages));
+    if (has_png_signature(std::span(reinterpret_cast<const std::uint8_t*>(head.data()), head.size()))) {
+        image = read_png(file);
+    } else {
+        const std::string messages = capture_stderr([&] { image = raster_backend().read(file); });
+        if (!messages.empty()) throw FileError(file, "the image decoder reported: " + first_message_line(messages));
+    }
     image.exif_orientation = read_exif_orientation(file);
     // OpenCV's TIFF decoder turns 8-bit TIFFs by their orientation itself; other formats it reads as stored.
     const bool decoder_turned = image.format == "tif" || image.format == "tiff";

@@ -1,0 +1,397 @@
+#include "png.hpp"
+
+#include <fcntl.h>
+#include <png.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <libdeflate.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csetjmp>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "formats.hpp"
+#include "gridwarp/io/error.hpp"
+#include "gzip.hpp"
+#include "output_file.hpp"
+
+namespace gridwarp::io::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+
+std::uint32_t big_endian_32(const std::uint8_t* p) {
+    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
+}
+
+void put_big_endian_32(std::uint8_t* p, std::uint32_t value) {
+    for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(value >> (24 - 8 * i));
+}
+
+std::vector<std::uint8_t> read_file(const fs::path& file) {
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw FileError(file, std::string("cannot open for reading: ") + std::strerror(errno));
+    struct stat status {};
+    if (::fstat(fd, &status) != 0) {
+        const int saved = errno;
+        ::close(fd);
+        throw FileError(file, std::string("cannot read its size: ") + std::strerror(saved));
+    }
+    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(status.st_size));
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+            const int saved = errno;
+            ::close(fd);
+            throw FileError(file, got == 0 ? std::string("the file shrank while it was read")
+                                           : std::string("read failed: ") + std::strerror(saved));
+        }
+        done += static_cast<std::size_t>(got);
+    }
+    ::close(fd);
+    return bytes;
+}
+
+// Every chunk up to IEND must lie inside the file and each critical chunk must carry its CRC
+// (what libpng treats as an error), so that these are reported with the chunk they concern.
+void check_png_chunks(const fs::path& file, std::span<const std::uint8_t> bytes) {
+    std::size_t at = sizeof kSignature;
+    for (;;) {
+        if (bytes.size() - at < 12) throw FileError(file, "truncated PNG: the file ends before its IEND chunk");
+        const std::uint32_t length = big_endian_32(bytes.data() + at);
+        const std::string type(reinterpret_cast<const char*>(bytes.data() + at + 4), 4);
+        if (std::size_t{length} > bytes.size() - at - 12) {
+            throw FileError(file, "truncated PNG: its " + type + " chunk runs past the end of the file");
+        }
+        if ((bytes[at + 4] & 0x20) == 0) {  // critical chunk (IHDR, PLTE, IDAT, IEND)
+            const auto crc = static_cast<std::uint32_t>(libdeflate_crc32(0, bytes.data() + at + 4, std::size_t{length} + 4));
+            if (crc != big_endian_32(bytes.data() + at + 8 + length)) throw FileError(file, "corrupt PNG: CRC error in its " + type + " chunk");
+        }
+        at += std::size_t{length} + 12;
+        if (type == "IEND") return;
+    }
+}
+
+// What libpng's hooks collect. The error hook must not return, so it keeps the message in a
+// fixed buffer and jumps back to the setjmp of the stage that called libpng.
+struct PngReport {
+    char error[256] = {};
+    std::vector<std::string> warnings;
+};
+
+[[noreturn]] void on_png_error(png_structp png, png_const_charp message) {
+    auto* report = static_cast<PngReport*>(png_get_error_ptr(png));
+    std::snprintf(report->error, sizeof report->error, "%s", message ? message : "unknown error");
+    png_longjmp(png, 1);
+}
+
+void on_png_warning(png_structp png, png_const_charp message) {
+    auto* report = static_cast<PngReport*>(png_get_error_ptr(png));
+    try {
+        if (report->warnings.size() < 8) report->warnings.emplace_back(message ? message : "");
+    } catch (...) {  // a warning lost to a failed allocation
+    }
+}
+
+struct MemorySource {
+    const std::uint8_t* data;
+    std::size_t size;
+    std::size_t at;
+};
+
+void read_from_memory(png_structp png, png_bytep out, png_size_t count) {
+    auto* source = static_cast<MemorySource*>(png_get_io_ptr(png));
+    if (count > source->size - source->at) png_error(png, "the file ends inside a chunk");
+    std::memcpy(out, source->data + source->at, count);
+    source->at += count;
+}
+
+struct DecodedLayout {
+    png_uint_32 width = 0, height = 0;
+    int channels = 0;
+    bool sixteen_bits = false;
+    png_size_t row_bytes = 0;
+};
+
+// The stages that call libpng hold only plain values, so that its longjmp skips no destructor.
+// OpenCV's rules for IMREAD_UNCHANGED: colour with transparency, or any alpha, gives four channels.
+bool read_png_layout(png_structp png, png_infop info, DecodedLayout& layout) {
+    if (setjmp(png_jmpbuf(png))) return false;
+    png_read_info(png, info);
+    int bit_depth = 0, color_type = 0;
+    png_get_IHDR(png, info, &layout.width, &layout.height, &bit_depth, &color_type, nullptr, nullptr, nullptr);
+    const bool transparency = png_get_valid(png, info, PNG_INFO_tRNS) != 0;
+    switch (color_type) {
+        case PNG_COLOR_TYPE_RGB:
+        case PNG_COLOR_TYPE_PALETTE: layout.channels = transparency ? 4 : 3; break;
+        case PNG_COLOR_TYPE_GRAY_ALPHA:
+        case PNG_COLOR_TYPE_RGB_ALPHA: layout.channels = 4; break;
+        default: layout.channels = 1; break;
+    }
+    layout.sixteen_bits = bit_depth == 16;
+    if (layout.sixteen_bits) {
+        const std::uint16_t probe = 1;
+        if (*reinterpret_cast<const std::uint8_t*>(&probe) == 1) png_set_swap(png);
+    }
+    if (layout.channels < 4) {
+        png_set_strip_alpha(png);
+    } else {
+        png_set_tRNS_to_alpha(png);
+    }
+    if (color_type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
+    if ((color_type & PNG_COLOR_MASK_COLOR) == 0 && bit_depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+    if (layout.channels > 1) {
+        if (color_type & PNG_COLOR_MASK_COLOR) {
+            png_set_bgr(png);
+        } else {
+            png_set_gray_to_rgb(png);
+        }
+    }
+    png_set_interlace_handling(png);
+    png_read_update_info(png, info);
+    layout.row_bytes = png_get_rowbytes(png, info);
+    return true;
+}
+
+bool read_png_rows(png_structp png, png_bytepp rows) {
+    if (setjmp(png_jmpbuf(png))) return false;
+    png_read_image(png, rows);
+    png_read_end(png, nullptr);
+    return true;
+}
+
+struct ReadStructs {
+    png_structp png = nullptr;
+    png_infop info = nullptr;
+    ~ReadStructs() { png_destroy_read_struct(&png, info ? &info : nullptr, nullptr); }
+};
+
+}  // namespace
+
+bool has_png_signature(std::span<const std::uint8_t> head) {
+    return head.size() >= sizeof kSignature && std::memcmp(head.data(), kSignature, sizeof kSignature) == 0;
+}
+
+Image read_png(const fs::path& file) {
+    const std::vector<std::uint8_t> bytes = read_file(file);
+    if (!has_png_signature(bytes)) throw FileError(file, "not a PNG: it does not start with the PNG signature");
+    check_png_chunks(file, bytes);
+
+    PngReport report;
+    ReadStructs structs;
+    structs.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &report, on_png_error, on_png_warning);
+    if (structs.png) structs.info = png_create_info_struct(structs.png);
+    if (!structs.png || !structs.info) throw std::bad_alloc();
+    MemorySource source{bytes.data(), bytes.size(), 0};
+    png_set_read_fn(structs.png, &source, read_from_memory);
+    const auto failed = [&] { return FileError(file, std::string("cannot read the PNG: ") + report.error); };
+
+    DecodedLayout layout;
+    if (!read_png_layout(structs.png, structs.info, layout)) throw failed();
+    const std::size_t value_bytes = layout.sixteen_bits ? 2 : 1;
+    const std::size_t row_bytes = std::size_t{layout.width} * static_cast<std::size_t>(layout.channels) * value_bytes;
+    if (layout.row_bytes != row_bytes) throw FileError(file, "cannot read the PNG: its rows decode to an unexpected size");
+
+    Image image;
+    image.kind = FileKind::Raster;
+    image.format = "png";
+    image.channels = layout.channels;
+    image.spatial = {static_cast<std::int64_t>(layout.height), static_cast<std::int64_t>(layout.width)};
+    image.layout = ChannelLayout::Interleaved;
+    if (image.channels == 3) image.channel_order = "BGR";
+    if (image.channels == 4) image.channel_order = "BGRA";
+    image.pixels = Tensor(layout.sixteen_bits ? DType::UInt16 : DType::UInt8, {image.spatial[0], image.spatial[1], image.channels});
+    std::vector<png_bytep> rows(layout.height);
+    auto* first = static_cast<png_bytep>(image.pixels.data());
+    for (std::size_t y = 0; y < rows.size(); ++y) rows[y] = first + y * row_bytes;
+    if (!read_png_rows(structs.png, rows.data())) throw failed();
+    for (const std::string& warning : report.warnings) {
+        // libpng only warns when the image data fails its checksum after the last row, but then the
+        // rows are damaged; data beyond the image leaves them whole.
+        const bool damaged_data = warning.starts_with("IDAT") && warning.find("Too much image data") == std::string::npos &&
+                                  warning.find("Extra compressed data") == std::string::npos;
+        if (damaged_data) throw FileError(file, "cannot read the PNG: " + warning);
+        image.warnings.push_back(file.string() + ": libpng: " + warning);
+    }
+    return image;
+}
+
+namespace {
+
+// PNG's row filters (ISO 15948, 9.2): each byte less its prediction from the byte one pixel to the
+// left (a), the byte above (b) and the one above-left (c), all 0 outside the image. Each filter is
+// a loop of its own, without branches, so that the compiler vectorises it.
+enum Filter : std::uint8_t { kNone = 0, kSub = 1, kUp = 2, kAverage = 3, kPaeth = 4 };
+constexpr int kFilterCount = 5;
+
+void filter_sub(const std::uint8_t* row, std::size_t size, std::size_t pixel_bytes, std::uint8_t* out) {
+    std::memcpy(out, row, std::min(size, pixel_bytes));
+    for (std::size_t i = pixel_bytes; i < size; ++i) out[i] = static_cast<std::uint8_t>(row[i] - row[i - pixel_bytes]);
+}
+
+void filter_up(const std::uint8_t* row, const std::uint8_t* above, std::size_t size, std::uint8_t* out) {
+    for (std::size_t i = 0; i < size; ++i) out[i] = static_cast<std::uint8_t>(row[i] - above[i]);
+}
+
+void filter_average(const std::uint8_t* row, const std::uint8_t* above, std::size_t size, std::size_t pixel_bytes, std::uint8_t* out) {
+    const std::size_t first = std::min(size, pixel_bytes);
+    for (std::size_t i = 0; i < first; ++i) out[i] = static_cast<std::uint8_t>(row[i] - (above[i] >> 1));
+    for (std::size_t i = pixel_bytes; i < size; ++i) {
+        out[i] = static_cast<std::uint8_t>(row[i] - ((row[i - pixel_bytes] + above[i]) >> 1));
+    }
+}
+
+void filter_paeth(const std::uint8_t* row, const std::uint8_t* above, std::size_t size, std::size_t pixel_bytes, std::uint8_t* out) {
+    const std::size_t first = std::min(size, pixel_bytes);
+    for (std::size_t i = 0; i < first; ++i) out[i] = static_cast<std::uint8_t>(row[i] - above[i]);  // a = c = 0: b
+    for (std::size_t i = pixel_bytes; i < size; ++i) {
+        const std::int16_t a = row[i - pixel_bytes], b = above[i], c = above[i - pixel_bytes];
+        const std::int16_t pa = static_cast<std::int16_t>(std::abs(b - c)), pb = static_cast<std::int16_t>(std::abs(a - c)),
+                           pc = static_cast<std::int16_t>(std::abs(a + b - 2 * c));
+        const std::int16_t predicted = (pa <= pb && pa <= pc) ? a : (pb <= pc ? b : c);
+        out[i] = static_cast<std::uint8_t>(row[i] - predicted);
+    }
+}
+
+// The filter libpng's heuristic would pick: the least sum of the filtered bytes read as signed.
+std::uint64_t signed_magnitude(const std::uint8_t* bytes, std::size_t size) {
+    std::uint64_t sum = 0;
+    for (std::size_t i = 0; i < size; ++i) {
+        const auto value = static_cast<std::int8_t>(bytes[i]);
+        sum += static_cast<std::uint8_t>(value < 0 ? -value : value);
+    }
+    return sum;
+}
+
+// One image row as PNG stores it: RGB(A) order, 16-bit values big-endian.
+void stored_row(const std::uint8_t* pixels, std::size_t width, int channels, bool sixteen_bits, std::uint8_t* out) {
+    const std::size_t value_bytes = sixteen_bits ? 2 : 1, pixel_bytes = value_bytes * static_cast<std::size_t>(channels);
+    for (std::size_t x = 0; x < width; ++x) {
+        const std::uint8_t* in = pixels + x * pixel_bytes;
+        std::uint8_t* to = out + x * pixel_bytes;
+        for (int c = 0; c < channels; ++c) {
+            const int from = channels >= 3 && c < 3 ? 2 - c : c;  // BGR(A) -> RGB(A)
+            if (sixteen_bits) {
+                std::uint16_t value;
+                std::memcpy(&value, in + 2 * from, 2);
+                to[2 * c] = static_cast<std::uint8_t>(value >> 8);
+                to[2 * c + 1] = static_cast<std::uint8_t>(value);
+            } else {
+                to[c] = in[from];
+            }
+        }
+    }
+}
+
+class ChunkWriter {
+public:
+    explicit ChunkWriter(OutputFile& out) : out_(out) {}
+    void chunk(const char* type, std::span<const std::uint8_t> data) {
+        std::uint8_t head[8];
+        put_big_endian_32(head, static_cast<std::uint32_t>(data.size()));
+        std::memcpy(head + 4, type, 4);
+        auto crc = libdeflate_crc32(0, head + 4, 4);
+        if (!data.empty()) crc = libdeflate_crc32(crc, data.data(), data.size());  // (a null buffer restarts it)
+        std::uint8_t tail[4];
+        put_big_endian_32(tail, static_cast<std::uint32_t>(crc));
+        out_.write(head);
+        out_.write(data);
+        out_.write(tail);
+    }
+
+private:
+    OutputFile& out_;
+};
+
+}  // namespace
+
+bool write_png(const fs::path& file, const fs::path& target, const Image& image, const WriteOptions& options) {
+    const DType dtype = image.dtype();
+    const bool sixteen_bits = dtype == DType::UInt16;
+    if ((dtype != DType::UInt8 && !sixteen_bits) || image.batch != 1 || image.spatial.size() != 2) return false;
+    if (image.channels != 1 && image.channels != 3 && image.channels != 4) return false;
+    if (image.spatial[0] < 1 || image.spatial[1] < 1 || image.spatial[0] > 0x7fffffff || image.spatial[1] > 0x7fffffff) return false;
+    const auto height = static_cast<std::uint64_t>(image.spatial[0]), width = static_cast<std::uint64_t>(image.spatial[1]);
+    const int channels = static_cast<int>(image.channels);
+    const std::size_t pixel_bytes = (sixteen_bits ? 2u : 1u) * static_cast<std::size_t>(channels);
+    const std::size_t row_bytes = static_cast<std::size_t>(width) * pixel_bytes;
+
+    Tensor scratch;
+    const auto* pixels = static_cast<const std::uint8_t*>(pixels_in_layout(image, ChannelLayout::Interleaved, scratch));
+    const int level = options.compression_level >= 0 ? options.compression_level : kDefaultPngLevel;
+
+    // Blocks of whole filtered rows (a filter byte, then the row), each filtered by the thread that
+    // compresses it; a block's first row is predicted from the row above it as in any other.
+    const std::uint64_t rows_per_block = std::max<std::uint64_t>(1, kGzipBlockBytes / (row_bytes + 1));
+    BlockSource source;
+    for (std::uint64_t y = 0; y < height; y += rows_per_block) source.sizes.push_back(std::min(rows_per_block, height - y) * (row_bytes + 1));
+    source.bytes = [&](std::uint64_t b, std::vector<std::uint8_t>& filtered) -> std::span<const std::uint8_t> {
+        const std::uint64_t first = b * rows_per_block, last = std::min(height, first + rows_per_block);
+        filtered.resize(static_cast<std::size_t>(last - first) * (row_bytes + 1));
+        std::vector<std::uint8_t> above(row_bytes), candidates(kFilterCount * row_bytes);
+        if (first > 0) stored_row(pixels + (first - 1) * row_bytes, width, channels, sixteen_bits, above.data());
+        for (std::uint64_t y = first; y < last; ++y) {
+            std::uint8_t* out = filtered.data() + static_cast<std::size_t>(y - first) * (row_bytes + 1);
+            stored_row(pixels + y * row_bytes, width, channels, sixteen_bits, out + 1);
+            Filter best = kNone;
+            if (level > 0) {
+                // The first row has no row above: Up is None, Average and Paeth lean on Sub's byte alone.
+                if (y == 0) std::fill(above.begin(), above.end(), std::uint8_t{0});
+                std::uint8_t* candidate[kFilterCount] = {out + 1};
+                for (int f = 1; f < kFilterCount; ++f) candidate[f] = candidates.data() + static_cast<std::size_t>(f) * row_bytes;
+                filter_sub(out + 1, row_bytes, pixel_bytes, candidate[kSub]);
+                filter_up(out + 1, above.data(), row_bytes, candidate[kUp]);
+                filter_average(out + 1, above.data(), row_bytes, pixel_bytes, candidate[kAverage]);
+                filter_paeth(out + 1, above.data(), row_bytes, pixel_bytes, candidate[kPaeth]);
+                std::uint64_t least = UINT64_MAX;
+                for (int f = 0; f < kFilterCount; ++f) {
+                    const std::uint64_t magnitude = signed_magnitude(candidate[f], row_bytes);
+                    if (magnitude < least) {
+                        least = magnitude;
+                        best = static_cast<Filter>(f);
+                    }
+                }
+                std::memcpy(above.data(), out + 1, row_bytes);
+                if (best != kNone) std::memcpy(out + 1, candidate[best], row_bytes);
+            }
+            out[0] = best;
+        }
+        return filtered;
+    };
+
+    OutputFile out(file, target);
+    out.write(kSignature);
+    ChunkWriter chunks(out);
+    std::uint8_t header[13];
+    put_big_endian_32(header, static_cast<std::uint32_t>(width));
+    put_big_endian_32(header + 4, static_cast<std::uint32_t>(height));
+    header[8] = sixteen_bits ? 16 : 8;
+    header[9] = channels == 1 ? PNG_COLOR_TYPE_GRAY : channels == 3 ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_RGB_ALPHA;
+    header[10] = header[11] = header[12] = 0;  // deflate, adaptive filtering, not interlaced
+    chunks.chunk("IHDR", header);
+    // The zlib stream in IDAT chunks of at least kIdatBytes (the last one shorter).
+    std::vector<std::uint8_t> pending;
+    deflate_compress(source, level, options.threads, DeflateContainer::Zlib, [&](std::span<const std::uint8_t> bytes) {
+        pending.insert(pending.end(), bytes.begin(), bytes.end());
+        if (pending.size() >= kIdatBytes) {
+            chunks.chunk("IDAT", pending);
+            pending.clear();
+        }
+    });
+    if (!pending.empty()) chunks.chunk("IDAT", pending);
+    chunks.chunk("IEND", {});
+    out.close();
+    return true;
+}
+
+}  // namespace gridwarp::io::detail

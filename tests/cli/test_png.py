@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""gridwarp's own PNG codec against OpenCV and Pillow: every colour type, bit depth, transparency
+form and interlacing Pillow and OpenCV write decodes to OpenCV's imread(IMREAD_UNCHANGED) pixels;
+what gridwarp writes decodes in OpenCV and Pillow to the pixels it was given, at every level and
+across several compressed blocks; a benign libpng warning does not refuse the file.
+
+    /usr/bin/python3 tests/cli/test_png.py --gridwarp build/app/gridwarp
+"""
+import io
+import os
+import struct
+import sys
+import zlib
+
+import cv2
+import numpy as np
+from PIL import Image
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from script_support import FolderTestCase, main, run  # noqa: E402
+
+RNG = np.random.default_rng(7)
+
+
+def smooth(height, width, channels, maximum):
+    """Photo-like values (ramps plus noise), so that every PNG filter gets chosen somewhere."""
+    y, x = np.mgrid[0:height, 0:width]
+    planes = [(x * (c + 1) + y * (3 - c)) % (maximum + 1) for c in range(channels)]
+    values = np.stack(planes, axis=-1).astype(np.int64) + RNG.integers(0, 3, (height, width, channels))
+    return np.clip(values, 0, maximum)
+
+
+def as_npy_image(pixels):
+    """OpenCV's (H, W[, C]) as the (1, C, H, W) gridwarp writes to .npy."""
+    if pixels.ndim == 2:
+        pixels = pixels[:, :, None]
+    return pixels.transpose(2, 0, 1)[None]
+
+
+class Png(FolderTestCase):
+    def decoded(self, source):
+        out = self.path(os.path.basename(source) + ".npy")
+        result = run("affine", "-i", source, "-o", out, "--scale", "1", "--mode", "nearest", "-q")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return np.load(out)
+
+    def test_every_form_decodes_as_opencv_does(self):
+        grey = smooth(37, 53, 1, 255)[:, :, 0].astype(np.uint8)
+        colour = smooth(37, 53, 3, 255).astype(np.uint8)
+        forms = {
+            "grey8": lambda p: Image.fromarray(grey).save(p),
+            "grey1": lambda p: Image.fromarray(grey > 128).save(p),
+            "grey4": lambda p: Image.fromarray(grey // 17).convert("L").save(p, bits=4),
+            "grey16": lambda p: cv2.imwrite(p, smooth(37, 53, 1, 65535)[:, :, 0].astype(np.uint16)),
+            "grey_alpha": lambda p: Image.fromarray(np.dstack([grey, 255 - grey]), "LA").save(p),
+            "grey_trns": lambda p: Image.fromarray(grey).save(p, transparency=7),
+            "rgb8": lambda p: Image.fromarray(colour).save(p),
+            "rgb8_interlaced": lambda p: Image.fromarray(colour).save(p, optimize=False, interlace=1),
+            "rgb_trns": lambda p: Image.fromarray(colour).save(p, transparency=(1, 2, 3)),
+            "rgba8": lambda p: Image.fromarray(smooth(37, 53, 4, 255).astype(np.uint8), "RGBA").save(p),
+            "rgb16": lambda p: cv2.imwrite(p, smooth(37, 53, 3, 65535).astype(np.uint16)),
+            "rgba16": lambda p: cv2.imwrite(p, smooth(37, 53, 4, 65535).astype(np.uint16)),
+            "palette": lambda p: Image.fromarray(colour).quantize(50).save(p),
+            "palette_trns": lambda p: Image.fromarray(colour).quantize(50).save(p, transparency=3),
+            "palette2": lambda p: Image.fromarray(colour).quantize(4).save(p, bits=2),
+        }
+        for name, save in forms.items():
+            with self.subTest(form=name):
+                source = self.path(name + ".png")
+                save(source)
+                expected = cv2.imread(source, cv2.IMREAD_UNCHANGED)
+                self.assertIsNotNone(expected)
+                np.testing.assert_array_equal(self.decoded(source), as_npy_image(expected))
+
+    def test_what_it_writes_reads_back_exactly(self):
+        cases = {
+            "grey8": smooth(41, 29, 1, 255).astype(np.uint8)[:, :, 0],
+            "bgr8": smooth(41, 29, 3, 255).astype(np.uint8),
+            "bgra8": smooth(41, 29, 4, 255).astype(np.uint8),
+            "grey16": smooth(41, 29, 1, 65535).astype(np.uint16)[:, :, 0],
+            "bgr16": smooth(41, 29, 3, 65535).astype(np.uint16),
+            "bgra16": smooth(41, 29, 4, 65535).astype(np.uint16),
+            # More than one compressed block (1 MiB of rows each), joined into one zlib stream.
+            "blocks": smooth(700, 600, 3, 255).astype(np.uint8),
+        }
+        for name, pixels in cases.items():
+            for level in ("default", "0", "1", "9"):
+                with self.subTest(image=name, level=level):
+                    source = self.path(f"{name}.npy")
+                    np.save(source, as_npy_image(pixels))
+                    out = self.path(f"{name}_{level}.png")
+                    extra = [] if level == "default" else ["--compression-level", level]
+                    result = run("affine", "-i", source, "-o", out, "--scale", "1", "--mode", "nearest", "-q", *extra)
+                    self.assertEqual(result.returncode, 0, result.stderr)
+                    np.testing.assert_array_equal(cv2.imread(out, cv2.IMREAD_UNCHANGED), pixels)
+                    with Image.open(out) as image:
+                        image.load()  # Pillow checks the chunks' CRCs and the zlib stream as it decodes
+                        if pixels.dtype == np.uint8:
+                            shown = np.asarray(image)
+                            rgb = pixels if pixels.ndim == 2 else pixels[:, :, [2, 1, 0] + ([3] if pixels.shape[2] == 4 else [])]
+                            np.testing.assert_array_equal(shown, rgb)
+                    with open(out, "rb") as f:
+                        data = f.read()
+                    stream = b"".join(data[at + 8:at + 8 + struct.unpack(">I", data[at:at + 4])[0]]
+                                      for at in chunk_offsets(data) if data[at + 4:at + 8] == b"IDAT")
+                    zlib.decompress(stream)  # the Adler-32 of the joined blocks is checked here
+
+    def test_a_benign_warning_is_not_a_refusal(self):
+        # An ancillary chunk with a wrong CRC: libpng drops it with a warning; the pixels are whole.
+        pixels, data = small_png()
+        text = b"tEXt" + b"Comment\x00hello"
+        chunk = struct.pack(">I", len(text) - 4) + text + struct.pack(">I", zlib.crc32(text) ^ 1)
+        damaged = self.path("damaged.png")
+        with open(damaged, "wb") as f:
+            f.write(data[:33] + chunk + data[33:])
+        got = self.decoded(damaged)
+        np.testing.assert_array_equal(got, as_npy_image(pixels[:, :, ::-1]))
+
+    def test_damaged_image_data_is_refused_naming_the_file(self):
+        # The zlib stream's Adler-32 alone in a second IDAT chunk, so that every row decodes before
+        # libpng finds the mismatch (which it reports only as a warning).
+        pixels, data = small_png()
+        at = next(at for at in chunk_offsets(data) if data[at + 4:at + 8] == b"IDAT")
+        length = struct.unpack(">I", data[at:at + 4])[0]
+        stream = data[at + 8:at + 8 + length]
+
+        def idat(payload):
+            return struct.pack(">I", len(payload)) + b"IDAT" + payload + struct.pack(">I", zlib.crc32(b"IDAT" + payload))
+
+        for name, check in (("split.png", stream[-4:]), ("bad.png", bytes([stream[-4] ^ 0xFF]) + stream[-3:])):
+            with open(self.path(name), "wb") as f:
+                f.write(data[:at] + idat(stream[:-4]) + idat(check) + data[at + 12 + length:])
+        np.testing.assert_array_equal(self.decoded(self.path("split.png")), as_npy_image(pixels[:, :, ::-1]))
+        out = self.path("bad_out.png")
+        result = run("affine", "-i", self.path("bad.png"), "-o", out, "--scale", "1")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("bad.png", result.stderr)
+        self.assertIn("incorrect data check", result.stderr)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+        self.assertFalse(os.path.exists(out))
+
+
+def small_png():
+    """A 16x16 RGB image and the PNG Pillow writes of it."""
+    pixels = smooth(16, 16, 3, 255).astype(np.uint8)
+    encoded = io.BytesIO()
+    Image.fromarray(pixels).save(encoded, format="PNG")
+    return pixels, encoded.getvalue()
+
+
+def chunk_offsets(data):
+    at = 8
+    while at + 8 <= len(data):
+        yield at
+        at += 12 + struct.unpack(">I", data[at:at + 4])[0]
+
+
+if __name__ == "__main__":
+    main()
