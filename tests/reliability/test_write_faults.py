@@ -186,6 +186,11 @@ class KilledWriters(unittest.TestCase):
             for path in (dead, live, other_host):
                 os.mkdir(path)
                 open(os.path.join(path, "partial.nii"), "wb").write(b"\0" * 1000)
+            # A single-file output is staged as a lone file named after its target.
+            dead_file = os.path.join(folder, f".gridwarp-{host}-{finished.pid}-dEf456-partial.nii")
+            live_file = os.path.join(folder, f".gridwarp-{host}-{os.getpid()}-gHi789-partial.nii")
+            for path in (dead_file, live_file):
+                open(path, "wb").write(b"\0" * 1000)
             source = os.path.join(folder, "in.npy")
             save_tensor(source, np.ones((4, 4), dtype=np.float32))
             result = run("affine", "-i", source, "-o", os.path.join(folder, "out.npy"), "--scale", "1")
@@ -193,10 +198,12 @@ class KilledWriters(unittest.TestCase):
             self.assertFalse(os.path.exists(dead), "a dead writer's staging folder was left")
             self.assertTrue(os.path.exists(live), "a live writer's staging folder was removed")
             self.assertTrue(os.path.exists(other_host), "another host's staging folder was removed")
+            self.assertFalse(os.path.exists(dead_file), "a dead writer's staged file was left")
+            self.assertTrue(os.path.exists(live_file), "a live writer's staged file was removed")
         finally:
             shutil.rmtree(folder)
 
-    def test_killed_writer_leaves_a_named_folder_and_no_output(self):
+    def test_killed_writer_leaves_named_staging_and_no_output(self):
         folder = tempfile.mkdtemp(prefix="gridwarp-killed-")
         try:
             source = os.path.join(folder, "in.npy")
@@ -205,7 +212,7 @@ class KilledWriters(unittest.TestCase):
             process = subprocess.Popen([GRIDWARP, "affine", "-i", source, "-o", output, "--rotate", "3", "--size", "6000,6000",
                                         "--compression-level", "12", "--threads", "1"],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            # Kill it once its staging folder exists (it is made before the sampling starts).
+            # Kill it once its staged file exists (it is made before the sampling starts).
             for _ in range(600):
                 if staging_left(folder) or process.poll() is not None:
                     break
@@ -218,7 +225,7 @@ class KilledWriters(unittest.TestCase):
                 self.assertTrue(left[0].startswith(f".gridwarp-"), left)
                 self.assertIn(f"-{process.pid}-", left[0])
             self.assertEqual(run("affine", "-i", source, "-o", os.path.join(folder, "again.npy"), "--size", "8,8").returncode, 0)
-            self.assertEqual(staging_left(folder), [], "the next run did not remove the killed writer's staging folder")
+            self.assertEqual(staging_left(folder), [], "the next run did not remove what the killed writer staged")
         finally:
             shutil.rmtree(folder)
 

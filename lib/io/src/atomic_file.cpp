@@ -11,12 +11,14 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <exception>
 #include <iterator>
 #include <streambuf>
 #include <mutex>
+#include <random>
 #include <set>
 #include <vector>
 
@@ -46,11 +48,11 @@ std::string host_name() {
     return name.empty() ? "host" : name;
 }
 
-// ".gridwarp-HOST-PID-XXXXXX": whose staging folder it is, so a later run can tell a dead
+// ".gridwarp-HOST-PID-XXXXXX[-NAME]": whose staged output it is, so a later run can tell a dead
 // writer's leftovers from a live writer's work.
 std::string staging_stem() { return std::string(kStagingPrefix) + host_name() + "-" + std::to_string(::getpid()) + "-"; }
 
-// Removes staging folders in `directory` left by processes of this machine that no longer run
+// Removes what processes of this machine that no longer run staged in `directory`
 // (killed writers). Once per folder and process: a batch writing thousands of files into one
 // folder scans it once.
 void remove_dead_writers_staging(const fs::path& directory) {
@@ -66,8 +68,10 @@ void remove_dead_writers_staging(const fs::path& directory) {
         const std::string name = entry->path().filename().string();
         if (name.rfind(host_prefix, 0) != 0) continue;
         const std::string rest = name.substr(host_prefix.size());
+        // PID-XXXXXX (a folder) or PID-XXXXXX-NAME (a lone staged file).
         const auto dash = rest.find('-');
-        if (dash == std::string::npos || dash == 0 || rest.size() - dash != 7) continue;
+        if (dash == std::string::npos || dash == 0 || rest.size() - dash < 7) continue;
+        if (rest.size() - dash > 7 && rest[dash + 7] != '-') continue;
         char* parsed_end = nullptr;
         const long pid = std::strtol(rest.c_str(), &parsed_end, 10);
         if (parsed_end != rest.c_str() + dash || pid <= 0) continue;
@@ -244,27 +248,71 @@ void replace_special_outputs(bool replace) { special_outputs_replaced = replace;
 
 namespace detail {
 
-// A fresh directory beside target: the writer creates its file(s) there under their final names,
-// so formats that write a header and a data file referring to each other (.nhdr, .mhd) stay valid.
-fs::path make_staging_directory(const fs::path& target) {
+namespace {
+
+// Six characters unique within this process (and a process's names are unique on its host by the
+// PID before them): a staged file is created by its writer, under a name no other writer takes.
+std::string unique_suffix() {
+    static std::atomic<std::uint64_t> counter{0};
+    static const std::uint64_t start = std::random_device{}();
+    constexpr std::string_view digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    std::uint64_t value = start + counter.fetch_add(1);
+    std::string suffix;
+    for (int i = 0; i < 6; ++i, value /= digits.size()) suffix += digits[value % digits.size()];
+    return suffix;
+}
+
+// Formats whose writer may make a second file beside the named one (a detached header's data
+// file, the other half of a NIfTI pair): these are staged in a folder of their own.
+bool may_write_companions(const fs::path& target) {
+    const std::string name = detail::lowercase_filename(target);
+    for (const char* ending : {".hdr", ".hdr.gz", ".img", ".img.gz", ".nhdr", ".mhd"}) {
+        if (detail::ends_with(name, ending)) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+// A single-file output is staged as one file beside target, named after it so that a writer that
+// picks the format by the extension still finds it; a folder would cost a mkdir and a rmdir per
+// output. Outputs that may bring companions get a fresh folder: the writer creates its files
+// there under their final names, so a header and its data file keep referring to each other.
+Staging make_staging(const fs::path& target) {
     require_replaceable(target);
     const fs::path directory = target.parent_path().empty() ? fs::path(".") : target.parent_path();
     remove_dead_writers_staging(directory);
+    if (!may_write_companions(target)) {
+        struct stat status {};
+        const bool found = ::stat(directory.c_str(), &status) == 0;
+        if (!found || !S_ISDIR(status.st_mode)) {
+            const int cause = found ? ENOTDIR : errno;
+            throw FileError(target, std::string("cannot create a file in its directory: ") + std::strerror(cause));
+        }
+        return {directory / (staging_stem() + unique_suffix() + "-" + target.filename().string()), {}};
+    }
     std::string pattern = (directory / (staging_stem() + "XXXXXX")).string();
     std::vector<char> buffer(pattern.begin(), pattern.end());
     buffer.push_back('\0');
     if (!::mkdtemp(buffer.data())) {
         throw FileError(target, std::string("cannot create a file in its directory: ") + std::strerror(errno));
     }
-    return fs::path(buffer.data());
+    const fs::path folder(buffer.data());
+    return {folder / target.filename(), folder};
 }
 
-void publish_staged(const fs::path& staging, const fs::path& target) {
-    if (!fs::exists(staging / target.filename())) throw FileError(target, "the writer produced no file");
-    require_space_left(staging, target);
+void publish_staged(const Staging& staging, const fs::path& target) {
+    std::error_code error;
+    if (!fs::exists(staging.file, error)) throw FileError(target, "the writer produced no file");
+    require_space_left(staging.file.parent_path(), target);
+    if (staging.folder.empty()) {
+        require_replaceable(target);  // again: something may have appeared there while writing
+        move_into_place(staging.file, target, target);  // one rename: atomic
+        return;
+    }
     const fs::path directory = target.parent_path().empty() ? fs::path(".") : target.parent_path();
     std::vector<fs::path> staged;  // file names, the header last
-    for (const auto& entry : fs::directory_iterator(staging)) staged.push_back(entry.path().filename());
+    for (const auto& entry : fs::directory_iterator(staging.folder)) staged.push_back(entry.path().filename());
     std::stable_partition(staged.begin(), staged.end(), [](const fs::path& name) { return !is_header_name(name); });
     if (staged.size() > 1 && !is_header_name(staged.back())) {
         // No header among them: the named file goes last.
@@ -274,25 +322,33 @@ void publish_staged(const fs::path& staging, const fs::path& target) {
     // the target: something may have appeared there while writing).
     for (const auto& name : staged) require_replaceable(directory / name);
     if (staged.size() == 1) {
-        move_into_place(staging / staged.front(), directory / staged.front(), target);  // one rename: atomic
+        move_into_place(staging.folder / staged.front(), directory / staged.front(), target);  // one rename: atomic
         return;
     }
-    publish_pair(staging, directory, staged, target);
+    publish_pair(staging.folder, directory, staged, target);
+}
+
+void discard_staged(const Staging& staging) noexcept {
+    std::error_code ignored;
+    if (staging.folder.empty()) {
+        fs::remove(staging.file, ignored);
+    } else {
+        fs::remove_all(staging.folder, ignored);
+    }
 }
 
 }  // namespace detail
 
 void write_path_atomically(const fs::path& target, const std::function<void(const fs::path&)>& write) {
-    const fs::path staging = detail::make_staging_directory(target);
-    std::error_code ignored;
+    const detail::Staging staging = detail::make_staging(target);
     try {
-        write(staging / target.filename());
+        write(staging.file);
         detail::publish_staged(staging, target);
     } catch (...) {
-        fs::remove_all(staging, ignored);
+        detail::discard_staged(staging);
         throw;
     }
-    fs::remove_all(staging, ignored);
+    detail::discard_staged(staging);
 }
 
 void write_file_atomically(const fs::path& target, const std::function<void(std::ostream&)>& write) {

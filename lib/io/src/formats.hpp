@@ -89,10 +89,6 @@ void stream_nifti_output(const std::filesystem::path& file, const std::filesyste
 inline constexpr std::uint64_t kChannelGroupBytes = std::uint64_t{32} << 20;
 inline constexpr std::uint64_t kMinSeriesBlockBytes = std::uint64_t{64} << 10;
 
-// Staging for atomic writes (atomic_file.cpp): a fresh folder beside target, and the move of the
-// files written in it into target's folder, companion files first, the named file last.
-std::filesystem::path make_staging_directory(const std::filesystem::path& target);
-void publish_staged(const std::filesystem::path& staging, const std::filesystem::path& target);
 TransformFile read_itk_transform(const std::filesystem::path& file, std::size_t dimension);  // ITK
 void write_volume(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
 

@@ -90,13 +90,12 @@ std::optional<MappedOutputFile> create_mapped_output(const fs::path& file, const
     return output;
 }
 
-StagedOutput::StagedOutput(fs::path staging, FileClosers closers) : staging_(std::move(staging)), closers_(std::move(closers)) {}
+StagedOutput::StagedOutput(Staging staging, FileClosers closers) : staging_(std::move(staging)), closers_(std::move(closers)) {}
 
 StagedOutput::~StagedOutput() {
     if (published_) return;
     if (closers_.abandon) closers_.abandon();
-    std::error_code ignored;
-    fs::remove_all(staging_, ignored);
+    discard_staged(staging_);
 }
 
 void StagedOutput::publish(const fs::path& target) {
@@ -105,24 +104,21 @@ void StagedOutput::publish(const fs::path& target) {
     finish();
     publish_staged(staging_, target);
     published_ = true;
-    std::error_code ignored;
-    fs::remove_all(staging_, ignored);
+    discard_staged(staging_);
 }
 
 std::unique_ptr<StagedOutput> stage_mapped_output(const fs::path& target,
                                                   const std::function<std::optional<FileClosers>(const fs::path& file)>& map) {
-    const fs::path staging = make_staging_directory(target);
+    const Staging staging = make_staging(target);
     std::optional<FileClosers> closers;
     try {
-        closers = map(staging / target.filename());
+        closers = map(staging.file);
     } catch (...) {
-        std::error_code ignored;
-        fs::remove_all(staging, ignored);
+        discard_staged(staging);
         throw;
     }
     if (!closers) {
-        std::error_code ignored;
-        fs::remove_all(staging, ignored);
+        discard_staged(staging);
         return nullptr;
     }
     return std::make_unique<StagedOutput>(staging, std::move(*closers));

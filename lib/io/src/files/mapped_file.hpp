@@ -9,6 +9,8 @@
 #include <optional>
 #include <vector>
 
+#include "staging.hpp"
+
 namespace gridwarp::io::detail {
 
 // A whole file, opened for reading and mapped on request. The mapping is private and writable:
@@ -52,12 +54,12 @@ struct MappedOutputFile {
 std::optional<MappedOutputFile> create_mapped_output(const std::filesystem::path& file, const std::filesystem::path& target,
                                                      std::size_t size);
 
-// A mapped output in a staging folder beside its target (atomic_file.hpp's rules). publish()
+// A mapped output staged beside its target (atomic_file.hpp's rules). publish()
 // closes the file and moves it into place; destroyed unpublished, it closes and removes it. Its
 // owner releases the mapping before either.
 class StagedOutput {
 public:
-    StagedOutput(std::filesystem::path staging, FileClosers closers);
+    StagedOutput(Staging staging, FileClosers closers);
     ~StagedOutput();
     StagedOutput(const StagedOutput&) = delete;
     StagedOutput& operator=(const StagedOutput&) = delete;
@@ -65,13 +67,13 @@ public:
     void publish(const std::filesystem::path& target);
 
 private:
-    std::filesystem::path staging_;
+    Staging staging_;
     FileClosers closers_;
     bool published_ = false;
 };
 
-// Makes a staging folder for `target` and calls `map` with the path of the file to make in it.
-// Where `map` gives nullopt (the output cannot be mapped), or throws, the folder is removed.
+// Stages `target` and calls `map` with the path of the file to make. Where `map` gives nullopt
+// (the output cannot be mapped), or throws, what was staged is removed.
 std::unique_ptr<StagedOutput> stage_mapped_output(const std::filesystem::path& target,
                                                   const std::function<std::optional<FileClosers>(const std::filesystem::path& file)>& map);
 

@@ -8,9 +8,9 @@
 
 namespace gridwarp::io {
 
-// Writes into a staging directory beside `target` (same file system, so the final rename is
-// atomic), then renames the result into place. If `write` throws, or the write fails, the staging
-// directory is removed, `target` is left as it was, and the error propagates (a FileError naming
+// Writes into a staged file beside `target` (same file system, so the final rename is atomic),
+// then renames the result into place. If `write` throws, or the write fails, what was staged is
+// removed, `target` is left as it was, and the error propagates (a FileError naming
 // `target` for write failures).
 void write_file_atomically(const std::filesystem::path& target, const std::function<void(std::ostream&)>& write);
 
@@ -20,8 +20,9 @@ void write_file_atomically(const std::filesystem::path& target, const std::funct
 void write_path_atomically(const std::filesystem::path& target,
                            const std::function<void(const std::filesystem::path& temporary)>& write);
 
-// Staging folders are named .gridwarp-HOST-PID-XXXXXX; the first write into a folder removes those
-// of processes of this host that no longer run (killed writers). A header and its data file are
+// A staged file is named .gridwarp-HOST-PID-XXXXXX-NAME; a format that may write companion files
+// is staged in a folder .gridwarp-HOST-PID-XXXXXX. The first write into a folder removes what
+// processes of this host that no longer run (killed writers) staged there. A header and its data file are
 // published together: no reader finds one run's header beside another run's data, and a publish
 // that fails leaves the earlier pair whole (docs/reliability.md gives the order).
 //

@@ -150,7 +150,7 @@ void write_image(const std::filesystem::path& file, const Image& image, const Wr
 
 // An output to be sampled into, then published. Where the format allows it (an uncompressed .nii
 // whose voxels need no conversion, a .npy of numbers) the pixels are the mapped bytes of the file
-// itself, created at its final size in a staging folder: the sampler writes the file and no buffer
+// itself, created at its final size beside the target: the sampler writes the file and no buffer
 // is copied into it. Otherwise they are an ordinary buffer that commit() writes with write_image.
 // Either way commit() publishes atomically, and an output destroyed without commit() leaves
 // nothing behind.
