@@ -17,7 +17,7 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from script_support import FolderTestCase, main, run  # noqa: E402
+from script_support import FolderTestCase, as_npy_image, main, run  # noqa: E402
 
 RNG = np.random.default_rng(7)
 
@@ -30,20 +30,7 @@ def smooth(height, width, channels, maximum):
     return np.clip(values, 0, maximum)
 
 
-def as_npy_image(pixels):
-    """OpenCV's (H, W[, C]) as the (1, C, H, W) gridwarp writes to .npy."""
-    if pixels.ndim == 2:
-        pixels = pixels[:, :, None]
-    return pixels.transpose(2, 0, 1)[None]
-
-
 class Png(FolderTestCase):
-    def decoded(self, source):
-        out = self.path(os.path.basename(source) + ".npy")
-        result = run("affine", "-i", source, "-o", out, "--scale", "1", "--mode", "nearest", "-q")
-        self.assertEqual(result.returncode, 0, result.stderr)
-        return np.load(out)
-
     def test_every_form_decodes_as_opencv_does(self):
         grey = smooth(37, 53, 1, 255)[:, :, 0].astype(np.uint8)
         colour = smooth(37, 53, 3, 255).astype(np.uint8)

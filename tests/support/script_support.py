@@ -52,6 +52,21 @@ class FolderTestCase(unittest.TestCase):
     def path(cls, name):
         return os.path.join(cls.folder, name)
 
+    def decoded(self, source):
+        """The pixels gridwarp reads from `source`, as the (1, C, H, W) it writes to .npy (an identity
+        affine with nearest interpolation)."""
+        out = self.path(os.path.basename(source) + ".npy")
+        result = run("affine", "-i", source, "-o", out, "--scale", "1", "--mode", "nearest", "-q")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return np.load(out)
+
+
+def as_npy_image(pixels):
+    """OpenCV's (H, W[, C]) as the (1, C, H, W) gridwarp writes to .npy."""
+    if pixels.ndim == 2:
+        pixels = pixels[:, :, None]
+    return pixels.transpose(2, 0, 1)[None]
+
 
 def rotation(ax, ay, az):
     """Rz @ Ry @ Rx for angles in radians about x, y and z."""

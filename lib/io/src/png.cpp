@@ -204,7 +204,6 @@ Image read_png(const fs::path& file) {
 
     Image image;
     image.kind = FileKind::Raster;
-    image.format = "png";
     image.channels = layout.channels;
     image.spatial = {static_cast<std::int64_t>(layout.height), static_cast<std::int64_t>(layout.width)};
     image.layout = ChannelLayout::Interleaved;

@@ -22,6 +22,7 @@
 #include "bmp.hpp"
 #include "exif_orientation.hpp"
 #include "formats.hpp"
+#include "jpeg.hpp"
 #include "png.hpp"
 #include "gridwarp/io/error.hpp"
 #include "volume_header_check.hpp"
@@ -226,6 +227,13 @@ void require_signature_of_extension(const fs::path& file, const std::string& hea
     }
 }
 
+// What an image read here reports as its format: the file's extension, as OpenCV's reader reports it.
+std::string file_format_name(const fs::path& file) {
+    std::string extension = lowercase_filename(file.extension());
+    if (!extension.empty()) extension.erase(0, 1);
+    return extension;
+}
+
 }  // namespace
 
 Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
@@ -266,8 +274,15 @@ Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
     const std::string limit = std::to_string(pixels);
     ::setenv("OPENCV_IO_MAX_IMAGE_PIXELS", limit.c_str(), 0);
     Image image;
+    std::optional<Image> native;
     if (has_png_signature(std::span(reinterpret_cast<const std::uint8_t*>(head.data()), head.size()))) {
-        image = read_png(file);
+        native = read_png(file);
+    } else if (head.starts_with("\xff\xd8\xff")) {
+        native = read_jpeg(file);
+    }
+    if (native) {
+        image = std::move(*native);
+        image.format = file_format_name(file);
     } else {
         const std::string messages = capture_stderr([&] { image = raster_backend().read(file); });
         if (!messages.empty()) throw FileError(file, "the image decoder reported: " + first_message_line(messages));

@@ -1,0 +1,122 @@
+#include "jpeg.hpp"
+
+// jpeglib.h needs size_t and FILE declared first.
+#include <cstddef>
+#include <cstdio>
+
+#include <jpeglib.h>
+
+#include <csetjmp>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gridwarp/io/atomic_file.hpp"
+#include "gridwarp/io/error.hpp"
+
+namespace gridwarp::io::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// libjpeg's error manager, extended with where to jump and what was said. error_exit must not
+// return: it keeps the message and jumps back to the setjmp of the stage that called libjpeg.
+struct ErrorManager {
+    jpeg_error_mgr base;
+    std::jmp_buf jump;
+    char message[JMSG_LENGTH_MAX] = {};
+    bool warned = false;
+};
+
+[[noreturn]] void on_jpeg_error(j_common_ptr info) {
+    auto* manager = reinterpret_cast<ErrorManager*>(info->err);
+    manager->base.format_message(info, manager->message);
+    std::longjmp(manager->jump, 1);
+}
+
+// Level -1 is a warning (damaged data); the first is kept. Trace messages (levels above 0) are dropped.
+void on_jpeg_message(j_common_ptr info, int level) {
+    auto* manager = reinterpret_cast<ErrorManager*>(info->err);
+    if (level != -1 || manager->warned) return;
+    manager->warned = true;
+    manager->base.format_message(info, manager->message);
+}
+
+struct DecodedLayout {
+    JDIMENSION width = 0, height = 0;
+    int components = 0;
+    bool decodable = false;  // by this reader (else left to OpenCV)
+};
+
+// The stages that call libjpeg hold only plain values, so that its longjmp skips no destructor.
+bool read_jpeg_header(jpeg_decompress_struct* info, ErrorManager* errors, const unsigned char* bytes, unsigned long size,
+                      DecodedLayout* layout) {
+    if (setjmp(errors->jump)) return false;
+    jpeg_mem_src(info, bytes, size);
+    jpeg_read_header(info, TRUE);
+    layout->components = info->num_components;
+    layout->decodable = (info->num_components == 1 || info->num_components == 3) && info->data_precision == 8;
+    if (!layout->decodable) return true;
+    // OpenCV's choice for IMREAD_UNCHANGED: grey stays grey, three components become BGR.
+    info->out_color_space = info->num_components == 1 ? JCS_GRAYSCALE : JCS_EXT_BGR;
+    jpeg_start_decompress(info);
+    layout->width = info->output_width;
+    layout->height = info->output_height;
+    return true;
+}
+
+bool read_jpeg_rows(jpeg_decompress_struct* info, ErrorManager* errors, unsigned char* first, std::size_t row_bytes) {
+    if (setjmp(errors->jump)) return false;
+    while (info->output_scanline < info->output_height) {
+        JSAMPROW row = first + std::size_t{info->output_scanline} * row_bytes;
+        jpeg_read_scanlines(info, &row, 1);
+    }
+    jpeg_finish_decompress(info);
+    return true;
+}
+
+struct Decompressor {
+    jpeg_decompress_struct info {};
+    ErrorManager errors;
+    Decompressor() {
+        info.err = jpeg_std_error(&errors.base);
+        errors.base.error_exit = on_jpeg_error;
+        errors.base.emit_message = on_jpeg_message;
+        jpeg_create_decompress(&info);
+    }
+    ~Decompressor() { jpeg_destroy_decompress(&info); }
+    Decompressor(const Decompressor&) = delete;
+    Decompressor& operator=(const Decompressor&) = delete;
+};
+
+}  // namespace
+
+std::optional<Image> read_jpeg(const fs::path& file) {
+    const std::string bytes = read_file_bytes(file);
+    Decompressor decompressor;
+    const auto failed = [&] { return FileError(file, std::string("cannot read the JPEG: ") + decompressor.errors.message); };
+    DecodedLayout layout;
+    const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+    if (!read_jpeg_header(&decompressor.info, &decompressor.errors, data, static_cast<unsigned long>(bytes.size()), &layout)) throw failed();
+    if (!layout.decodable) return std::nullopt;
+    if (layout.width == 0 || layout.height == 0) throw FileError(file, "cannot read the JPEG: it declares an empty image");
+
+    Image image;
+    image.kind = FileKind::Raster;
+    image.format = "jpg";
+    image.channels = layout.components;
+    image.spatial = {static_cast<std::int64_t>(layout.height), static_cast<std::int64_t>(layout.width)};
+    image.layout = ChannelLayout::Interleaved;
+    if (image.channels == 3) image.channel_order = "BGR";
+    image.pixels = Tensor(DType::UInt8, {image.spatial[0], image.spatial[1], image.channels});
+    const std::size_t row_bytes = std::size_t{layout.width} * static_cast<std::size_t>(layout.components);
+    if (!read_jpeg_rows(&decompressor.info, &decompressor.errors, static_cast<unsigned char*>(image.pixels.data()), row_bytes)) {
+        throw failed();
+    }
+    // libjpeg decodes a cut-off or corrupt file to the end (grey filler) and only warns.
+    if (decompressor.errors.warned) throw FileError(file, std::string("cannot read the image: truncated or corrupt JPEG (") + decompressor.errors.message + ")");
+    return image;
+}
+
+}  // namespace gridwarp::io::detail

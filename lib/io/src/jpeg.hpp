@@ -1,0 +1,19 @@
+// Internal: JPEG read with libjpeg-turbo, without OpenCV. libjpeg's errors and warnings go to an
+// error manager of this reader's own, so no decode waits on the process-wide stderr capture and
+// jobs of a batch decode in parallel (docs/formats.md).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+
+#include "gridwarp/io/image.hpp"
+
+namespace gridwarp::io::detail {
+
+// The image as OpenCV's imread(IMREAD_UNCHANGED) decodes the file: 8-bit grey or BGR. nullopt for
+// the forms left to OpenCV (four components: CMYK or YCCK; other precisions). Throws FileError for a
+// damaged file: libjpeg's warnings (a premature end, corrupt data) refuse it, as they did through
+// OpenCV, where they were caught on stderr.
+std::optional<Image> read_jpeg(const std::filesystem::path& file);
+
+}  // namespace gridwarp::io::detail
