@@ -13,9 +13,7 @@
 #include <cstdlib>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <exception>
-#include <iterator>
 #include <streambuf>
 #include <mutex>
 #include <random>
@@ -369,10 +367,26 @@ std::string read_file_bytes(const fs::path& file) {
     if (!fs::exists(status)) throw FileError(file, "no such file");
     if (fs::is_directory(status)) throw FileError(file, "is a directory, expected a file");
     if (!fs::is_regular_file(status)) throw FileError(file, "is not a regular file (a device, FIFO or socket)");
-    std::ifstream stream(file, std::ios::binary);
-    if (!stream) throw FileError(file, std::string("cannot open for reading: ") + std::strerror(errno));
-    std::string bytes((std::istreambuf_iterator<char>(stream)), std::istreambuf_iterator<char>());
-    if (stream.bad()) throw FileError(file, "read failed");
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw FileError(file, std::string("cannot open for reading: ") + std::strerror(errno));
+    // Sized once from the open file, then read to its end (a file whose size says nothing, as in
+    // /proc, grows the buffer as it goes).
+    struct stat opened {};
+    std::string bytes(::fstat(fd, &opened) == 0 ? static_cast<std::size_t>(opened.st_size) + 1 : 4096, '\0');
+    std::size_t done = 0;
+    for (;;) {
+        if (done == bytes.size()) bytes.resize(bytes.size() * 2);
+        const ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            ::close(fd);
+            throw FileError(file, "read failed");
+        }
+        if (got == 0) break;
+        done += static_cast<std::size_t>(got);
+    }
+    bytes.resize(done);
+    ::close(fd);
     return bytes;
 }
 

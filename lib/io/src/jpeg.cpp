@@ -9,7 +9,6 @@
 #include <csetjmp>
 #include <cstring>
 #include <string>
-#include <vector>
 
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
@@ -104,7 +103,6 @@ std::optional<Image> read_jpeg(const fs::path& file) {
 
     Image image;
     image.kind = FileKind::Raster;
-    image.format = "jpg";
     image.channels = layout.components;
     image.spatial = {static_cast<std::int64_t>(layout.height), static_cast<std::int64_t>(layout.width)};
     image.layout = ChannelLayout::Interleaved;

@@ -1,14 +1,10 @@
 #include "png.hpp"
 
-#include <fcntl.h>
 #include <png.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <libdeflate.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <csetjmp>
 #include <cstring>
 #include <memory>
@@ -16,6 +12,7 @@
 #include <vector>
 
 #include "formats.hpp"
+#include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gzip.hpp"
 #include "output_file.hpp"
@@ -34,32 +31,6 @@ std::uint32_t big_endian_32(const std::uint8_t* p) {
 
 void put_big_endian_32(std::uint8_t* p, std::uint32_t value) {
     for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(value >> (24 - 8 * i));
-}
-
-std::vector<std::uint8_t> read_file(const fs::path& file) {
-    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw FileError(file, std::string("cannot open for reading: ") + std::strerror(errno));
-    struct stat status {};
-    if (::fstat(fd, &status) != 0) {
-        const int saved = errno;
-        ::close(fd);
-        throw FileError(file, std::string("cannot read its size: ") + std::strerror(saved));
-    }
-    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(status.st_size));
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-        const ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) {
-            const int saved = errno;
-            ::close(fd);
-            throw FileError(file, got == 0 ? std::string("the file shrank while it was read")
-                                           : std::string("read failed: ") + std::strerror(saved));
-        }
-        done += static_cast<std::size_t>(got);
-    }
-    ::close(fd);
-    return bytes;
 }
 
 // Every chunk up to IEND must lie inside the file and each critical chunk must carry its CRC
@@ -183,7 +154,8 @@ bool has_png_signature(std::span<const std::uint8_t> head) {
 }
 
 Image read_png(const fs::path& file) {
-    const std::vector<std::uint8_t> bytes = read_file(file);
+    const std::string file_bytes = read_file_bytes(file);
+    const std::span bytes(reinterpret_cast<const std::uint8_t*>(file_bytes.data()), file_bytes.size());
     if (!has_png_signature(bytes)) throw FileError(file, "not a PNG: it does not start with the PNG signature");
     check_png_chunks(file, bytes);
 
