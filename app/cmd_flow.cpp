@@ -29,6 +29,31 @@ FlowUnits parse_units(const std::string& name) {
     throw std::invalid_argument("unknown --units '" + name + "': expected pixels (or voxels) or normalized");
 }
 
+// One field for every item of a stack (the pages of a TIFF, the items of a .npy): item 0's
+// positions given for each of `batch` items.
+class PositionsForEveryItem final : public PositionSource {
+public:
+    PositionsForEveryItem(const PositionSource& one, std::int64_t batch) : one_(one), batch_(batch) {}
+    std::int64_t batch() const override { return batch_; }
+    const Shape& output_shape() const override { return one_.output_shape(); }
+    DType coordinate_dtype() const override { return one_.coordinate_dtype(); }
+    CoordinateSpace space() const override { return one_.space(); }
+    void row(std::int64_t, const std::int64_t* outer, std::int64_t start, std::int64_t count, float* xyz) const override {
+        one_.row(0, outer, start, count, xyz);
+    }
+    void row(std::int64_t, const std::int64_t* outer, std::int64_t start, std::int64_t count, double* xyz) const override {
+        one_.row(0, outer, start, count, xyz);
+    }
+    const float* stored_row(std::int64_t, const std::int64_t* outer, std::int64_t start) const override {
+        return one_.stored_row(0, outer, start);
+    }
+    bool linear_row(std::int64_t, const std::int64_t* outer, LinearRow* row) const override { return one_.linear_row(0, outer, row); }
+
+private:
+    const PositionSource& one_;
+    std::int64_t batch_;
+};
+
 void run_flow(const FlowCommand& command) {
     apply_common_options(command.common);
     CommandProgress progress("flow", command.common);
@@ -51,7 +76,7 @@ void run_flow(const FlowCommand& command) {
                                     ") needs a flow with " + std::to_string(rank) + " components per point, got shape " +
                                     shape_to_string(field_shape));
     }
-    if (field_shape[0] != input.batch) {
+    if (field_shape[0] != input.batch && field_shape[0] != 1) {
         throw std::invalid_argument(command.flow.string() + ": the flow holds N=" + std::to_string(field_shape[0]) +
                                     " fields but " + command.input.string() + " has N=" + std::to_string(input.batch));
     }
@@ -63,7 +88,9 @@ void run_flow(const FlowCommand& command) {
     } else {
         source = std::make_unique<FlowPositions>(flow.field.view(), units, command.absolute, options.align_corners);
     }
-    const PositionSource& positions = *source;
+    std::unique_ptr<PositionSource> for_every_item;
+    if (field_shape[0] != input.batch) for_every_item = std::make_unique<PositionsForEveryItem>(*source, input.batch);
+    const PositionSource& positions = for_every_item ? *for_every_item : *source;
     const Shape output_spatial = positions.output_shape();
 
     // The output takes the flow's size: a small flow file can ask for any size.

@@ -320,7 +320,10 @@ void run_info(const InfoCommand& command) {
         std::cout << "time:      " << info["time"]["volumes"].get<std::int64_t>() << " volumes, TR " << info["time"]["tr"].get<double>()
                   << (unit.empty() ? " (no time unit in the header)" : " " + unit) << "\n";
     }
-    if (info.contains("pages")) std::cout << "pages:     " << info["pages"].get<std::int64_t>() << " (the first is read)\n";
+    if (info.contains("pages")) {
+        const bool first_only = info["batch"].get<std::int64_t>() == 1;
+        std::cout << "pages:     " << info["pages"].get<std::int64_t>() << (first_only ? " (the first is read)" : "") << "\n";
+    }
     if (info.contains("exif_orientation")) {
         static const char* const kShown[] = {"", "as stored", "mirrored left-right", "turned 180 degrees", "mirrored top-bottom",
                                              "transposed", "turned 90 degrees clockwise", "transverse", "turned 90 degrees counter-clockwise"};

@@ -939,8 +939,8 @@ TEST_CASE("affine and flow refuse bad inputs with one line and leave nothing beh
         const fs::path jpg = outputs / "o.jpg";
         refuse({"affine", "-i", (inputs / "deep.png").string(), "-o", jpg.string(), "--rotate", "90"}, {jpg.string(), "uint16"}, jpg);
         const fs::path tif = outputs / "o.tif";
-        io::write_npy(inputs / "i16.npy", Tensor(DType::Int16, {1, 3, 4, 5}).view());
-        refuse({"affine", "-i", (inputs / "i16.npy").string(), "-o", tif.string(), "--rotate", "90"}, {tif.string()}, tif);
+        io::write_npy(inputs / "b.npy", Tensor(DType::Bool, {1, 3, 4, 5}).view());
+        refuse({"affine", "-i", (inputs / "b.npy").string(), "-o", tif.string(), "--rotate", "90"}, {tif.string()}, tif);
         const fs::path two = outputs / "two.png";
         io::write_npy(inputs / "n2.npy", Tensor(DType::UInt8, {2, 1, 4, 5}).view());
         refuse({"affine", "-i", (inputs / "n2.npy").string(), "-o", two.string(), "--rotate", "90"}, {two.string()}, two);

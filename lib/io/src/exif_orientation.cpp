@@ -150,9 +150,10 @@ void apply_exif_orientation(Image& image, int orientation) {
     const bool swaps = orientation >= 5;
     const std::int64_t out_height = swaps ? width : height, out_width = swaps ? height : width;
     const auto pixel_bytes = static_cast<std::size_t>(image.channels) * dtype_size(image.dtype());
-    Tensor turned(image.dtype(), Shape{out_height, out_width, image.channels});
-    const auto* source = static_cast<const std::uint8_t*>(image.pixels.data());
-    auto* target = static_cast<std::uint8_t*>(turned.data());
+    const auto page_bytes = static_cast<std::size_t>(height * width) * pixel_bytes;
+    Shape shape{out_height, out_width, image.channels};
+    if (image.batch != 1) shape.insert(shape.begin(), image.batch);
+    Tensor turned(image.dtype(), shape);
     // The stored pixel (row, column) each shown pixel (r, c) comes from.
     const auto from = [&](std::int64_t r, std::int64_t c) -> std::array<std::int64_t, 2> {
         switch (orientation) {
@@ -165,11 +166,15 @@ void apply_exif_orientation(Image& image, int orientation) {
             default: return {c, width - 1 - r};
         }
     };
-    for (std::int64_t r = 0; r < out_height; ++r) {
-        for (std::int64_t c = 0; c < out_width; ++c) {
-            const auto [row, column] = from(r, c);
-            std::memcpy(target + static_cast<std::size_t>(r * out_width + c) * pixel_bytes,
-                        source + static_cast<std::size_t>(row * width + column) * pixel_bytes, pixel_bytes);
+    for (std::int64_t page = 0; page < image.batch; ++page) {  // the pages of a TIFF
+        const auto* source = static_cast<const std::uint8_t*>(image.pixels.data()) + page_bytes * static_cast<std::size_t>(page);
+        auto* target = static_cast<std::uint8_t*>(turned.data()) + page_bytes * static_cast<std::size_t>(page);
+        for (std::int64_t r = 0; r < out_height; ++r) {
+            for (std::int64_t c = 0; c < out_width; ++c) {
+                const auto [row, column] = from(r, c);
+                std::memcpy(target + static_cast<std::size_t>(r * out_width + c) * pixel_bytes,
+                            source + static_cast<std::size_t>(row * width + column) * pixel_bytes, pixel_bytes);
+            }
         }
     }
     image.pixels = std::move(turned);

@@ -11,7 +11,7 @@ namespace gridwarp::io::detail {
 // or 0 where it declares none or the tag cannot be read (a damaged tag is ignored, as viewers do).
 int read_exif_orientation(const std::filesystem::path& file);
 
-// Turns the pixels of a 2-D interleaved raster (H, W, C) the way orientation 2..8 asks (Pillow's
+// Turns the pixels of a 2-D interleaved raster ((N,) H, W, C; every page alike) the way orientation 2..8 asks (Pillow's
 // ImageOps.exif_transpose): afterwards they are what a viewer shows. 0 and 1 change nothing.
 void apply_exif_orientation(Image& image, int orientation);
 

@@ -8,6 +8,7 @@
 #include "backends.hpp"
 #include "bmp.hpp"
 #include "png.hpp"
+#include "tiff.hpp"
 #include "formats.hpp"
 #include "shared_files_internal.hpp"
 #include "gridwarp/io/atomic_file.hpp"
@@ -382,7 +383,9 @@ void write_image(const fs::path& file, const Image& image, const WriteOptions& o
         case FileKind::Raster:
             write_path_atomically(file, [&](const fs::path& temporary) {
                 if (detail::write_plain_bmp(temporary, file, image)) return;
-                if (detail::lowercase_filename(file).ends_with(".png") && detail::write_png(temporary, file, image, options)) return;
+                const std::string name = detail::lowercase_filename(file);
+                if (name.ends_with(".png") && detail::write_png(temporary, file, image, options)) return;
+                if (name.ends_with(".tif") || name.ends_with(".tiff")) return detail::write_tiff(temporary, file, image);
                 detail::write_reporting_failures(temporary, file, [&] { detail::raster_backend().write(temporary, file, image, options); });
             });
             return;

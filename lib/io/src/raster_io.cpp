@@ -1,4 +1,5 @@
-// Raster images through OpenCV: PNG, JPEG, TIFF, BMP, WebP and whatever else Debian's OpenCV reads.
+// Raster images through OpenCV: the forms gridwarp's own codecs leave to it (JPEG writing, WebP,
+// CMYK JPEG and TIFF, uncommon BMPs, PGM, ...).
 #include <opencv2/core/utils/logger.hpp>
 #include <opencv2/imgcodecs.hpp>
 
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <iostream>
 #include <cstring>
 #include <fstream>
@@ -67,17 +69,14 @@ int depth_for_dtype(DType type) {
     }
 }
 
-// The depths each common format can store; formats not listed are left to OpenCV to judge.
-std::vector<DType> depths_for_format(const std::string& extension) {
-    if (extension == "png") return {DType::UInt8, DType::UInt16};
+// Whether a common format can store pixels of `type`; nullopt for the formats left to OpenCV to judge.
+std::optional<bool> format_holds(const std::string& extension, DType type) {
+    if (extension == "png") return type == DType::UInt8 || type == DType::UInt16;
     if (extension == "jpg" || extension == "jpeg" || extension == "jpe" || extension == "bmp" || extension == "webp" ||
         extension == "pbm" || extension == "pgm" || extension == "ppm" || extension == "ras" || extension == "sr") {
-        return {DType::UInt8};
+        return type == DType::UInt8;
     }
-    if (extension == "tif" || extension == "tiff") {
-        return {DType::UInt8, DType::UInt16, DType::Int8, DType::Int16, DType::Int32, DType::Float32, DType::Float64};
-    }
-    return {};
+    return std::nullopt;
 }
 
 std::string first_line(const std::string& text) {
@@ -150,19 +149,9 @@ void write_raster(const fs::path& temporary, const fs::path& target, const Image
     }
     const int depth = depth_for_dtype(image.dtype());
     const std::string extension = extension_of(target);
-    const auto allowed = depths_for_format(extension);
-    const bool depth_allowed = allowed.empty() || std::find(allowed.begin(), allowed.end(), image.dtype()) != allowed.end();
-    if (depth < 0 || !depth_allowed) {
+    if (depth < 0 || !format_holds(extension, image.dtype()).value_or(true)) {
         throw FileError(target, "a ." + extension + " file cannot hold " + std::string(dtype_name(image.dtype())) +
                                     " pixels (write .tif, .npy or .nii for other types)");
-    }
-    // Colour TIFFs go through OpenCV's BGR -> RGB swap, which takes 8/16-bit and float32 pixels only
-    // (for other depths the encoder fails after printing its own message on stderr).
-    const bool colour_tiff_depth = image.dtype() == DType::UInt8 || image.dtype() == DType::UInt16 || image.dtype() == DType::Float32;
-    if ((extension == "tif" || extension == "tiff") && image.channels > 1 && !colour_tiff_depth) {
-        throw FileError(target, "a ." + extension + " file with " + std::to_string(image.channels) + " channels cannot hold " +
-                                    std::string(dtype_name(image.dtype())) +
-                                    " pixels (uint8, uint16 or float32 only; write .npy or .nii for other types)");
     }
     if (image.channels < 1 || image.channels > 4) {
         throw FileError(target, "image files hold 1 to 4 channels, got " + std::to_string(image.channels));
@@ -171,11 +160,13 @@ void write_raster(const fs::path& temporary, const fs::path& target, const Image
     const void* data = pixels_in_layout(image, ChannelLayout::Interleaved, scratch);
     const cv::Mat mat(static_cast<int>(image.spatial[0]), static_cast<int>(image.spatial[1]),
                       CV_MAKETYPE(depth, static_cast<int>(image.channels)), const_cast<void*>(data));
-    // OpenCV writes 3-channel float32 TIFF as SGILOG (lossy LogLuv) unless a compression is named.
     std::vector<int> parameters;
-    if (extension == "tif" || extension == "tiff") parameters = {cv::IMWRITE_TIFF_COMPRESSION, 5 /* LZW */};
-    if (options.quality >= 0) parameters.insert(parameters.end(), {extension == "webp" ? cv::IMWRITE_WEBP_QUALITY : cv::IMWRITE_JPEG_QUALITY, options.quality});
-    if (options.compression_level >= 0 && extension == "png") parameters.insert(parameters.end(), {cv::IMWRITE_PNG_COMPRESSION, options.compression_level});
+    const auto set = [&](int parameter, int value) {
+        parameters.push_back(parameter);
+        parameters.push_back(value);
+    };
+    if (options.quality >= 0) set(extension == "webp" ? cv::IMWRITE_WEBP_QUALITY : cv::IMWRITE_JPEG_QUALITY, options.quality);
+    if (options.compression_level >= 0 && extension == "png") set(cv::IMWRITE_PNG_COMPRESSION, options.compression_level);
     // Encoded in memory and written here, so that a failing write or close is reported with its
     // cause (a full disk, a quota, an I/O error); imwrite would only say that it failed.
     std::vector<unsigned char> encoded;

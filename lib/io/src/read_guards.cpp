@@ -24,6 +24,7 @@
 #include "formats.hpp"
 #include "jpeg.hpp"
 #include "png.hpp"
+#include "tiff.hpp"
 #include "gridwarp/io/error.hpp"
 #include "volume_header_check.hpp"
 
@@ -275,11 +276,15 @@ Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
     ::setenv("OPENCV_IO_MAX_IMAGE_PIXELS", limit.c_str(), 0);
     Image image;
     std::optional<Image> native;
-    if (has_png_signature(std::span(reinterpret_cast<const std::uint8_t*>(head.data()), head.size()))) {
+    const std::span head_bytes(reinterpret_cast<const std::uint8_t*>(head.data()), head.size());
+    if (has_png_signature(head_bytes)) {
         native = read_png(file);
     } else if (head.starts_with("\xff\xd8\xff")) {
         native = read_jpeg(file);
+    } else if (has_tiff_signature(head_bytes)) {
+        native = read_tiff(file, options);
     }
+    const bool native_decoder = native.has_value();
     if (native) {
         image = std::move(*native);
         image.format = file_format_name(file);
@@ -289,7 +294,7 @@ Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
     }
     image.exif_orientation = read_exif_orientation(file);
     // OpenCV's TIFF decoder turns 8-bit TIFFs by their orientation itself; other formats it reads as stored.
-    const bool decoder_turned = image.format == "tif" || image.format == "tiff";
+    const bool decoder_turned = !native_decoder && (image.format == "tif" || image.format == "tiff");
     if (!options.keep_orientation && !decoder_turned) apply_exif_orientation(image, image.exif_orientation);
     return image;
 }

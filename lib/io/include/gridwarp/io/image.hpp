@@ -133,7 +133,7 @@ struct ReadOptions {
 struct WriteOptions {
     // gzip level 0..12 for .nii.gz / .img.gz; -1: the default (4, or 1 where a trial block of the
     // data shows that level 4 buys less than 0.5 % of size: noise-like voxels)
-    // (and zlib's 0..9 for PNG outputs, whose default is OpenCV's 1)
+    // (and zlib's 0..9 for PNG outputs, whose default is 4)
     int compression_level = -1;
     int quality = -1;            // 1..100 for JPEG and WebP outputs; -1: OpenCV's defaults (95, lossless WebP)
     int threads = 0;             // compression threads; 0: every core

@@ -1,0 +1,556 @@
+#include "tiff.hpp"
+
+#include <tiffio.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "formats.hpp"
+#include "gridwarp/io/error.hpp"
+#include "output_file.hpp"
+
+namespace gridwarp::io::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The first error libtiff reports. Its warnings concern tags (unknown ones, odd counts) and are
+// dropped: damage to the pixels is always an error.
+struct TiffReport {
+    std::string error;
+};
+
+int on_tiff_error(TIFF*, void* user_data, const char* module, const char* format, va_list arguments) {
+    auto* report = static_cast<TiffReport*>(user_data);
+    if (report->error.empty()) {
+        char text[512];
+        std::vsnprintf(text, sizeof text, format, arguments);
+        report->error = text;
+        if (report->error.empty() && module) report->error = module;
+    }
+    return 1;
+}
+
+int on_tiff_warning(TIFF*, void*, const char*, const char*, va_list) { return 1; }
+
+struct OpenOptions {
+    TIFFOpenOptions* options = TIFFOpenOptionsAlloc();
+    ~OpenOptions() { TIFFOpenOptionsFree(options); }
+};
+
+struct TiffHandle {
+    TIFF* tif = nullptr;
+    ~TiffHandle() {
+        if (tif) TIFFClose(tif);
+    }
+};
+
+void set_handlers(OpenOptions& options, TiffReport& report, std::uint64_t max_allocation) {
+    if (!options.options) throw std::bad_alloc();
+    TIFFOpenOptionsSetErrorHandlerExtR(options.options, on_tiff_error, &report);
+    TIFFOpenOptionsSetWarningHandlerExtR(options.options, on_tiff_warning, nullptr);
+    const auto limit = static_cast<tmsize_t>(std::min<std::uint64_t>(max_allocation, INT64_MAX));
+    TIFFOpenOptionsSetMaxSingleMemAlloc(options.options, limit);
+}
+
+enum class Photometric { Grey, InvertedGrey, Colour, Palette };
+
+// A page as stored, and what it becomes in the image.
+struct PageLayout {
+    std::uint32_t width = 0, height = 0;
+    std::uint16_t samples = 1, bits = 8, planar = PLANARCONFIG_CONTIG;
+    Photometric photometric = Photometric::Grey;
+    bool tiled = false;
+    std::uint32_t chunk_width = 0, chunk_height = 0;  // a tile's, or a strip's (width x rows per strip)
+    int orientation = 1;
+    DType dtype = DType::UInt8;  // of each value in the image (1/2/4-bit samples become uint8)
+    int channels = 1;            // in the image
+    std::array<const std::uint16_t*, 3> colour_map{};  // red, green, blue (palette pages)
+
+    std::size_t sample_bytes() const { return bits < 8 ? 1 : bits / 8; }
+    std::string describe() const {
+        return std::to_string(width) + "x" + std::to_string(height) + " " + std::string(dtype_name(dtype)) + " with " +
+               std::to_string(channels) + (channels == 1 ? " channel" : " channels");
+    }
+    bool same_image_as(const PageLayout& other) const {
+        return width == other.width && height == other.height && dtype == other.dtype && channels == other.channels;
+    }
+};
+
+std::optional<DType> sample_dtype(std::uint16_t format, std::uint16_t bits) {
+    switch (format) {
+        case SAMPLEFORMAT_UINT:
+        case SAMPLEFORMAT_VOID:
+            switch (bits) {
+                case 1: case 2: case 4: case 8: return DType::UInt8;
+                case 16: return DType::UInt16;
+                case 32: return DType::UInt32;
+                case 64: return DType::UInt64;
+                default: return std::nullopt;
+            }
+        case SAMPLEFORMAT_INT:
+            switch (bits) {
+                case 8: return DType::Int8;
+                case 16: return DType::Int16;
+                case 32: return DType::Int32;
+                case 64: return DType::Int64;
+                default: return std::nullopt;
+            }
+        case SAMPLEFORMAT_IEEEFP:
+            switch (bits) {
+                case 16: return DType::Float16;
+                case 32: return DType::Float32;
+                case 64: return DType::Float64;
+                default: return std::nullopt;
+            }
+        default: return std::nullopt;
+    }
+}
+
+bool is_alpha(std::uint16_t extra) { return extra == EXTRASAMPLE_ASSOCALPHA || extra == EXTRASAMPLE_UNASSALPHA; }
+
+// The current directory's layout; nullopt for the forms left to OpenCV. Sets JPEG-compressed YCbCr
+// pages to decode as RGB, so it is called again whenever a directory is (re)read.
+std::optional<PageLayout> page_layout(TIFF* tif) {
+    PageLayout page;
+    std::uint16_t photometric = 0, sample_format = SAMPLEFORMAT_UINT, compression = COMPRESSION_NONE, extra_count = 0;
+    std::uint16_t* extras = nullptr;
+    std::uint16_t orientation = ORIENTATION_TOPLEFT;
+    if (!TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &page.width) || !TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &page.height) ||
+        !TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &photometric)) {
+        return std::nullopt;
+    }
+    TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &page.samples);
+    TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &page.bits);
+    TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &sample_format);
+    TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &page.planar);
+    TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+    TIFFGetFieldDefaulted(tif, TIFFTAG_EXTRASAMPLES, &extra_count, &extras);
+    TIFFGetFieldDefaulted(tif, TIFFTAG_ORIENTATION, &orientation);
+    page.orientation = orientation;
+    const auto dtype = sample_dtype(sample_format, page.bits);
+    if (!dtype || page.width == 0 || page.height == 0) return std::nullopt;
+    page.dtype = *dtype;
+    const bool sub_byte = page.bits < 8;
+    const bool alpha = extra_count == 1 && extras && is_alpha(extras[0]);
+    switch (photometric) {
+        case PHOTOMETRIC_MINISBLACK:
+        case PHOTOMETRIC_MINISWHITE:
+            page.photometric = photometric == PHOTOMETRIC_MINISBLACK ? Photometric::Grey : Photometric::InvertedGrey;
+            if (page.photometric == Photometric::InvertedGrey && sample_format != SAMPLEFORMAT_UINT && sample_format != SAMPLEFORMAT_VOID) {
+                return std::nullopt;
+            }
+            if (page.samples == 1) {
+                page.channels = 1;
+            } else if (page.samples == 2 && !sub_byte) {
+                page.channels = alpha ? 4 : 2;  // grey and alpha as BGRA, as PNG's grey and alpha
+            } else {
+                return std::nullopt;
+            }
+            break;
+        case PHOTOMETRIC_YCBCR:
+            if (compression != COMPRESSION_JPEG || page.bits != 8 || page.samples != 3) return std::nullopt;
+            if (!TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB)) return std::nullopt;
+            [[fallthrough]];
+        case PHOTOMETRIC_RGB:
+            if (sub_byte || (page.samples != 3 && page.samples != 4)) return std::nullopt;
+            page.photometric = Photometric::Colour;
+            page.channels = page.samples;
+            break;
+        case PHOTOMETRIC_PALETTE:
+            if (page.samples != 1 || page.bits > 8 || page.dtype != DType::UInt8) return std::nullopt;
+            if (!TIFFGetField(tif, TIFFTAG_COLORMAP, &page.colour_map[0], &page.colour_map[1], &page.colour_map[2])) return std::nullopt;
+            page.photometric = Photometric::Palette;
+            page.channels = 3;
+            break;
+        default: return std::nullopt;
+    }
+    page.tiled = TIFFIsTiled(tif) != 0;
+    if (page.tiled) {
+        if (!TIFFGetField(tif, TIFFTAG_TILEWIDTH, &page.chunk_width) || !TIFFGetField(tif, TIFFTAG_TILELENGTH, &page.chunk_height)) {
+            return std::nullopt;
+        }
+    } else {
+        page.chunk_width = page.width;
+        TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &page.chunk_height);
+        page.chunk_height = std::clamp<std::uint32_t>(page.chunk_height, 1, page.height);
+    }
+    if (page.chunk_width == 0 || page.chunk_height == 0) return std::nullopt;
+    return page;
+}
+
+// Each strip or tile must lie inside the file (libtiff would find out only when the pixels are
+// already allocated).
+void check_chunks_inside(TIFF* tif, const fs::path& file, std::uint64_t file_size, std::size_t page) {
+    const std::uint32_t chunks = TIFFNumberOfStrips(tif);  // tiles too, for a tiled page
+    for (std::uint32_t chunk = 0; chunk < chunks; ++chunk) {
+        const std::uint64_t offset = TIFFGetStrileOffset(tif, chunk), size = TIFFGetStrileByteCount(tif, chunk);
+        if (offset > file_size || size > file_size - offset) {
+            throw FileError(file, "truncated TIFF: page " + std::to_string(page + 1) + "'s " + (TIFFIsTiled(tif) ? "tile " : "strip ") +
+                                      std::to_string(chunk) + " runs past the end of the file");
+        }
+    }
+}
+
+// Widens `count` samples of `bits` bits (1, 2 or 4), packed from the most significant bit, to bytes.
+void unpack_samples(const std::uint8_t* packed, std::uint32_t count, std::uint16_t bits, std::uint8_t* out) {
+    const unsigned mask = (1u << bits) - 1;
+    for (std::uint32_t i = 0; i < count; ++i) {
+        const std::size_t bit = std::size_t{i} * bits;
+        out[i] = static_cast<std::uint8_t>((packed[bit / 8] >> (8 - bits - bit % 8)) & mask);
+    }
+}
+
+// Decodes the current page's samples as stored (one byte per sub-byte sample), pixel after pixel,
+// into `out`. False on a decoder error (in the report) or a chunk that decodes short.
+bool decode_samples(TIFF* tif, const PageLayout& page, std::uint8_t* out) {
+    const std::size_t sample_bytes = page.sample_bytes();
+    const std::size_t pixel_bytes = sample_bytes * page.samples;
+    const std::size_t row_bytes = pixel_bytes * page.width;
+    const bool whole_rows = !page.tiled && page.planar == PLANARCONFIG_CONTIG && page.bits >= 8;
+    if (whole_rows) {  // each strip decodes straight into its rows
+        for (std::uint32_t y = 0; y < page.height; y += page.chunk_height) {
+            const std::uint32_t rows = std::min(page.chunk_height, page.height - y);
+            const auto want = static_cast<tmsize_t>(row_bytes * rows);
+            if (TIFFReadEncodedStrip(tif, TIFFComputeStrip(tif, y, 0), out + row_bytes * y, want) != want) return false;
+        }
+        return true;
+    }
+    const std::uint16_t planes = page.planar == PLANARCONFIG_SEPARATE ? page.samples : 1;
+    const tmsize_t chunk_size = page.tiled ? TIFFTileSize(tif) : TIFFStripSize(tif);
+    const tmsize_t chunk_row_bytes = page.tiled ? TIFFTileRowSize(tif) : TIFFScanlineSize(tif);
+    if (chunk_size <= 0 || chunk_row_bytes <= 0) return false;
+    std::vector<std::uint8_t> chunk(static_cast<std::size_t>(chunk_size));
+    std::vector<std::uint8_t> unpacked(page.bits < 8 ? page.chunk_width : 0);
+    for (std::uint16_t plane = 0; plane < planes; ++plane) {
+        for (std::uint32_t y0 = 0; y0 < page.height; y0 += page.chunk_height) {
+            for (std::uint32_t x0 = 0; x0 < page.width; x0 += page.chunk_width) {
+                const std::uint32_t rows = std::min(page.chunk_height, page.height - y0);
+                const std::uint32_t columns = std::min(page.chunk_width, page.width - x0);
+                const tmsize_t got = page.tiled ? TIFFReadEncodedTile(tif, TIFFComputeTile(tif, x0, y0, 0, plane), chunk.data(), chunk_size)
+                                                : TIFFReadEncodedStrip(tif, TIFFComputeStrip(tif, y0, plane), chunk.data(), chunk_size);
+                // A strip at the bottom holds only the rows left; a tile is always whole.
+                const tmsize_t need = page.tiled ? chunk_size : chunk_row_bytes * rows;
+                if (got < need) return false;
+                for (std::uint32_t r = 0; r < rows; ++r) {
+                    const std::uint8_t* source = chunk.data() + static_cast<std::size_t>(chunk_row_bytes) * r;
+                    std::uint8_t* target = out + row_bytes * (y0 + r) + pixel_bytes * x0;
+                    if (page.bits < 8) {  // one sample per pixel
+                        unpack_samples(source, columns, page.bits, unpacked.data());
+                        source = unpacked.data();
+                    }
+                    if (planes == 1) {
+                        std::memcpy(target, source, pixel_bytes * columns);
+                        continue;
+                    }
+                    for (std::uint32_t x = 0; x < columns; ++x) {
+                        std::memcpy(target + pixel_bytes * x + sample_bytes * plane, source + sample_bytes * x, sample_bytes);
+                    }
+                }
+            }
+        }
+    }
+    return true;
+}
+
+// Turns the samples decoded at the start of `page_pixels` into the image's pixels: grey inverted
+// and widened, palette indices looked up, grey and alpha spread to BGRA, RGB swapped to BGR. The
+// wider forms are filled from the last pixel back, so that no sample is overwritten unread.
+void present_page(const PageLayout& page, std::uint8_t* page_pixels) {
+    const std::size_t pixels = std::size_t{page.width} * page.height;
+    const std::size_t value_bytes = dtype_size(page.dtype);
+    switch (page.photometric) {
+        case Photometric::Grey:
+        case Photometric::InvertedGrey: {
+            if (page.dtype == DType::UInt8 && (page.bits < 8 || page.photometric == Photometric::InvertedGrey)) {
+                const unsigned largest = (1u << page.bits) - 1;
+                const std::size_t values = pixels * page.samples;
+                for (std::size_t i = 0; i < values; ++i) {
+                    const bool grey_sample = page.samples == 1 || i % 2 == 0;
+                    unsigned value = page_pixels[i];
+                    if (grey_sample && page.photometric == Photometric::InvertedGrey) value = largest - std::min(value, largest);
+                    page_pixels[i] = static_cast<std::uint8_t>(value * 255 / largest);
+                }
+            } else if (page.photometric == Photometric::InvertedGrey) {  // uint16 to uint64
+                for (std::size_t i = 0; i < pixels * page.samples; i += page.samples) {
+                    std::uint8_t* value = page_pixels + i * value_bytes;
+                    for (std::size_t b = 0; b < value_bytes; ++b) value[b] = static_cast<std::uint8_t>(~value[b]);
+                }
+            }
+            if (page.channels == 4) {  // grey, alpha -> grey, grey, grey, alpha
+                for (std::size_t i = pixels; i-- > 0;) {
+                    std::uint8_t stored[16];
+                    std::memcpy(stored, page_pixels + i * 2 * value_bytes, 2 * value_bytes);
+                    std::uint8_t* target = page_pixels + i * 4 * value_bytes;
+                    for (int c = 0; c < 3; ++c) std::memcpy(target + c * value_bytes, stored, value_bytes);
+                    std::memcpy(target + 3 * value_bytes, stored + value_bytes, value_bytes);
+                }
+            }
+            return;
+        }
+        case Photometric::Palette: {
+            // Colour maps hold 16-bit values; some writers store 8-bit ones (every entry below 256),
+            // which libtiff's own RGBA reader takes as they are.
+            const std::size_t entries = std::size_t{1} << page.bits;
+            bool eight_bit_map = true;
+            for (std::size_t e = 0; e < entries && eight_bit_map; ++e) {
+                for (const std::uint16_t* map : page.colour_map) eight_bit_map = eight_bit_map && map[e] < 256;
+            }
+            const int shift = eight_bit_map ? 0 : 8;
+            for (std::size_t i = pixels; i-- > 0;) {
+                const std::size_t index = std::min<std::size_t>(page_pixels[i], entries - 1);
+                std::uint8_t* target = page_pixels + i * 3;
+                for (int c = 0; c < 3; ++c) target[c] = static_cast<std::uint8_t>(page.colour_map[2 - c][index] >> shift);
+            }
+            return;
+        }
+        case Photometric::Colour: {
+            const std::size_t pixel_bytes = value_bytes * page.samples;
+            std::uint8_t red[8];
+            for (std::size_t i = 0; i < pixels; ++i) {
+                std::uint8_t* pixel = page_pixels + i * pixel_bytes;
+                std::memcpy(red, pixel, value_bytes);
+                std::memcpy(pixel, pixel + 2 * value_bytes, value_bytes);
+                std::memcpy(pixel + 2 * value_bytes, red, value_bytes);
+            }
+            return;
+        }
+    }
+}
+
+bool is_reduced_resolution(TIFF* tif) {
+    std::uint32_t subfile_type = 0;
+    return TIFFGetField(tif, TIFFTAG_SUBFILETYPE, &subfile_type) && (subfile_type & FILETYPE_REDUCEDIMAGE) != 0;
+}
+
+}  // namespace
+
+bool has_tiff_signature(std::span<const std::uint8_t> head) {
+    if (head.size() < 4) return false;
+    const bool little = head[0] == 'I' && head[1] == 'I' && head[3] == 0 && (head[2] == 42 || head[2] == 43);
+    const bool big = head[0] == 'M' && head[1] == 'M' && head[2] == 0 && (head[3] == 42 || head[3] == 43);
+    return little || big;
+}
+
+std::optional<Image> read_tiff(const fs::path& file, const ReadOptions& options) {
+    std::error_code size_error;
+    const std::uint64_t file_size = fs::file_size(file, size_error);
+    if (size_error) throw FileError(file, "cannot read its size: " + size_error.message());
+    TiffReport report;
+    OpenOptions open_options;
+    set_handlers(open_options, report, options.memory.max_bytes);
+    TiffHandle handle;
+    // "m": read(2), not a mapping, so that a file cut short while it is read cannot raise SIGBUS.
+    handle.tif = TIFFOpenExt(file.c_str(), "rm", open_options.options);
+    const auto damaged = [&](const std::string& what) {
+        return FileError(file, "cannot read the TIFF: " + what + (report.error.empty() ? "" : " (" + report.error + ")"));
+    };
+    if (!handle.tif) throw damaged("not a readable TIFF");
+    TIFF* tif = handle.tif;
+
+    // The pages: every directory but the reduced-resolution ones, each of the first page's image.
+    std::vector<tdir_t> directories;
+    std::optional<PageLayout> first;
+    for (tdir_t directory = 0;; ++directory) {
+        if (!is_reduced_resolution(tif)) {
+            const std::size_t number = directories.size() + 1;
+            const auto page = page_layout(tif);
+            if (!page) {
+                if (directories.empty()) return std::nullopt;
+                throw FileError(file, "page " + std::to_string(number) + " is stored in a form that gridwarp reads only as a single page");
+            }
+            if (first && (!page->same_image_as(*first) || (!options.keep_orientation && page->orientation != first->orientation))) {
+                throw FileError(file, "page " + std::to_string(number) + " is " + page->describe() + " (orientation " +
+                                          std::to_string(page->orientation) + "), page 1 " + first->describe() + " (orientation " +
+                                          std::to_string(first->orientation) + "): the pages of a TIFF are read as one stack");
+            }
+            check_chunks_inside(tif, file, file_size, directories.size());
+            if (!first) first = page;
+            directories.push_back(directory);
+        }
+        if (!TIFFReadDirectory(tif)) {
+            if (!report.error.empty()) throw damaged("its directory after page " + std::to_string(directories.size()) + " is damaged");
+            break;
+        }
+    }
+    if (directories.empty()) throw FileError(file, "the TIFF holds only reduced-resolution images");
+
+    const auto pages = static_cast<std::int64_t>(directories.size());
+    const std::uint64_t page_values = std::uint64_t{first->width} * first->height * static_cast<std::uint64_t>(first->channels);
+    check_memory_budget(file, "a " + first->describe() + " TIFF of " + std::to_string(pages) + (pages == 1 ? " page" : " pages"),
+                        page_values * static_cast<std::uint64_t>(pages), dtype_size(first->dtype), options.memory);
+
+    Image image;
+    image.kind = FileKind::Raster;
+    image.batch = pages;
+    image.pages = pages;
+    image.channels = first->channels;
+    image.spatial = {static_cast<std::int64_t>(first->height), static_cast<std::int64_t>(first->width)};
+    image.layout = ChannelLayout::Interleaved;
+    if (image.channels == 3) image.channel_order = "BGR";
+    if (image.channels == 4) image.channel_order = "BGRA";
+    image.exif_orientation = first->orientation;
+    image.pixels = Tensor(first->dtype, image.storage_shape());
+    auto* pixels = static_cast<std::uint8_t*>(image.pixels.data());
+    const std::size_t page_bytes = page_values * dtype_size(first->dtype);
+    // Read again from the first directory, in order: libtiff finds a directory by walking the chain.
+    if (!TIFFSetDirectory(tif, 0)) throw damaged("cannot return to its first directory");
+    tdir_t directory = 0;
+    for (std::size_t p = 0; p < directories.size(); ++p) {
+        for (; directory < directories[p]; ++directory) {
+            if (!TIFFReadDirectory(tif)) throw damaged("cannot return to page " + std::to_string(p + 1));
+        }
+        const auto page = page_layout(tif);
+        if (!page || !page->same_image_as(*first)) throw damaged("page " + std::to_string(p + 1) + " changed while it was read");
+        if (!decode_samples(tif, *page, pixels + page_bytes * p)) {
+            throw damaged((pages == 1 ? std::string("its") : "page " + std::to_string(p + 1) + "'s") + " image data is truncated or corrupt");
+        }
+        present_page(*page, pixels + page_bytes * p);
+    }
+    return image;
+}
+
+namespace {
+
+// A TIFF being written, in memory: libtiff seeks back to link its directories, and the file is then
+// written in one piece, its errors reported as every other output's.
+struct MemoryFile {
+    std::vector<std::uint8_t> bytes;
+    std::uint64_t at = 0;
+};
+
+tmsize_t memory_read(thandle_t handle, void* out, tmsize_t size) {
+    auto* file = static_cast<MemoryFile*>(handle);
+    if (size < 0 || file->at >= file->bytes.size()) return 0;
+    const std::size_t count = std::min<std::size_t>(static_cast<std::size_t>(size), file->bytes.size() - file->at);
+    std::memcpy(out, file->bytes.data() + file->at, count);
+    file->at += count;
+    return static_cast<tmsize_t>(count);
+}
+
+tmsize_t memory_write(thandle_t handle, void* data, tmsize_t size) {
+    auto* file = static_cast<MemoryFile*>(handle);
+    if (size < 0) return -1;
+    try {
+        const auto end = file->at + static_cast<std::uint64_t>(size);
+        if (end > file->bytes.size()) file->bytes.resize(end);
+        std::memcpy(file->bytes.data() + file->at, data, static_cast<std::size_t>(size));
+        file->at = end;
+    } catch (const std::bad_alloc&) {
+        return -1;
+    }
+    return size;
+}
+
+toff_t memory_seek(thandle_t handle, toff_t offset, int whence) {
+    auto* file = static_cast<MemoryFile*>(handle);
+    const std::uint64_t base = whence == SEEK_CUR ? file->at : whence == SEEK_END ? file->bytes.size() : 0;
+    file->at = base + offset;
+    return file->at;
+}
+
+int memory_close(thandle_t) { return 0; }
+toff_t memory_size(thandle_t handle) { return static_cast<MemoryFile*>(handle)->bytes.size(); }
+int memory_map(thandle_t, void**, toff_t*) { return 0; }
+void memory_unmap(thandle_t, void*, toff_t) {}
+
+std::optional<std::uint16_t> tiff_sample_format(DType type) {
+    switch (type) {
+        case DType::UInt8: case DType::UInt16: case DType::UInt32: case DType::UInt64: return SAMPLEFORMAT_UINT;
+        case DType::Int8: case DType::Int16: case DType::Int32: case DType::Int64: return SAMPLEFORMAT_INT;
+        case DType::Float32: case DType::Float64: return SAMPLEFORMAT_IEEEFP;
+        default: return std::nullopt;
+    }
+}
+
+constexpr std::size_t kStripBytes = std::size_t{256} << 10;
+
+}  // namespace
+
+void write_tiff(const fs::path& file, const fs::path& target, const Image& image) {
+    const std::string extension = lowercase_filename(target.extension());
+    if (image.spatial.size() != 2) {
+        throw FileError(target, "a TIFF holds 2-D pages, got spatial shape " + shape_to_string(image.spatial) + " (write .npy or a volume format)");
+    }
+    const auto sample_format = tiff_sample_format(image.dtype());
+    if (!sample_format) {
+        throw FileError(target, "a " + extension + " file cannot hold " + std::string(dtype_name(image.dtype())) +
+                                    " pixels (write .npy or .nii for other types)");
+    }
+    if (image.channels < 1 || image.channels > 4) {
+        throw FileError(target, "image files hold 1 to 4 channels, got " + std::to_string(image.channels));
+    }
+    Tensor scratch;
+    const auto* pixels = static_cast<const std::uint8_t*>(pixels_in_layout(image, ChannelLayout::Interleaved, scratch));
+    const auto width = static_cast<std::uint32_t>(image.spatial[1]), height = static_cast<std::uint32_t>(image.spatial[0]);
+    const auto channels = static_cast<std::uint16_t>(image.channels);
+    const std::size_t value_bytes = dtype_size(image.dtype());
+    const std::size_t row_bytes = std::size_t{width} * channels * value_bytes;
+    const std::size_t page_bytes = row_bytes * height;
+    const auto rows_per_strip = static_cast<std::uint32_t>(std::clamp<std::size_t>(kStripBytes / std::max<std::size_t>(row_bytes, 1), 1, height));
+
+    TiffReport report;
+    OpenOptions open_options;
+    set_handlers(open_options, report, 0);
+    MemoryFile memory;
+    // Classic TIFF offsets are 32-bit; LZW can outgrow its input, so larger images go to BigTIFF.
+    const bool big = page_bytes * static_cast<std::size_t>(image.batch) > (std::size_t{3} << 30);
+    TiffHandle handle;
+    handle.tif = TIFFClientOpenExt(target.c_str(), big ? "w8" : "w", &memory, memory_read, memory_write, memory_seek, memory_close,
+                                   memory_size, memory_map, memory_unmap, open_options.options);
+    const auto failed = [&] { return FileError(target, "cannot write the TIFF: " + (report.error.empty() ? "libtiff failed" : report.error)); };
+    if (!handle.tif) throw failed();
+    TIFF* tif = handle.tif;
+    const bool colour = channels >= 3;
+    std::vector<std::uint8_t> strip(row_bytes * rows_per_strip);
+    for (std::int64_t page = 0; page < image.batch; ++page) {
+        const std::uint16_t extra = channels == 2 ? EXTRASAMPLE_UNSPECIFIED : EXTRASAMPLE_UNASSALPHA;
+        bool set = TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, width) && TIFFSetField(tif, TIFFTAG_IMAGELENGTH, height) &&
+                   TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, channels) &&
+                   TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, static_cast<std::uint16_t>(value_bytes * 8)) &&
+                   TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, *sample_format) && TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG) &&
+                   TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, colour ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK) &&
+                   TIFFSetField(tif, TIFFTAG_ORIENTATION, ORIENTATION_TOPLEFT) && TIFFSetField(tif, TIFFTAG_COMPRESSION, COMPRESSION_LZW) &&
+                   TIFFSetField(tif, TIFFTAG_PREDICTOR, *sample_format == SAMPLEFORMAT_IEEEFP ? PREDICTOR_NONE : PREDICTOR_HORIZONTAL) &&
+                   TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, rows_per_strip);
+        if (channels == 2 || channels == 4) set = set && TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, 1, &extra);
+        if (image.batch > 1) {
+            set = set && TIFFSetField(tif, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE) &&
+                  TIFFSetField(tif, TIFFTAG_PAGENUMBER, static_cast<std::uint16_t>(std::min<std::int64_t>(page, 65535)),
+                               static_cast<std::uint16_t>(std::min<std::int64_t>(image.batch, 65535)));
+        }
+        if (!set) throw failed();
+        const std::uint8_t* page_pixels = pixels + page_bytes * static_cast<std::size_t>(page);
+        for (std::uint32_t y = 0; y < height; y += rows_per_strip) {
+            const std::uint32_t rows = std::min(rows_per_strip, height - y);
+            const std::size_t bytes = row_bytes * rows;
+            std::memcpy(strip.data(), page_pixels + row_bytes * y, bytes);
+            if (colour) {  // BGR(A) -> RGB(A)
+                const std::size_t pixel_bytes = value_bytes * channels;
+                std::uint8_t blue[8];
+                for (std::size_t at = 0; at < bytes; at += pixel_bytes) {
+                    std::memcpy(blue, strip.data() + at, value_bytes);
+                    std::memcpy(strip.data() + at, strip.data() + at + 2 * value_bytes, value_bytes);
+                    std::memcpy(strip.data() + at + 2 * value_bytes, blue, value_bytes);
+                }
+            }
+            // libtiff differences and compresses the buffer it is given in place.
+            if (TIFFWriteEncodedStrip(tif, TIFFComputeStrip(tif, y, 0), strip.data(), static_cast<tmsize_t>(bytes)) < 0) throw failed();
+        }
+        if (!TIFFWriteDirectory(tif)) throw failed();
+    }
+    TIFFClose(tif);
+    handle.tif = nullptr;
+    if (!report.error.empty()) throw failed();
+    OutputFile out(file, target);
+    out.write(std::span<const std::uint8_t>(memory.bytes.data(), memory.bytes.size()));
+    out.close();
+}
+
+}  // namespace gridwarp::io::detail

@@ -1,0 +1,31 @@
+// Internal: TIFF read and written with libtiff, without OpenCV. libtiff reports errors to handlers
+// of this codec's own (TIFFOpenOptions), so no decode waits on the process-wide stderr capture, and
+// every page of a multi-page file is read and written, not only the first (docs/formats.md).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+
+#include "gridwarp/io/image.hpp"
+
+namespace gridwarp::io::detail {
+
+bool has_tiff_signature(std::span<const std::uint8_t> head);
+
+// Every page of the file as the items (N) of one interleaved image, N = pages: grey; grey with alpha
+// as BGRA (as PNG's reader gives it); BGR or BGRA; palette colours as BGR; 8- to 64-bit integers,
+// 16- to 64-bit floats; 1-, 2- and 4-bit grey widened to 8 bits. Reduced-resolution images (previews,
+// pyramid levels) are not pages. nullopt for the forms left to OpenCV (CMYK, Lab, uncompressed YCbCr,
+// LogLuv, ...). Throws FileError for a damaged file, for a page of another size, type or channel
+// count than the first, and for pages that need more than options.memory.
+std::optional<Image> read_tiff(const std::filesystem::path& file, const ReadOptions& options);
+
+// Writes each item (N) of `image` as a page, LZW-compressed (with horizontal differencing for
+// integers): 1 channel grey, 2 grey and an unspecified sample, 3 RGB (from BGR), 4 RGB and alpha.
+// Throws FileError, writing nothing, for a type TIFF readers do not share (bool, bfloat16, float16,
+// complex, strings) or more than 4 channels.
+void write_tiff(const std::filesystem::path& file, const std::filesystem::path& target, const Image& image);
+
+}  // namespace gridwarp::io::detail
