@@ -24,6 +24,8 @@
 //             one-process python3-opencv loop (imread, warpAffine, imwrite; when python3-opencv is
 //             installed) and vs a shell loop running gridwarp once per file (on the first 100 files;
 //             compared per file); and `gridwarp --version`.
+//   W-bmp1    300 BMPs of 256x256 RGB, the same warp on one core: gridwarp batch --jobs 1 --threads 1
+//             vs the python3-opencv loop with one thread.
 // Runs are alternated (gridwarp, peer, gridwarp, ...) and the median of --reps is reported.
 //   bench_end_to_end [--reps 5] [--threads 2] [--workdir /tmp/gridwarp-e2e] [--bin DIR]
 #include <sys/resource.h>
@@ -499,33 +501,53 @@ int main(int argc, char** argv) {
             cv::imwrite((pngs / (std::to_string(f) + ".png")).string(), image);
         }
     }
+    const fs::path bmps = workdir / "bmp";
+    constexpr int kBmpFiles = 300;
+    if (!fs::exists(bmps / (std::to_string(kBmpFiles - 1) + ".bmp"))) {
+        fs::create_directories(bmps);
+        for (int f = 0; f < kBmpFiles; ++f) {
+            cv::imwrite((bmps / (std::to_string(f) + ".bmp")).string(), cv::imread((pngs / (std::to_string(f) + ".png")).string()));
+        }
+    }
     std::string manifest = "input,output\n";
     for (int f = 0; f < kFiles; ++f) manifest += "png/" + std::to_string(f) + ".png,png_out/gw_" + std::to_string(f) + ".png\n";
     write_text(workdir / "batch.csv", manifest);
+    std::string bmp_manifest = "input,output\n";
+    for (int f = 0; f < kBmpFiles; ++f) bmp_manifest += "bmp/" + std::to_string(f) + ".bmp,bmp_out/gw_" + std::to_string(f) + ".bmp\n";
+    write_text(workdir / "bmp_batch.csv", bmp_manifest);
+    // loop.py FOLDER FILES THREADS EXTENSION
     write_text(workdir / "loop.py",
                "import sys, cv2\n"
                "cv2.setNumThreads(int(sys.argv[3]))\n"
+               "ext = sys.argv[4]\n"
                "for f in range(int(sys.argv[2])):\n"
-               "    image = cv2.imread(f'{sys.argv[1]}/png/{f}.png', cv2.IMREAD_UNCHANGED)\n"
+               "    image = cv2.imread(f'{sys.argv[1]}/{ext}/{f}.{ext}', cv2.IMREAD_UNCHANGED)\n"
                "    h, w = image.shape[:2]\n"
                "    m = cv2.getRotationMatrix2D(((w - 1) / 2, (h - 1) / 2), 15, 0.9)\n"
-               "    cv2.imwrite(f'{sys.argv[1]}/png_out/py_{f}.png', cv2.warpAffine(image, m, (w, h), flags=cv2.INTER_CUBIC))\n");
+               "    cv2.imwrite(f'{sys.argv[1]}/{ext}_out/py_{f}.{ext}', cv2.warpAffine(image, m, (w, h), flags=cv2.INTER_CUBIC))\n");
     std::string shell = "for f in $(seq 0 " + std::to_string(kShellFiles - 1) + "); do " + gridwarp + " affine -i " + (pngs / "$f.png").string() +
                         " -o " + (workdir / "png_out" / "sh_$f.png").string() + " --rotate 15 --scale 0.9 --mode cubic --antialias off --threads " + t +
                         " -q || exit 1; done";
     fs::create_directories(workdir / "png_out");
+    fs::create_directories(workdir / "bmp_out");
     const bool python = std::system("/usr/bin/python3 -c 'import cv2' > /dev/null 2>&1") == 0;
     const std::vector<std::string> batch_cmd{gridwarp, "batch", "affine", (workdir / "batch.csv").string(), "--rotate", "15", "--scale", "0.9",
                                              "--mode", "cubic", "--antialias", "off", "--progress", "none", "--jobs", t};
-    const std::vector<std::string> python_cmd{"/usr/bin/python3", (workdir / "loop.py").string(), workdir.string(), std::to_string(kFiles), t};
+    const std::vector<std::string> python_cmd{"/usr/bin/python3", (workdir / "loop.py").string(), workdir.string(), std::to_string(kFiles), t, "png"};
+    const std::vector<std::string> bmp_batch_cmd{gridwarp, "batch", "affine", (workdir / "bmp_batch.csv").string(), "--rotate", "15", "--scale", "0.9",
+                                                 "--mode", "cubic", "--antialias", "off", "--progress", "none", "--jobs", "1", "--threads", "1"};
+    const std::vector<std::string> bmp_python_cmd{"/usr/bin/python3", (workdir / "loop.py").string(), workdir.string(), std::to_string(kBmpFiles), "1", "bmp"};
     const std::vector<std::string> shell_cmd{"sh", "-c", shell};
     const int batch_reps = std::max(1, reps / 2);
-    std::vector<double> gw_batch, py_loop, sh_loop, version;
+    std::vector<double> gw_batch, py_loop, sh_loop, version, gw_bmp, py_bmp;
     run(batch_cmd);
+    run(bmp_batch_cmd);
     for (int r = 0; r < batch_reps; ++r) {
         gw_batch.push_back(run(batch_cmd).seconds);
         if (python) py_loop.push_back(run(python_cmd).seconds);
         sh_loop.push_back(run(shell_cmd).seconds);
+        gw_bmp.push_back(run(bmp_batch_cmd).seconds);
+        if (python) py_bmp.push_back(run(bmp_python_cmd).seconds);
     }
     for (int r = 0; r < 21; ++r) version.push_back(run({gridwarp, "--version"}).seconds);
     const double per_file_batch = median(gw_batch) / kFiles, per_file_shell = median(sh_loop) / kShellFiles;
@@ -539,6 +561,13 @@ int main(int argc, char** argv) {
         std::printf("| python3-opencv loop | not installed (apt-get install python3-opencv) | - |\n");
     }
     std::printf("| shell loop, gridwarp per file (first %d files) | %.2f | %.2fx |\n", kShellFiles, 1e3 * per_file_shell, per_file_shell / per_file_batch);
+    std::printf("\nOne core: %d BMPs of 256x256 RGB, the same warp; gridwarp batch --jobs 1 --threads 1 %.2f ms per file", kBmpFiles,
+                1e3 * median(gw_bmp) / kBmpFiles);
+    if (python) {
+        std::printf(", python3-opencv loop (1 thread) %.2f ms per file: %.2fx\n", 1e3 * median(py_bmp) / kBmpFiles, median(py_bmp) / median(gw_bmp));
+    } else {
+        std::printf("\n");
+    }
     std::printf("\n`gridwarp --version`: median %.1f ms, best %.1f ms (21 runs)\n", 1e3 * median(version), 1e3 * best(version));
     return 0;
 }
