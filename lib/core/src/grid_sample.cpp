@@ -865,9 +865,69 @@ GRIDWARP_DENSE_FUNCTIONS(, )
 GRIDWARP_DENSE_FUNCTIONS(_avx2, GRIDWARP_TARGET_AVX2)
 #endif
 
+#ifdef GRIDWARP_AVX2_DISPATCH
+// dense_gather_body for 2 to 4 interleaved 8-bit channels at once, 8 points at a time: one 32-bit
+// gather per tap brings every channel of 8 points (instead of a staged byte load per tap and
+// channel), summed per channel in tap order from +0 with the same float products, and rounded half
+// to even and clamped as store_finite<uint8_t> does. Each gather reads 4 bytes from a pixel's first
+// channel: the caller makes sure they lie inside the input.
+template <int Channels, int T>
+GRIDWARP_NOINLINE GRIDWARP_TARGET_AVX2 void interleaved_byte_gather_avx2(std::int64_t count, const std::int32_t* __restrict base,
+                                                                        const std::int32_t* __restrict tap_offset,
+                                                                        const float* __restrict tap_weights,
+                                                                        const std::uint8_t* __restrict in, std::uint8_t* __restrict out,
+                                                                        std::int64_t out_point_stride, std::int64_t out_channel_stride) {
+    constexpr std::int64_t B = FastBlock<double>::kPoints;
+    static_assert(FastBlock<float>::kPoints == B);
+    const __m256i low_byte = _mm256_set1_epi32(0xFF);
+    std::int64_t p = 0;
+    for (; p + 8 <= count; p += 8) {
+        const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + p));
+        __m256 sum[Channels];
+        for (int c = 0; c < Channels; ++c) sum[c] = _mm256_setzero_ps();
+#pragma GCC unroll 64
+        for (int t = 0; t < T; ++t) {
+            const __m256i address = _mm256_add_epi32(first, _mm256_set1_epi32(tap_offset[t]));
+            const __m256i pixels = _mm256_i32gather_epi32(reinterpret_cast<const int*>(in), address, 1);
+            const __m256 weight = _mm256_loadu_ps(tap_weights + t * B + p);
+            for (int c = 0; c < Channels; ++c) {
+                const __m256 value = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(pixels, 8 * c), low_byte));
+                sum[c] = _mm256_add_ps(sum[c], _mm256_mul_ps(weight, value));
+            }
+        }
+        for (int c = 0; c < Channels; ++c) {
+            const __m256i rounded = _mm256_cvtps_epi32(_mm256_round_ps(sum[c], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+            const __m128i words = _mm_packus_epi32(_mm256_castsi256_si128(rounded), _mm256_extracti128_si256(rounded, 1));
+            alignas(16) std::uint8_t bytes[16];
+            _mm_store_si128(reinterpret_cast<__m128i*>(bytes), _mm_packus_epi16(words, words));
+            std::uint8_t* o = out + c * out_channel_stride + p * out_point_stride;
+            for (int i = 0; i < 8; ++i) o[i * out_point_stride] = bytes[i];
+        }
+    }
+    for (; p < count; ++p) {
+        for (int c = 0; c < Channels; ++c) {
+            float sum = 0.0f;
+            for (int t = 0; t < T; ++t) sum += tap_weights[t * B + p] * static_cast<float>(in[base[p] + tap_offset[t] + c]);
+            out[c * out_channel_stride + p * out_point_stride] = store_finite<std::uint8_t>(sum);
+        }
+    }
+}
+
+// Whether interleaved_byte_gather_avx2 may run on this block: 2 to 4 interleaved channels, and
+// every point's 4-byte reads inside the input's `input_span` bytes.
+template <class C, int T>
+bool interleaved_bytes_readable(const FastBlock<C>& block, std::int64_t channels, std::int64_t input_channel_stride,
+                                std::int64_t input_span) {
+    if (channels < 2 || channels > 4 || input_channel_stride != 1 || block.count == 0) return false;
+    const std::int32_t last_tap = *std::max_element(block.tap_offset.data(), block.tap_offset.data() + T);
+    const std::int32_t last_base = *std::max_element(block.base.data(), block.base.data() + block.count);
+    return std::int64_t{last_base} + last_tap + 4 <= input_span;
+}
+#endif
+
 template <bool Avx2, class S, class C, int K, int Rank>
 GRIDWARP_STAGE void fast_gather_body(const FastBlock<C>& block, const S* input, S* output,
-                                             const FastOutput<S>& out) {
+                                             const FastOutput<S>& out, std::int64_t input_span) {
     constexpr int T = static_cast<int>(int_pow(K, Rank));
     const std::int64_t ops = out.output_point_stride;
     const std::int64_t ocs = out.output_channel_stride;
@@ -888,7 +948,21 @@ GRIDWARP_STAGE void fast_gather_body(const FastBlock<C>& block, const S* input, 
                 ::gridwarp::tap_weights<R, C, K, Rank>(block.count, block.weight.data(), tap_weights);
             }
         }
-        for (std::int64_t c = 0; c < out.channels; ++c) {
+        bool channels_done = false;
+#ifdef GRIDWARP_AVX2_DISPATCH
+        if constexpr (Avx2 && std::is_same_v<S, std::uint8_t> && K > 1) {
+            if (shared && interleaved_bytes_readable<C, T>(block, out.channels, ics, input_span)) {
+                const auto gather = out.channels == 2   ? &interleaved_byte_gather_avx2<2, T>
+                                    : out.channels == 3 ? &interleaved_byte_gather_avx2<3, T>
+                                                        : &interleaved_byte_gather_avx2<4, T>;
+                gather(block.count, block.base.data(), block.tap_offset.data(), tap_weights, input, output, ops, ocs);
+                channels_done = true;
+            }
+        }
+#else
+        (void)input_span;
+#endif
+        for (std::int64_t c = 0; c < out.channels && !channels_done; ++c) {
             const S* in = input + c * ics;
             S* o = output + c * ocs;
 #ifdef GRIDWARP_AVX2_DISPATCH
@@ -969,18 +1043,19 @@ GRIDWARP_STAGE void fast_gather_body(const FastBlock<C>& block, const S* input, 
 }
 
 template <class S, class C>
-using FastGatherFunction = void (*)(const FastBlock<C>& block, const S* input, S* output, const FastOutput<S>& out);
+using FastGatherFunction = void (*)(const FastBlock<C>& block, const S* input, S* output, const FastOutput<S>& out,
+                                    std::int64_t input_span);
 
 template <class S, class C, int K, int Rank>
-void fast_gather(const FastBlock<C>& block, const S* input, S* output, const FastOutput<S>& out) {
-    fast_gather_body<false, S, C, K, Rank>(block, input, output, out);
+void fast_gather(const FastBlock<C>& block, const S* input, S* output, const FastOutput<S>& out, std::int64_t input_span) {
+    fast_gather_body<false, S, C, K, Rank>(block, input, output, out, input_span);
 }
 
 #ifdef GRIDWARP_AVX2_DISPATCH
 template <class S, class C, int K, int Rank>
 GRIDWARP_TARGET_AVX2 void fast_gather_avx2(const FastBlock<C>& block, const S* input, S* output,
-                                           const FastOutput<S>& out) {
-    fast_gather_body<true, S, C, K, Rank>(block, input, output, out);
+                                           const FastOutput<S>& out, std::int64_t input_span) {
+    fast_gather_body<true, S, C, K, Rank>(block, input, output, out, input_span);
 }
 #endif
 
@@ -1846,14 +1921,14 @@ void run_fast(const Task& task) {
 
     // The AVX-512 interior pass, where it serves this pixel type and layout; else the AVX2 one.
     bool use_interior_pass = false;
+    // Elements of a batch item that may be read, from its start.
+    std::int64_t input_span = 1 + (input.shape[1] - 1) * input.strides[1];
+    for (int a = 0; a < rank; ++a) input_span += (geometry.extent[a] - 1) * geometry.stride[a];
 
 #ifdef GRIDWARP_AVX2_DISPATCH
     AvxInteriorPass<S, C> interior_pass = nullptr;
     const ListedPlanFunction<C> listed_planner = select_listed_planner<C>(options, rank);
     ByteLayout byte_layout;
-    // Elements of a batch item that may be read, from its start.
-    std::int64_t input_span = 1 + (input.shape[1] - 1) * input.strides[1];
-    for (int a = 0; a < rank; ++a) input_span += (geometry.extent[a] - 1) * geometry.stride[a];
     if constexpr (kInteriorPassPixel<S>) {
         if (isa.avx512) {
             interior_pass = select_avx512_pass<S, C>(options.mode, options.padding, geometry, fast_output, byte_layout);
@@ -1980,7 +2055,7 @@ void run_fast(const Task& task) {
                     } else {
                         planner(block_xyz, count, geometry, block);
                     }
-                    gatherer(block, batch_in, out_data + row_output[last], fast_output);
+                    gatherer(block, batch_in, out_data + row_output[last], fast_output, input_span);
                 }
                 continue;
             }
@@ -2006,7 +2081,7 @@ void run_fast(const Task& task) {
                         const std::int64_t block_count = std::min(B, count - b);
                         planner(xyz.data() + b * rank, block_count, geometry, block);
                         if (b == 0) prefetch_rows_ahead(block_count);
-                        gatherer(block, batch_in, out_data + out_offset + b * out_strides[rank + 1], fast_output);
+                        gatherer(block, batch_in, out_data + out_offset + b * out_strides[rank + 1], fast_output, input_span);
                     }
                 }
             }
