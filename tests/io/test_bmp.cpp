@@ -8,7 +8,7 @@
 
 #include <cstring>
 
-#include "bmp.hpp"  // lib/io/src: the native codec, called directly to see which files it takes
+#include "formats/bmp.hpp"  // lib/io/src: the native codec, called directly to see which files it takes
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"

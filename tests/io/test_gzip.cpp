@@ -10,7 +10,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "gzip.hpp"  // lib/io/src: the internal gzip codec
+#include "formats/gzip.hpp"  // lib/io/src: the internal gzip codec
 #include "gridwarp/io/error.hpp"
 
 using namespace gridwarp::io::detail;

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <random>
 
-#include "gzip.hpp"  // lib/io/src: the internal gzip codec
+#include "formats/gzip.hpp"  // lib/io/src: the internal gzip codec
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"

@@ -1,4 +1,4 @@
-// The .npy reader and writer (lib/io/src/npy.cpp) against files NumPy wrote.
+// The .npy reader and writer (lib/io/src/formats/npy.cpp) against files NumPy wrote.
 //
 // Expected values come from tests/data/npy/expected.json, written together with the .npy files by
 // tests/fixtures/make_npy_fixtures.py (NumPy is the oracle), or from simple formulas here.

@@ -92,6 +92,10 @@ inline constexpr std::uint64_t kMinSeriesBlockBytes = std::uint64_t{64} << 10;
 TransformFile read_itk_transform(const std::filesystem::path& file, std::size_t dimension);  // ITK
 void write_volume(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
 
+// What a raster decoder fills: `pages` items of height x width pixels, `channels` interleaved
+// (grey; BGR or BGRA for 3 and 4), zeroed.
+Image decoded_raster(DType dtype, std::int64_t height, std::int64_t width, std::int64_t channels, std::int64_t pages = 1);
+
 // The pixels of `image` as a C-ordered buffer in `layout` ((N, spatial..., C) or (N, C, spatial...)):
 // image.pixels itself when it already is one, else a converted copy kept in `scratch`.
 const void* pixels_in_layout(const Image& image, ChannelLayout layout, Tensor& scratch);

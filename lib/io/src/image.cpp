@@ -5,15 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "backends.hpp"
-#include "bmp.hpp"
-#include "png.hpp"
-#include "tiff.hpp"
 #include "formats.hpp"
-#include "shared_files_internal.hpp"
-#include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
-#include "gridwarp/io/npy.hpp"
 
 namespace gridwarp::io {
 
@@ -125,84 +118,6 @@ Geometry resampled_geometry(const Geometry& geometry, const Shape& old_spatial, 
     return result;
 }
 
-PendingOutput::PendingOutput(fs::path target, Image description, WriteOptions options)
-    : target_(std::move(target)), image_(std::move(description)), options_(options) {
-    using Mapper = std::optional<detail::MappedOutput> (*)(const fs::path&, const fs::path&, const Image&);
-    Mapper map_output = nullptr;
-    if (detail::is_nifti_path(target_)) {
-        if (image_.batch == 1) map_output = detail::map_nifti_output;
-    } else if (kind_for_path(target_) == FileKind::Tensor) {
-        map_output = detail::map_npy_output;
-    }
-    if (map_output) {
-        staged_ = detail::stage_mapped_output(target_, [&](const fs::path& file) -> std::optional<detail::FileClosers> {
-            auto mapped = map_output(file, target_, image_);
-            if (!mapped) return std::nullopt;
-            image_ = std::move(mapped->image);
-            return std::move(mapped->closers);
-        });
-        if (staged_) return;
-    }
-    image_.allocate();
-}
-
-PendingOutput::~PendingOutput() {
-    image_.pixels = Tensor();  // unmaps before the staged file is removed
-}
-
-void PendingOutput::commit() {
-    if (committed_) return;
-    if (staged_) {
-        image_.pixels = Tensor();  // unmaps: the data is in the file's pages
-        staged_->publish(target_);
-        staged_.reset();
-    } else {
-        write_image(target_, image_, options_);
-        image_.pixels = Tensor();
-    }
-    committed_ = true;
-}
-
-void check_write_options(const fs::path& target, const WriteOptions& options) {
-    std::string extension = lowercase(target.extension().string());
-    if (!extension.empty()) extension.erase(0, 1);
-    const bool lossy = extension == "jpg" || extension == "jpeg" || extension == "jpe" || extension == "webp";
-    if (options.quality >= 0 && !lossy) {
-        throw FileError(target, "a quality applies to JPEG and WebP outputs, not to a ." + extension + " file");
-    }
-    if (options.quality == 0 || options.quality > 100) {
-        throw FileError(target, "the quality is " + std::to_string(options.quality) + ": JPEG and WebP take 1 to 100");
-    }
-    if (extension == "png" && options.compression_level > 9) {
-        throw FileError(target, "a .png takes compression levels 0 to 9, not " + std::to_string(options.compression_level));
-    }
-}
-
-void write_sampled(const fs::path& target, Image description, const WriteOptions& options, int sample_threads,
-                   const WindowSampler& sample, const std::function<void()>& sampled, ChannelSampling channel_sampling) {
-    check_write_options(target, options);
-    if (detail::is_nifti_path(target) && detail::nifti_output_streams(target, description)) {
-        write_path_atomically(target, [&](const fs::path& temporary) {
-            detail::stream_nifti_output(temporary, target, description, options, sample, channel_sampling);
-        });
-        return;
-    }
-    PendingOutput output(target, std::move(description), options);
-    Image& image = output.image();
-    sample(Shape(image.spatial.size(), 0), image.spatial, 0, image.nchw(), sample_threads);
-    if (sampled) sampled();
-    output.commit();
-}
-
-FileKind kind_for_path(const fs::path& file) {
-    const std::string name = lowercase(file.filename().string());
-    if (detail::ends_with(name, ".npy")) return FileKind::Tensor;
-    for (const char* extension : {".nii", ".nii.gz", ".hdr", ".hdr.gz", ".img", ".img.gz", ".nrrd", ".nhdr", ".mha", ".mhd"}) {
-        if (detail::ends_with(name, extension)) return FileKind::Volume;
-    }
-    return FileKind::Raster;
-}
-
 namespace detail {
 
 Shape nchw_strides(const Shape& spatial, std::int64_t channels, ChannelLayout layout) {
@@ -259,6 +174,20 @@ const void* pixels_in_layout(const Image& image, ChannelLayout layout, Tensor& s
     return scratch.data();
 }
 
+Image decoded_raster(DType dtype, std::int64_t height, std::int64_t width, std::int64_t channels, std::int64_t pages) {
+    Image image;
+    image.kind = FileKind::Raster;
+    image.batch = pages;
+    image.pages = pages;
+    image.channels = channels;
+    image.spatial = {height, width};
+    image.layout = ChannelLayout::Interleaved;
+    if (channels == 3) image.channel_order = "BGR";
+    if (channels == 4) image.channel_order = "BGRA";
+    image.pixels = Tensor(dtype, image.storage_shape());
+    return image;
+}
+
 Image interleaved(Image image) {
     if (image.layout == ChannelLayout::Interleaved) return image;
     Tensor scratch;
@@ -307,88 +236,6 @@ void check_memory_budget(const fs::path& file, const std::string& what, std::uin
     if (budget.max_values != 0 && values > budget.max_values) {
         throw FileError(file, what + " is " + std::to_string(values) + " values, more than --max-voxels " +
                                   std::to_string(budget.max_values) + " (raise it, or give --max-memory instead)");
-    }
-}
-
-Image read_image(const fs::path& file, const ReadOptions& options) {
-    detail::require_readable_file(file);
-    if (detail::is_nifti_path(file)) return detail::read_nifti(file, options, true);
-    switch (kind_for_path(file)) {
-        case FileKind::Tensor: {
-            Tensor tensor = read_npy(file);
-            if (tensor.rank() < 3) {
-                throw FileError(file, "expected a tensor (N, C, D1..Dr) of rank >= 3, got shape " + shape_to_string(tensor.shape()));
-            }
-            return Image::from_tensor(std::move(tensor));
-        }
-        case FileKind::Volume: return detail::read_itk_volume(file, options, true);
-        case FileKind::Raster: break;
-    }
-    return detail::read_raster_checked(file, options);
-}
-
-namespace {
-
-// The description of an image without its pixels (an empty tensor of its dtype).
-Image header_copy(const Image& image) {
-    Image copy = Image::describe_like(image, image.spatial);
-    copy.geometry = image.geometry;
-    copy.warnings = image.warnings;
-    return copy;
-}
-
-Image read_header_of(const fs::path& file, const ReadOptions& options);
-
-}  // namespace
-
-Image read_image_header(const fs::path& file, const ReadOptions& options) {
-    detail::require_readable_file(file);
-    // Many jobs of a batch share a reference grid: read its header once (shared_files.hpp).
-    const auto key = detail::shared_file_key(file, "header|" + std::to_string(static_cast<int>(options.nifti_geometry)));
-    if (key) {
-        if (auto hit = detail::shared_file_find(*key)) return header_copy(*std::any_cast<std::shared_ptr<const Image>>(*hit));
-    }
-    Image image = read_header_of(file, options);
-    if (key && image.pixels.numel() == 0) {
-        detail::shared_file_store(*key, std::shared_ptr<const Image>(std::make_shared<Image>(header_copy(image))), 4096);
-    }
-    return image;
-}
-
-namespace {
-
-Image read_header_of(const fs::path& file, const ReadOptions& options) {
-    if (detail::is_nifti_path(file)) return detail::read_nifti(file, options, false);
-    if (kind_for_path(file) == FileKind::Volume) return detail::read_itk_volume(file, options, false);
-    return read_image(file, options);
-}
-
-}  // namespace
-
-void write_image(const fs::path& file, const Image& image, const WriteOptions& options) {
-    check_write_options(file, options);
-    if (detail::is_nifti_path(file)) {
-        write_path_atomically(file, [&](const fs::path& temporary) { detail::write_nifti(temporary, file, image, options); });
-        return;
-    }
-    switch (kind_for_path(file)) {
-        case FileKind::Tensor:
-            write_npy(file, image.nchw());
-            return;
-        case FileKind::Volume:
-            write_path_atomically(file, [&](const fs::path& temporary) {
-                detail::write_reporting_failures(temporary, file, [&] { detail::itk_backend().write_volume(temporary, file, image); });
-            });
-            return;
-        case FileKind::Raster:
-            write_path_atomically(file, [&](const fs::path& temporary) {
-                if (detail::write_plain_bmp(temporary, file, image)) return;
-                const std::string name = detail::lowercase_filename(file);
-                if (name.ends_with(".png") && detail::write_png(temporary, file, image, options)) return;
-                if (name.ends_with(".tif") || name.ends_with(".tiff")) return detail::write_tiff(temporary, file, image);
-                detail::write_reporting_failures(temporary, file, [&] { detail::raster_backend().write(temporary, file, image, options); });
-            });
-            return;
     }
 }
 

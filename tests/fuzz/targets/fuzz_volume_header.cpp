@@ -6,7 +6,7 @@
 
 #include "fuzz_support.hpp"
 #include "gridwarp/io/error.hpp"
-#include "volume_header_check.hpp"
+#include "formats/volume_header_check.hpp"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
     gridwarp::fuzz::prepare_process();

@@ -1,4 +1,4 @@
-#include "mapped_file.hpp"
+#include "files/mapped_file.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -10,8 +10,8 @@
 #include <cstring>
 #include <string>
 
-#include "../formats.hpp"
-#include "../gzip.hpp"
+#include "formats.hpp"
+#include "formats/gzip.hpp"
 #include "gridwarp/io/error.hpp"
 
 namespace gridwarp::io::detail {

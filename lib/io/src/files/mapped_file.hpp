@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include "staging.hpp"
+#include "files/staging.hpp"
 
 namespace gridwarp::io::detail {
 

@@ -17,8 +17,8 @@
 #include <stdexcept>
 
 #include "gridwarp/io/error.hpp"
-#include "text_fields.hpp"
-#include "transform_formats.hpp"
+#include "transforms/text_fields.hpp"
+#include "transforms/transform_formats.hpp"
 
 namespace gridwarp::io::detail {
 

@@ -1,9 +1,9 @@
 #include <algorithm>
 #include <fstream>
 
-#include "../formats.hpp"
+#include "formats.hpp"
 #include "gridwarp/io/error.hpp"
-#include "transform_formats.hpp"
+#include "transforms/transform_formats.hpp"
 
 namespace gridwarp::io::detail {
 

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "../formats.hpp"
+#include "formats.hpp"
 #include "gridwarp/io/error.hpp"
-#include "transform_formats.hpp"
+#include "transforms/transform_formats.hpp"
 
 namespace gridwarp::io::detail {
 

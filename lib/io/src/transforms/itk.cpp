@@ -2,11 +2,11 @@
 // LPS millimetres, interpolated through the field's own geometry).
 #include <stdexcept>
 
-#include "../backends.hpp"
-#include "../formats.hpp"
+#include "modules/backends.hpp"
+#include "formats.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
-#include "transform_formats.hpp"
+#include "transforms/transform_formats.hpp"
 
 namespace gridwarp::io::detail {
 

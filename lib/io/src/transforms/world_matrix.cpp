@@ -1,7 +1,7 @@
 // Matrices between world points that need no image to be read: NiftyReg's reg_aladin affines, and
 // plain RAS or LPS matrices. Each maps a reference point to a moving point.
 #include "gridwarp/io/error.hpp"
-#include "transform_formats.hpp"
+#include "transforms/transform_formats.hpp"
 
 namespace gridwarp::io::detail {
 

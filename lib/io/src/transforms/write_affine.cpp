@@ -15,7 +15,7 @@
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/transform_io.hpp"
-#include "transform_formats.hpp"
+#include "transforms/transform_formats.hpp"
 
 namespace gridwarp::io {
 

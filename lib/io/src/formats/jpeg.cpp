@@ -1,4 +1,4 @@
-#include "jpeg.hpp"
+#include "formats/jpeg.hpp"
 
 // jpeglib.h needs size_t and FILE declared first.
 #include <cstddef>
@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "formats.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 
@@ -101,13 +102,7 @@ std::optional<Image> read_jpeg(const fs::path& file) {
     if (!layout.decodable) return std::nullopt;
     if (layout.width == 0 || layout.height == 0) throw FileError(file, "cannot read the JPEG: it declares an empty image");
 
-    Image image;
-    image.kind = FileKind::Raster;
-    image.channels = layout.components;
-    image.spatial = {static_cast<std::int64_t>(layout.height), static_cast<std::int64_t>(layout.width)};
-    image.layout = ChannelLayout::Interleaved;
-    if (image.channels == 3) image.channel_order = "BGR";
-    image.pixels = Tensor(DType::UInt8, {image.spatial[0], image.spatial[1], image.channels});
+    Image image = decoded_raster(DType::UInt8, layout.height, layout.width, layout.components);
     const std::size_t row_bytes = std::size_t{layout.width} * static_cast<std::size_t>(layout.components);
     if (!read_jpeg_rows(&decompressor.info, &decompressor.errors, static_cast<unsigned char*>(image.pixels.data()), row_bytes)) {
         throw failed();

@@ -7,7 +7,7 @@
 #include <map>
 #include <mutex>
 
-#include "shared_files_internal.hpp"
+#include "files/shared_files_internal.hpp"
 
 namespace gridwarp::io::detail {
 

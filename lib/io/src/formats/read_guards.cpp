@@ -18,15 +18,12 @@
 #include <string>
 #include <string_view>
 
-#include "backends.hpp"
-#include "bmp.hpp"
-#include "exif_orientation.hpp"
+#include "modules/backends.hpp"
+#include "formats/exif_orientation.hpp"
 #include "formats.hpp"
-#include "jpeg.hpp"
-#include "png.hpp"
-#include "tiff.hpp"
+#include "formats/format_table.hpp"
 #include "gridwarp/io/error.hpp"
-#include "volume_header_check.hpp"
+#include "formats/volume_header_check.hpp"
 
 namespace gridwarp::io::detail {
 
@@ -200,31 +197,13 @@ std::optional<DeclaredRaster> bmp_header(const std::string& head, std::uint64_t 
 }
 
 // OpenCV picks a decoder by the content, not the name: a ".png" holding a DICOM stream goes to GDCM,
-// which trusts the lengths it declares. A file named as one of the common formats must start with
-// that format's signature.
-void require_signature_of_extension(const fs::path& file, const std::string& head) {
-    const std::string name = lowercase_filename(file);
-    auto starts = [&](std::string_view magic, std::size_t at = 0) {
-        return head.size() >= at + magic.size() && std::string_view(head).substr(at, magic.size()) == magic;
-    };
-    struct Expected {
-        const char* extension;
-        const char* format;
-        bool matches;
-    };
-    const Expected expected[] = {
-        {".png", "PNG", starts("\x89PNG\r\n\x1a\n")},
-        {".jpg", "JPEG", starts("\xff\xd8\xff")},
-        {".jpeg", "JPEG", starts("\xff\xd8\xff")},
-        {".bmp", "BMP", starts("BM")},
-        {".tif", "TIFF", starts(std::string_view("II*\0", 4)) || starts(std::string_view("MM\0*", 4))},
-        {".tiff", "TIFF", starts(std::string_view("II*\0", 4)) || starts(std::string_view("MM\0*", 4))},
-        {".webp", "WebP", starts("RIFF") && starts("WEBP", 8)},
-    };
-    for (const auto& [extension, format, matches] : expected) {
-        if (ends_with(name, extension) && !matches) {
-            throw FileError(file, std::string("named ") + extension + " but does not start with the " + format + " signature");
-        }
+// which trusts the lengths it declares. A file named as one of the formats with a signature must
+// start with it.
+void require_signature_of_extension(const fs::path& file, std::span<const std::uint8_t> head) {
+    const FormatHandler& format = format_for_path(file);
+    if (format.sniff && !format.sniff(head)) {
+        throw FileError(file, "named " + file.extension().string() + " but does not start with the " + std::string(format.name) +
+                                  " signature");
     }
 }
 
@@ -247,7 +226,8 @@ Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
         in.read(head.data(), static_cast<std::streamsize>(head.size()));
         head.resize(static_cast<std::size_t>(in.gcount()));
     }
-    require_signature_of_extension(file, head);
+    const std::span head_bytes(reinterpret_cast<const std::uint8_t*>(head.data()), head.size());
+    require_signature_of_extension(file, head_bytes);
     auto declared = png_header(head, file_size);
     if (!declared) declared = jpeg_header(head, file_size);
     if (!declared) declared = bmp_header(head, file_size);
@@ -266,7 +246,6 @@ Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
                                       std::to_string(declared->coded_bytes));
         }
     }
-    if (auto image = read_plain_bmp(file, head, file_size)) return std::move(*image);
     // OpenCV's own limit, in pixels, for the other formats: the budget over the bytes of an 8-bit
     // RGBA pixel. Read once, when its first decoder runs.
     const MemoryBudget& budget = options.memory;
@@ -274,16 +253,15 @@ Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
     if (budget.max_values != 0) pixels = std::min(pixels, budget.max_values);
     const std::string limit = std::to_string(pixels);
     ::setenv("OPENCV_IO_MAX_IMAGE_PIXELS", limit.c_str(), 0);
-    Image image;
+    // gridwarp's own decoder of the format whose signature the file carries, if it takes the file.
     std::optional<Image> native;
-    const std::span head_bytes(reinterpret_cast<const std::uint8_t*>(head.data()), head.size());
-    if (has_png_signature(head_bytes)) {
-        native = read_png(file);
-    } else if (head.starts_with("\xff\xd8\xff")) {
-        native = read_jpeg(file);
-    } else if (has_tiff_signature(head_bytes)) {
-        native = read_tiff(file, options);
+    for (const FormatHandler& format : format_table()) {
+        if (format.decode && format.sniff && format.sniff(head_bytes)) {
+            native = format.decode(file, options, head, file_size);
+            break;
+        }
     }
+    Image image;
     const bool native_decoder = native.has_value();
     if (native) {
         image = std::move(*native);

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "output_file.hpp"
+#include "files/output_file.hpp"
 
 namespace gridwarp::io::detail {
 

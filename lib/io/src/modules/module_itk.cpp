@@ -1,5 +1,5 @@
 // The ITK module's entry point (backends.hpp).
-#include "backends.hpp"
+#include "modules/backends.hpp"
 #include "formats.hpp"
 
 extern "C" __attribute__((visibility("default"))) const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v1() {

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "backends.hpp"
+#include "modules/backends.hpp"
 
 namespace gridwarp::io::detail {
 

@@ -1,4 +1,4 @@
-#include "tiff.hpp"
+#include "formats/tiff.hpp"
 
 #include <tiffio.h>
 
@@ -12,7 +12,7 @@
 
 #include "formats.hpp"
 #include "gridwarp/io/error.hpp"
-#include "output_file.hpp"
+#include "files/output_file.hpp"
 
 namespace gridwarp::io::detail {
 
@@ -386,17 +386,8 @@ std::optional<Image> read_tiff(const fs::path& file, const ReadOptions& options)
     check_memory_budget(file, "a " + first->describe() + " TIFF of " + std::to_string(pages) + (pages == 1 ? " page" : " pages"),
                         page_values * static_cast<std::uint64_t>(pages), dtype_size(first->dtype), options.memory);
 
-    Image image;
-    image.kind = FileKind::Raster;
-    image.batch = pages;
-    image.pages = pages;
-    image.channels = first->channels;
-    image.spatial = {static_cast<std::int64_t>(first->height), static_cast<std::int64_t>(first->width)};
-    image.layout = ChannelLayout::Interleaved;
-    if (image.channels == 3) image.channel_order = "BGR";
-    if (image.channels == 4) image.channel_order = "BGRA";
+    Image image = decoded_raster(first->dtype, first->height, first->width, first->channels, pages);
     image.exif_orientation = first->orientation;
-    image.pixels = Tensor(first->dtype, image.storage_shape());
     auto* pixels = static_cast<std::uint8_t*>(image.pixels.data());
     const std::size_t page_bytes = page_values * dtype_size(first->dtype);
     // Read again from the first directory, in order: libtiff finds a directory by walking the chain.

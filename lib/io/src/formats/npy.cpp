@@ -10,7 +10,7 @@
 
 #include "files/mapped_file.hpp"
 #include "formats.hpp"
-#include "output_file.hpp"
+#include "files/output_file.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "shared_files_internal.hpp"
+#include "files/shared_files_internal.hpp"
 #include "formats.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"

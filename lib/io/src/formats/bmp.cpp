@@ -1,4 +1,4 @@
-#include "bmp.hpp"
+#include "formats/bmp.hpp"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "formats.hpp"
-#include "output_file.hpp"
+#include "files/output_file.hpp"
 #include "gridwarp/io/error.hpp"
 
 namespace gridwarp::io::detail {
@@ -137,14 +137,8 @@ std::optional<Image> read_plain_bmp(const fs::path& file, std::string_view head,
                                   std::to_string(file_size > data_offset ? file_size - data_offset : 0));
     }
 
-    Image image;
-    image.kind = FileKind::Raster;
+    Image image = decoded_raster(DType::UInt8, height, width, channels);
     image.format = extension_of(file);
-    image.channels = channels;
-    image.spatial = {height, width};
-    image.layout = ChannelLayout::Interleaved;
-    if (channels == 3) image.channel_order = "BGR";
-    image.pixels = Tensor(DType::UInt8, Shape{height, width, channels});
     auto* pixels = image.pixels.data_as<std::uint8_t>();
     std::array<std::uint8_t, 4> padding{};
     read_gathered(file, data_offset,

@@ -1,4 +1,4 @@
-#include "png.hpp"
+#include "formats/png.hpp"
 
 #include <png.h>
 
@@ -14,8 +14,8 @@
 #include "formats.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
-#include "gzip.hpp"
-#include "output_file.hpp"
+#include "formats/gzip.hpp"
+#include "files/output_file.hpp"
 
 namespace gridwarp::io::detail {
 
@@ -174,14 +174,7 @@ Image read_png(const fs::path& file) {
     const std::size_t row_bytes = std::size_t{layout.width} * static_cast<std::size_t>(layout.channels) * value_bytes;
     if (layout.row_bytes != row_bytes) throw FileError(file, "cannot read the PNG: its rows decode to an unexpected size");
 
-    Image image;
-    image.kind = FileKind::Raster;
-    image.channels = layout.channels;
-    image.spatial = {static_cast<std::int64_t>(layout.height), static_cast<std::int64_t>(layout.width)};
-    image.layout = ChannelLayout::Interleaved;
-    if (image.channels == 3) image.channel_order = "BGR";
-    if (image.channels == 4) image.channel_order = "BGRA";
-    image.pixels = Tensor(layout.sixteen_bits ? DType::UInt16 : DType::UInt8, {image.spatial[0], image.spatial[1], image.channels});
+    Image image = decoded_raster(layout.sixteen_bits ? DType::UInt16 : DType::UInt8, layout.height, layout.width, layout.channels);
     std::vector<png_bytep> rows(layout.height);
     auto* first = static_cast<png_bytep>(image.pixels.data());
     for (std::size_t y = 0; y < rows.size(); ++y) rows[y] = first + y * row_bytes;

@@ -16,7 +16,7 @@
 #include <fstream>
 
 #include "formats.hpp"
-#include "output_file.hpp"
+#include "files/output_file.hpp"
 #include "gridwarp/io/error.hpp"
 
 namespace gridwarp::io::detail {

@@ -16,8 +16,9 @@
 
 #include "files/mapped_file.hpp"
 #include "formats.hpp"
-#include "gzip.hpp"
-#include "output_file.hpp"
+#include "formats/format_table.hpp"
+#include "formats/gzip.hpp"
+#include "files/output_file.hpp"
 #include "gridwarp/io/error.hpp"
 
 namespace gridwarp::io::detail {
@@ -154,13 +155,7 @@ void write_bytes(const fs::path& file, const fs::path& target, const std::vector
 
 }  // namespace
 
-bool is_nifti_path(const fs::path& file) {
-    const std::string name = lowercase_filename(file);
-    for (const char* ending : {".nii", ".nii.gz", ".hdr", ".hdr.gz", ".img", ".img.gz"}) {
-        if (ends_with(name, ending)) return true;
-    }
-    return false;
-}
+bool is_nifti_path(const fs::path& file) { return format_for_path(file).read == read_nifti; }
 
 std::vector<fs::path> nifti_files(const fs::path& file, bool for_reading) {
     const NiftiPaths paths = nifti_paths(file, for_reading);

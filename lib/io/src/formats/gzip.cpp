@@ -1,4 +1,4 @@
-#include "gzip.hpp"
+#include "formats/gzip.hpp"
 
 #include <libdeflate.h>
 #include <omp.h>

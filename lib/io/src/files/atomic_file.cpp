@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "formats.hpp"
-#include "output_file.hpp"
+#include "files/output_file.hpp"
 #include "gridwarp/io/error.hpp"
 
 namespace gridwarp::io {

@@ -1,4 +1,4 @@
-#include "volume_header_check.hpp"
+#include "formats/volume_header_check.hpp"
 
 #include <algorithm>
 #include <cctype>

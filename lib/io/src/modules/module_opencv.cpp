@@ -1,5 +1,5 @@
 // The OpenCV module's entry point (backends.hpp).
-#include "backends.hpp"
+#include "modules/backends.hpp"
 #include "formats.hpp"
 
 extern "C" __attribute__((visibility("default"))) const gridwarp::io::detail::RasterBackend* gridwarp_opencv_backend_v1() {

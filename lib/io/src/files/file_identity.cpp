@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "formats.hpp"
-#include "volume_header_check.hpp"
+#include "formats/volume_header_check.hpp"
 
 namespace gridwarp::io {
 

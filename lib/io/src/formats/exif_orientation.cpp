@@ -1,4 +1,4 @@
-#include "exif_orientation.hpp"
+#include "formats/exif_orientation.hpp"
 
 #include <array>
 #include <cstdint>

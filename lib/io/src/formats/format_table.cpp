@@ -1,0 +1,131 @@
+#include "formats/format_table.hpp"
+
+#include <cstring>
+
+#include "formats/bmp.hpp"
+#include "formats/jpeg.hpp"
+#include "formats/png.hpp"
+#include "formats/tiff.hpp"
+#include "gridwarp/io/atomic_file.hpp"
+#include "gridwarp/io/error.hpp"
+#include "gridwarp/io/npy.hpp"
+#include "modules/backends.hpp"
+
+namespace gridwarp::io::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool starts_with(std::span<const std::uint8_t> head, std::string_view magic, std::size_t at = 0) {
+    return head.size() >= at + magic.size() && std::memcmp(head.data() + at, magic.data(), magic.size()) == 0;
+}
+
+bool is_jpeg(std::span<const std::uint8_t> head) { return starts_with(head, "\xff\xd8\xff"); }
+bool is_bmp(std::span<const std::uint8_t> head) { return starts_with(head, "BM"); }
+bool is_webp(std::span<const std::uint8_t> head) { return starts_with(head, "RIFF") && starts_with(head, "WEBP", 8); }
+
+// ---- Reading
+
+Image read_npy_image(const fs::path& file, const ReadOptions&, bool) {
+    Tensor tensor = read_npy(file);
+    if (tensor.rank() < 3) {
+        throw FileError(file, "expected a tensor (N, C, D1..Dr) of rank >= 3, got shape " + shape_to_string(tensor.shape()));
+    }
+    return Image::from_tensor(std::move(tensor));
+}
+
+Image read_raster_image(const fs::path& file, const ReadOptions& options, bool) { return read_raster_checked(file, options); }
+
+std::optional<Image> decode_png(const fs::path& file, const ReadOptions&, std::string_view, std::uint64_t) { return read_png(file); }
+std::optional<Image> decode_jpeg(const fs::path& file, const ReadOptions&, std::string_view, std::uint64_t) { return read_jpeg(file); }
+std::optional<Image> decode_tiff(const fs::path& file, const ReadOptions& options, std::string_view, std::uint64_t) {
+    return read_tiff(file, options);
+}
+std::optional<Image> decode_bmp(const fs::path& file, const ReadOptions&, std::string_view head, std::uint64_t file_size) {
+    return read_plain_bmp(file, head, file_size);
+}
+
+// ---- Writing
+
+void write_npy_image(const fs::path& target, const Image& image, const WriteOptions&) { write_npy(target, image.nchw()); }
+
+void write_nifti_image(const fs::path& target, const Image& image, const WriteOptions& options) {
+    write_path_atomically(target, [&](const fs::path& temporary) { write_nifti(temporary, target, image, options); });
+}
+
+void write_itk_image(const fs::path& target, const Image& image, const WriteOptions&) {
+    write_path_atomically(target, [&](const fs::path& temporary) {
+        write_reporting_failures(temporary, target, [&] { itk_backend().write_volume(temporary, target, image); });
+    });
+}
+
+// OpenCV's encoder, where gridwarp's own writer (`native`, when given) declines the image.
+void write_raster_image(const fs::path& target, const Image& image, const WriteOptions& options,
+                        bool (*native)(const fs::path&, const fs::path&, const Image&, const WriteOptions&)) {
+    write_path_atomically(target, [&](const fs::path& temporary) {
+        if (native && native(temporary, target, image, options)) return;
+        write_reporting_failures(temporary, target, [&] { raster_backend().write(temporary, target, image, options); });
+    });
+}
+
+void write_opencv_image(const fs::path& target, const Image& image, const WriteOptions& options) {
+    write_raster_image(target, image, options, nullptr);
+}
+
+void write_png_image(const fs::path& target, const Image& image, const WriteOptions& options) {
+    write_raster_image(target, image, options, write_png);
+}
+
+void write_bmp_image(const fs::path& target, const Image& image, const WriteOptions& options) {
+    write_raster_image(target, image, options, [](const fs::path& file, const fs::path& to, const Image& pixels, const WriteOptions&) {
+        return write_plain_bmp(file, to, pixels);
+    });
+}
+
+void write_tiff_image(const fs::path& target, const Image& image, const WriteOptions&) {
+    write_path_atomically(target, [&](const fs::path& temporary) { write_tiff(temporary, target, image); });
+}
+
+// A NIfTI file holds one image (N = 1) in its mapped pages.
+std::optional<MappedOutput> map_one_nifti_output(const fs::path& file, const fs::path& target, const Image& description) {
+    if (description.batch != 1) return std::nullopt;
+    return map_nifti_output(file, target, description);
+}
+
+// One row per format. Rows with suffixes come before the row for every other name.
+const FormatHandler kFormats[] = {
+    {"NumPy", FileKind::Tensor, {".npy"}, nullptr, read_npy_image, nullptr, write_npy_image, map_npy_output, nullptr, nullptr},
+    {"NIfTI", FileKind::Volume, {".nii", ".nii.gz", ".hdr", ".hdr.gz", ".img", ".img.gz"}, nullptr, read_nifti, nullptr,
+     write_nifti_image, map_one_nifti_output, nifti_output_streams, stream_nifti_output},
+    {"NRRD", FileKind::Volume, {".nrrd", ".nhdr"}, nullptr, read_itk_volume, nullptr, write_itk_image, nullptr, nullptr, nullptr},
+    {"MetaImage", FileKind::Volume, {".mha", ".mhd"}, nullptr, read_itk_volume, nullptr, write_itk_image, nullptr, nullptr, nullptr},
+    {"PNG", FileKind::Raster, {".png"}, has_png_signature, read_raster_image, decode_png, write_png_image, nullptr, nullptr, nullptr},
+    {"JPEG", FileKind::Raster, {".jpg", ".jpeg"}, is_jpeg, read_raster_image, decode_jpeg, write_opencv_image, nullptr, nullptr, nullptr},
+    {"TIFF", FileKind::Raster, {".tif", ".tiff"}, has_tiff_signature, read_raster_image, decode_tiff, write_tiff_image, nullptr, nullptr,
+     nullptr},
+    {"BMP", FileKind::Raster, {".bmp", ".dib"}, is_bmp, read_raster_image, decode_bmp, write_bmp_image, nullptr, nullptr, nullptr},
+    {"WebP", FileKind::Raster, {".webp"}, is_webp, read_raster_image, nullptr, write_opencv_image, nullptr, nullptr, nullptr},
+    {"image", FileKind::Raster, {}, nullptr, read_raster_image, nullptr, write_opencv_image, nullptr, nullptr, nullptr},
+};
+
+}  // namespace
+
+std::span<const FormatHandler> format_table() { return kFormats; }
+
+const FormatHandler& format_for_path(const fs::path& file) {
+    const std::string name = lowercase_filename(file);
+    const FormatHandler* chosen = &kFormats[std::size(kFormats) - 1];
+    std::size_t longest = 0;
+    for (const FormatHandler& format : kFormats) {
+        for (std::string_view suffix : format.suffixes) {
+            if (!suffix.empty() && suffix.size() > longest && name.ends_with(suffix)) {
+                chosen = &format;
+                longest = suffix.size();
+            }
+        }
+    }
+    return *chosen;
+}
+
+}  // namespace gridwarp::io::detail

@@ -1,0 +1,49 @@
+// Internal: the file formats gridwarp reads and writes, one row each. read_image, read_image_header,
+// write_image, PendingOutput, write_sampled, kind_for_path and the signature check loop over this
+// table (docs/design.md): adding a format is a codec file and a row in format_table.cpp.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "formats.hpp"
+#include "gridwarp/io/image.hpp"
+
+namespace gridwarp::io::detail {
+
+struct FormatHandler {
+    std::string_view name;  // as error messages name the format: "PNG", "NIfTI", ...
+    FileKind kind;
+    // File name endings, lower case, that select this row (the longest match wins); none: the row
+    // for every other name (raster images through OpenCV).
+    std::array<std::string_view, 6> suffixes;
+    // Whether a file's first bytes are this format's. A file named with one of the suffixes must
+    // pass it; raster files are decoded by the row whose signature they carry, whatever their name.
+    // nullptr: no signature.
+    bool (*sniff)(std::span<const std::uint8_t> head);
+    // The whole image, or (with_pixels false) what describes it, where the format can read less.
+    Image (*read)(const std::filesystem::path& file, const ReadOptions& options, bool with_pixels);
+    // Raster rows: gridwarp's own decoder, run after the checks every raster file gets; nullopt
+    // leaves the file to OpenCV. nullptr: always OpenCV.
+    std::optional<Image> (*decode)(const std::filesystem::path& file, const ReadOptions& options, std::string_view head,
+                                   std::uint64_t file_size);
+    // Writes `image` to `target`, atomically (staged beside it, then renamed).
+    void (*write)(const std::filesystem::path& target, const Image& image, const WriteOptions& options);
+    // An output sampled straight into its file (see MappedOutput); nullptr: sampled into memory.
+    std::optional<MappedOutput> (*map_output)(const std::filesystem::path& file, const std::filesystem::path& target,
+                                              const Image& description);
+    // An output written a block at a time as it is sampled, where streams(target, description).
+    bool (*streams)(const std::filesystem::path& target, const Image& description);
+    void (*stream)(const std::filesystem::path& file, const std::filesystem::path& target, const Image& description,
+                   const WriteOptions& options, const WindowSampler& sample, ChannelSampling channel_sampling);
+};
+
+std::span<const FormatHandler> format_table();
+// The row a file name selects.
+const FormatHandler& format_for_path(const std::filesystem::path& file);
+
+}  // namespace gridwarp::io::detail

@@ -1,0 +1,124 @@
+// Reading and writing images by file: each call finds the file's row in the format table
+// (formats/format_table.hpp) and runs what the row names.
+#include <algorithm>
+#include <cctype>
+
+#include "files/shared_files_internal.hpp"
+#include "formats.hpp"
+#include "formats/format_table.hpp"
+#include "gridwarp/io/atomic_file.hpp"
+#include "gridwarp/io/error.hpp"
+#include "gridwarp/io/image.hpp"
+
+namespace gridwarp::io {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string lowercase(std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+    return text;
+}
+
+// The description of an image without its pixels (an empty tensor of its dtype).
+Image header_copy(const Image& image) {
+    Image copy = Image::describe_like(image, image.spatial);
+    copy.geometry = image.geometry;
+    copy.warnings = image.warnings;
+    return copy;
+}
+
+}  // namespace
+
+FileKind kind_for_path(const fs::path& file) { return detail::format_for_path(file).kind; }
+
+Image read_image(const fs::path& file, const ReadOptions& options) {
+    detail::require_readable_file(file);
+    return detail::format_for_path(file).read(file, options, true);
+}
+
+Image read_image_header(const fs::path& file, const ReadOptions& options) {
+    detail::require_readable_file(file);
+    // Many jobs of a batch share a reference grid: read its header once (shared_files.hpp).
+    const auto key = detail::shared_file_key(file, "header|" + std::to_string(static_cast<int>(options.nifti_geometry)));
+    if (key) {
+        if (auto hit = detail::shared_file_find(*key)) return header_copy(*std::any_cast<std::shared_ptr<const Image>>(*hit));
+    }
+    Image image = detail::format_for_path(file).read(file, options, false);
+    if (key && image.pixels.numel() == 0) {
+        detail::shared_file_store(*key, std::shared_ptr<const Image>(std::make_shared<Image>(header_copy(image))), 4096);
+    }
+    return image;
+}
+
+void check_write_options(const fs::path& target, const WriteOptions& options) {
+    std::string extension = lowercase(target.extension().string());
+    if (!extension.empty()) extension.erase(0, 1);
+    const bool lossy = extension == "jpg" || extension == "jpeg" || extension == "jpe" || extension == "webp";
+    if (options.quality >= 0 && !lossy) {
+        throw FileError(target, "a quality applies to JPEG and WebP outputs, not to a ." + extension + " file");
+    }
+    if (options.quality == 0 || options.quality > 100) {
+        throw FileError(target, "the quality is " + std::to_string(options.quality) + ": JPEG and WebP take 1 to 100");
+    }
+    if (extension == "png" && options.compression_level > 9) {
+        throw FileError(target, "a .png takes compression levels 0 to 9, not " + std::to_string(options.compression_level));
+    }
+}
+
+void write_image(const fs::path& file, const Image& image, const WriteOptions& options) {
+    check_write_options(file, options);
+    detail::format_for_path(file).write(file, image, options);
+}
+
+PendingOutput::PendingOutput(fs::path target, Image description, WriteOptions options)
+    : target_(std::move(target)), image_(std::move(description)), options_(options) {
+    const auto map_output = detail::format_for_path(target_).map_output;
+    if (map_output) {
+        staged_ = detail::stage_mapped_output(target_, [&](const fs::path& file) -> std::optional<detail::FileClosers> {
+            auto mapped = map_output(file, target_, image_);
+            if (!mapped) return std::nullopt;
+            image_ = std::move(mapped->image);
+            return std::move(mapped->closers);
+        });
+        if (staged_) return;
+    }
+    image_.allocate();
+}
+
+PendingOutput::~PendingOutput() {
+    image_.pixels = Tensor();  // unmaps before the staged file is removed
+}
+
+void PendingOutput::commit() {
+    if (committed_) return;
+    if (staged_) {
+        image_.pixels = Tensor();  // unmaps: the data is in the file's pages
+        staged_->publish(target_);
+        staged_.reset();
+    } else {
+        write_image(target_, image_, options_);
+        image_.pixels = Tensor();
+    }
+    committed_ = true;
+}
+
+void write_sampled(const fs::path& target, Image description, const WriteOptions& options, int sample_threads,
+                   const WindowSampler& sample, const std::function<void()>& sampled, ChannelSampling channel_sampling) {
+    check_write_options(target, options);
+    const detail::FormatHandler& format = detail::format_for_path(target);
+    if (format.streams && format.streams(target, description)) {
+        write_path_atomically(target, [&](const fs::path& temporary) {
+            format.stream(temporary, target, description, options, sample, channel_sampling);
+        });
+        return;
+    }
+    PendingOutput output(target, std::move(description), options);
+    Image& image = output.image();
+    sample(Shape(image.spatial.size(), 0), image.spatial, 0, image.nchw(), sample_threads);
+    if (sampled) sampled();
+    output.commit();
+}
+
+}  // namespace gridwarp::io
