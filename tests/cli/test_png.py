@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """gridwarp's own PNG codec against OpenCV and Pillow: every colour type, bit depth, transparency
-form and interlacing Pillow and OpenCV write decodes to OpenCV's imread(IMREAD_UNCHANGED) pixels;
+form and interlacing Pillow and OpenCV write decodes to OpenCV's imread(IMREAD_UNCHANGED) pixels
+(the common forms through gridwarp's own inflate and unfiltering, the others through libpng);
 what gridwarp writes decodes in OpenCV and Pillow to the pixels it was given, at every level and
 across several compressed blocks; a benign libpng warning does not refuse the file.
 
@@ -80,6 +81,8 @@ class Png(FolderTestCase):
                     result = run("affine", "-i", source, "-o", out, "--scale", "1", "--mode", "nearest", "-q", *extra)
                     self.assertEqual(result.returncode, 0, result.stderr)
                     np.testing.assert_array_equal(cv2.imread(out, cv2.IMREAD_UNCHANGED), pixels)
+                    # Read back by gridwarp too: rows of every filter type, unfiltered by its own decoder.
+                    np.testing.assert_array_equal(self.decoded(out), as_npy_image(pixels))
                     with Image.open(out) as image:
                         image.load()  # Pillow checks the chunks' CRCs and the zlib stream as it decodes
                         if pixels.dtype == np.uint8:

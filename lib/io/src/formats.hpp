@@ -93,7 +93,9 @@ TransformFile read_itk_transform(const std::filesystem::path& file, std::size_t 
 void write_volume(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
 
 // What a raster decoder fills: `pages` items of height x width pixels, `channels` interleaved
-// (grey; BGR or BGRA for 3 and 4), zeroed.
+// (grey; BGR or BGRA for 3 and 4), zeroed; raster_description leaves the pixels empty (a tensor of
+// the dtype with no elements) for the decoder to give.
+Image raster_description(DType dtype, std::int64_t height, std::int64_t width, std::int64_t channels, std::int64_t pages = 1);
 Image decoded_raster(DType dtype, std::int64_t height, std::int64_t width, std::int64_t channels, std::int64_t pages = 1);
 
 // The pixels of `image` as a C-ordered buffer in `layout` ((N, spatial..., C) or (N, C, spatial...)):

@@ -175,6 +175,12 @@ const void* pixels_in_layout(const Image& image, ChannelLayout layout, Tensor& s
 }
 
 Image decoded_raster(DType dtype, std::int64_t height, std::int64_t width, std::int64_t channels, std::int64_t pages) {
+    Image image = raster_description(dtype, height, width, channels, pages);
+    image.allocate();
+    return image;
+}
+
+Image raster_description(DType dtype, std::int64_t height, std::int64_t width, std::int64_t channels, std::int64_t pages) {
     Image image;
     image.kind = FileKind::Raster;
     image.batch = pages;
@@ -184,7 +190,7 @@ Image decoded_raster(DType dtype, std::int64_t height, std::int64_t width, std::
     image.layout = ChannelLayout::Interleaved;
     if (channels == 3) image.channel_order = "BGR";
     if (channels == 4) image.channel_order = "BGRA";
-    image.pixels = Tensor(dtype, image.storage_shape());
+    image.pixels = Tensor(dtype, Shape{0});
     return image;
 }
 

@@ -141,6 +141,109 @@ bool read_png_rows(png_structp png, png_bytepp rows) {
     return true;
 }
 
+// PNG's row filters (ISO 15948, 9.2): each byte less its prediction from the byte one pixel to the
+// left (a), the byte above (b) and the one above-left (c), all 0 outside the image.
+enum Filter : std::uint8_t { kNone = 0, kSub = 1, kUp = 2, kAverage = 3, kPaeth = 4 };
+
+// The filters undone in place: `rows` rows of `row_bytes`, each stored after its filter type
+// byte, so that row r's filtered bytes start r + 1 bytes after where its pixels go. Writing pixel
+// byte i only ever overwrites filtered bytes already read. False for an unknown filter type.
+bool unfilter_rows_in_place(std::uint8_t* buffer, std::size_t rows, std::size_t row_bytes, std::size_t pixel_bytes) {
+    const std::uint8_t* above = nullptr;
+    for (std::size_t r = 0; r < rows; ++r) {
+        const std::uint8_t* in = buffer + r * (row_bytes + 1) + 1;
+        std::uint8_t* out = buffer + r * row_bytes;
+        const std::uint8_t filter = in[-1];
+        const std::size_t first = std::min(pixel_bytes, row_bytes);
+        switch (filter) {
+            case kNone: std::memmove(out, in, row_bytes); break;
+            case kSub:
+                std::memmove(out, in, first);
+                for (std::size_t i = first; i < row_bytes; ++i) out[i] = static_cast<std::uint8_t>(in[i] + out[i - pixel_bytes]);
+                break;
+            case kUp:
+                if (!above) {
+                    std::memmove(out, in, row_bytes);
+                    break;
+                }
+                for (std::size_t i = 0; i < row_bytes; ++i) out[i] = static_cast<std::uint8_t>(in[i] + above[i]);
+                break;
+            case kAverage:
+                for (std::size_t i = 0; i < first; ++i) out[i] = static_cast<std::uint8_t>(in[i] + (above ? above[i] >> 1 : 0));
+                for (std::size_t i = first; i < row_bytes; ++i) {
+                    out[i] = static_cast<std::uint8_t>(in[i] + ((out[i - pixel_bytes] + (above ? above[i] : 0)) >> 1));
+                }
+                break;
+            case kPaeth:
+                for (std::size_t i = 0; i < first; ++i) out[i] = static_cast<std::uint8_t>(in[i] + (above ? above[i] : 0));
+                for (std::size_t i = first; i < row_bytes; ++i) {
+                    const int a = out[i - pixel_bytes], b = above ? above[i] : 0, c = above ? above[i - pixel_bytes] : 0;
+                    const int pa = std::abs(b - c), pb = std::abs(a - c), pc = std::abs(a + b - 2 * c);
+                    out[i] = static_cast<std::uint8_t>(in[i] + ((pa <= pb && pa <= pc) ? a : (pb <= pc ? b : c)));
+                }
+                break;
+            default: return false;
+        }
+        above = out;
+    }
+    return true;
+}
+
+// The common forms (8- or 16-bit grey, RGB or RGBA, not interlaced, no transparency chunk) decoded
+// without libpng: the image data inflated by libdeflate straight into the pixel buffer and
+// unfiltered there. nullopt for every other form and for anything libdeflate or the filters
+// refuse, which libpng then reads (and reports).
+std::optional<Image> read_common_png(std::span<const std::uint8_t> bytes) {
+    std::vector<std::uint8_t> stream;
+    const std::uint8_t* header = nullptr;
+    for (std::size_t at = sizeof kSignature; at + 12 <= bytes.size();) {
+        const std::uint32_t length = big_endian_32(bytes.data() + at);
+        const std::string_view type(reinterpret_cast<const char*>(bytes.data() + at + 4), 4);
+        const std::uint8_t* data = bytes.data() + at + 8;
+        if (type == "IHDR" && length == 13) header = data;
+        if (type == "tRNS") return std::nullopt;
+        if (type == "IDAT") stream.insert(stream.end(), data, data + length);
+        if (type == "IEND") break;
+        at += std::size_t{length} + 12;
+    }
+    if (!header) return std::nullopt;
+    const std::uint32_t width = big_endian_32(header), height = big_endian_32(header + 4);
+    const int depth = header[8], colour = header[9], interlace = header[12];
+    const int channels = colour == 0 ? 1 : colour == 2 ? 3 : colour == 6 ? 4 : 0;
+    if (channels == 0 || (depth != 8 && depth != 16) || interlace != 0 || width == 0 || height == 0) return std::nullopt;
+    const std::size_t value_bytes = depth / 8, pixel_bytes = value_bytes * static_cast<std::size_t>(channels);
+    const std::size_t row_bytes = pixel_bytes * width, filtered_bytes = (row_bytes + 1) * height;
+
+    // Owned as the pixels' storage; the last `height` bytes are left over after unfiltering.
+    const std::shared_ptr<std::uint8_t[]> buffer(new std::uint8_t[filtered_bytes]);
+    const std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> decompressor(libdeflate_alloc_decompressor(),
+                                                                                                  libdeflate_free_decompressor);
+    if (!decompressor) throw std::bad_alloc();
+    std::size_t inflated = 0;
+    if (libdeflate_zlib_decompress(decompressor.get(), stream.data(), stream.size(), buffer.get(), filtered_bytes, &inflated) !=
+            LIBDEFLATE_SUCCESS ||
+        inflated != filtered_bytes) {
+        return std::nullopt;
+    }
+    if (!unfilter_rows_in_place(buffer.get(), height, row_bytes, pixel_bytes)) return std::nullopt;
+    std::uint8_t* pixels = buffer.get();
+    const std::size_t values = static_cast<std::size_t>(width) * height * static_cast<std::size_t>(channels);
+    if (value_bytes == 2) {
+        const std::uint16_t probe = 1;
+        if (*reinterpret_cast<const std::uint8_t*>(&probe) == 1) {
+            for (std::size_t i = 0; i < values; ++i) std::swap(pixels[2 * i], pixels[2 * i + 1]);
+        }
+    }
+    if (channels >= 3) {  // RGB(A) -> BGR(A)
+        for (std::size_t at = 0; at < values * value_bytes; at += pixel_bytes) {
+            for (std::size_t b = 0; b < value_bytes; ++b) std::swap(pixels[at + b], pixels[at + 2 * value_bytes + b]);
+        }
+    }
+    Image image = raster_description(value_bytes == 2 ? DType::UInt16 : DType::UInt8, height, width, channels);
+    image.pixels = Tensor::adopt(image.dtype(), image.storage_shape(), std::shared_ptr<void>(buffer, buffer.get()));
+    return image;
+}
+
 struct ReadStructs {
     png_structp png = nullptr;
     png_infop info = nullptr;
@@ -158,6 +261,7 @@ Image read_png(const fs::path& file) {
     const std::span bytes(reinterpret_cast<const std::uint8_t*>(file_bytes.data()), file_bytes.size());
     if (!has_png_signature(bytes)) throw FileError(file, "not a PNG: it does not start with the PNG signature");
     check_png_chunks(file, bytes);
+    if (auto image = read_common_png(bytes)) return std::move(*image);
 
     PngReport report;
     ReadStructs structs;
@@ -192,10 +296,7 @@ Image read_png(const fs::path& file) {
 
 namespace {
 
-// PNG's row filters (ISO 15948, 9.2): each byte less its prediction from the byte one pixel to the
-// left (a), the byte above (b) and the one above-left (c), all 0 outside the image. Each filter is
-// a loop of its own, without branches, so that the compiler vectorises it.
-enum Filter : std::uint8_t { kNone = 0, kSub = 1, kUp = 2, kAverage = 3, kPaeth = 4 };
+// Each filter is a loop of its own, without branches, so that the compiler vectorises it.
 constexpr int kFilterCount = 5;
 
 void filter_sub(const std::uint8_t* row, std::size_t size, std::size_t pixel_bytes, std::uint8_t* out) {
