@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""gridwarp's own JPEG reader against OpenCV: grey, colour at every chroma subsampling, progressive
-and restart-marker files decode to OpenCV's imread(IMREAD_UNCHANGED) pixels, CMYK files (left to
-OpenCV) too, and a cut-off or corrupt file is refused in one line naming it.
+"""gridwarp's own JPEG reader and writer against OpenCV: grey, colour at every chroma subsampling,
+progressive and restart-marker files decode to OpenCV's imread(IMREAD_UNCHANGED) pixels, CMYK files
+(left to OpenCV) too, and a cut-off or corrupt file is refused in one line naming it; what gridwarp
+writes is, byte for byte, what cv2.imencode writes at the same quality.
 
     /usr/bin/python3 tests/cli/test_jpeg.py --gridwarp build/app/gridwarp
 """
@@ -43,6 +44,24 @@ class Jpeg(FolderTestCase):
                 expected = cv2.imread(source, cv2.IMREAD_UNCHANGED)
                 self.assertIsNotNone(expected)
                 np.testing.assert_array_equal(self.decoded(source), as_npy_image(expected))
+
+    def test_writes_what_opencv_writes(self):
+        colour = photo(53, 70)
+        sources = {"colour": colour, "grey": colour[:, :, 1]}
+        for name, pixels in sources.items():
+            source = self.path(f"{name}.png")
+            cv2.imwrite(source, pixels)
+            for quality in (None, 1, 50, 95, 100):
+                with self.subTest(image=name, quality=quality):
+                    out = self.path(f"{name}_{quality}.jpg")
+                    extra = [] if quality is None else ["--quality", str(quality)]
+                    result = run("affine", "-i", source, "-o", out, "--scale", "1", "--mode", "nearest", "-q", *extra)
+                    self.assertEqual(result.returncode, 0, result.stderr)
+                    params = [] if quality is None else [cv2.IMWRITE_JPEG_QUALITY, quality]
+                    written, expected = cv2.imencode(".jpg", pixels, params)
+                    self.assertTrue(written)
+                    with open(out, "rb") as f:
+                        self.assertEqual(f.read(), expected.tobytes())
 
     def test_damaged_files_are_refused_naming_the_file(self):
         good = self.path("good.jpg")

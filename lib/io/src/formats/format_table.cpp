@@ -77,6 +77,10 @@ void write_png_image(const fs::path& target, const Image& image, const WriteOpti
     write_raster_image(target, image, options, write_png);
 }
 
+void write_jpeg_image(const fs::path& target, const Image& image, const WriteOptions& options) {
+    write_raster_image(target, image, options, write_jpeg);
+}
+
 void write_bmp_image(const fs::path& target, const Image& image, const WriteOptions& options) {
     write_raster_image(target, image, options, [](const fs::path& file, const fs::path& to, const Image& pixels, const WriteOptions&) {
         return write_plain_bmp(file, to, pixels);
@@ -101,7 +105,7 @@ const FormatHandler kFormats[] = {
     {"NRRD", FileKind::Volume, {".nrrd", ".nhdr"}, nullptr, read_itk_volume, nullptr, write_itk_image, nullptr, nullptr, nullptr},
     {"MetaImage", FileKind::Volume, {".mha", ".mhd"}, nullptr, read_itk_volume, nullptr, write_itk_image, nullptr, nullptr, nullptr},
     {"PNG", FileKind::Raster, {".png"}, has_png_signature, read_raster_image, decode_png, write_png_image, nullptr, nullptr, nullptr},
-    {"JPEG", FileKind::Raster, {".jpg", ".jpeg"}, is_jpeg, read_raster_image, decode_jpeg, write_opencv_image, nullptr, nullptr, nullptr},
+    {"JPEG", FileKind::Raster, {".jpg", ".jpeg"}, is_jpeg, read_raster_image, decode_jpeg, write_jpeg_image, nullptr, nullptr, nullptr},
     {"TIFF", FileKind::Raster, {".tif", ".tiff"}, has_tiff_signature, read_raster_image, decode_tiff, write_tiff_image, nullptr, nullptr,
      nullptr},
     {"BMP", FileKind::Raster, {".bmp", ".dib"}, is_bmp, read_raster_image, decode_bmp, write_bmp_image, nullptr, nullptr, nullptr},

@@ -7,9 +7,11 @@
 #include <jpeglib.h>
 
 #include <csetjmp>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "files/output_file.hpp"
 #include "formats.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
@@ -76,6 +78,45 @@ bool read_jpeg_rows(jpeg_decompress_struct* info, ErrorManager* errors, unsigned
     return true;
 }
 
+bool compress_jpeg(jpeg_compress_struct* info, ErrorManager* errors, const unsigned char* pixels, JDIMENSION width, JDIMENSION height,
+                   int components, int quality, unsigned char** out, unsigned long* out_size) {
+    if (setjmp(errors->jump)) return false;
+    jpeg_mem_dest(info, out, out_size);
+    info->image_width = width;
+    info->image_height = height;
+    info->input_components = components;
+    info->in_color_space = components == 3 ? JCS_EXT_BGR : JCS_GRAYSCALE;
+    jpeg_set_defaults(info);
+    jpeg_set_quality(info, quality, TRUE);
+    jpeg_start_compress(info, TRUE);
+    const std::size_t row_bytes = std::size_t{width} * static_cast<std::size_t>(components);
+    while (info->next_scanline < info->image_height) {
+        JSAMPROW row = const_cast<unsigned char*>(pixels + std::size_t{info->next_scanline} * row_bytes);
+        jpeg_write_scanlines(info, &row, 1);
+    }
+    jpeg_finish_compress(info);
+    return true;
+}
+
+struct Compressor {
+    jpeg_compress_struct info {};
+    ErrorManager errors;
+    unsigned char* encoded = nullptr;  // jpeg_mem_dest's buffer (malloc)
+    unsigned long encoded_size = 0;
+    Compressor() {
+        info.err = jpeg_std_error(&errors.base);
+        errors.base.error_exit = on_jpeg_error;
+        errors.base.emit_message = on_jpeg_message;
+        jpeg_create_compress(&info);
+    }
+    ~Compressor() {
+        jpeg_destroy_compress(&info);
+        std::free(encoded);
+    }
+    Compressor(const Compressor&) = delete;
+    Compressor& operator=(const Compressor&) = delete;
+};
+
 struct Decompressor {
     jpeg_decompress_struct info {};
     ErrorManager errors;
@@ -110,6 +151,25 @@ std::optional<Image> read_jpeg(const fs::path& file) {
     // libjpeg decodes a cut-off or corrupt file to the end (grey filler) and only warns.
     if (decompressor.errors.warned) throw FileError(file, std::string("cannot read the image: truncated or corrupt JPEG (") + decompressor.errors.message + ")");
     return image;
+}
+
+bool write_jpeg(const fs::path& file, const fs::path& target, const Image& image, const WriteOptions& options) {
+    if (image.dtype() != DType::UInt8 || (image.channels != 1 && image.channels != 3) || image.batch != 1 || image.spatial.size() != 2) {
+        return false;
+    }
+    Tensor scratch;
+    const auto* pixels = static_cast<const unsigned char*>(pixels_in_layout(image, ChannelLayout::Interleaved, scratch));
+    Compressor compressor;
+    const int quality = options.quality >= 0 ? options.quality : kDefaultJpegQuality;
+    if (!compress_jpeg(&compressor.info, &compressor.errors, pixels, static_cast<JDIMENSION>(image.spatial[1]),
+                       static_cast<JDIMENSION>(image.spatial[0]), static_cast<int>(image.channels), quality, &compressor.encoded,
+                       &compressor.encoded_size)) {
+        throw FileError(target, std::string("cannot write the JPEG: ") + compressor.errors.message);
+    }
+    OutputFile out(file, target);
+    out.write(std::span<const std::uint8_t>(compressor.encoded, compressor.encoded_size));
+    out.close();
+    return true;
 }
 
 }  // namespace gridwarp::io::detail
