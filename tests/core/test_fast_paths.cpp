@@ -246,7 +246,7 @@ TEST_CASE("fast paths read and write interleaved (HWC) and other strided views i
     std::mt19937 rng(4242);
     const std::int64_t h = 37, w = 53, c = 3;
     const Shape out_spatial{41, 60};
-    for (DType dtype : {DType::UInt8, DType::Float32, DType::Int16}) {
+    for (DType dtype : {DType::UInt8, DType::Float32, DType::Int16, DType::UInt16}) {
         // An interleaved H x W x C buffer seen as (1, C, H, W).
         const Tensor hwc = input_of(dtype, {h, w, c}, rng);
         const ConstTensorView interleaved(dtype, hwc.data(), {1, c, h, w}, {0, 1, w * c, c});
@@ -551,9 +551,10 @@ TEST_CASE("the interior passes equal the reference path on outputs large enough 
     }
 }
 
-TEST_CASE("the interior passes (AVX-512, AVX2) equal the reference path for uint8 images, planar and interleaved",
+TEST_CASE("the interior passes and the interleaved gathers equal the reference path for uint8 and uint16 images",
           "[fast][interior]") {
-    // 1, 3 and 4 channels, read and written planar or interleaved (HWC, as OpenCV holds them), with
+    // 1 to 4 channels of uint8 and uint16, read and written planar or interleaved (HWC, as OpenCV
+    // holds them; 3 and 4 uint8 channels under cubic, and uint16, take the interleaved gathers), with
     // float64 pixel-space affine positions (what `gridwarp affine --matrix` uses) and float32
     // normalized grids; the warp reaches the last pixels of the buffer, where the pass's 8-byte
     // loads would pass its end.
@@ -562,9 +563,11 @@ TEST_CASE("the interior passes (AVX-512, AVX2) equal the reference path for uint
     const Shape out_spatial{47, 540};
     const std::vector<double> matrix = {0.98, -0.03, 4.5, 0.02, 0.97, 1.0};  // x row, then y row
     const AffinePositions affine(matrix, 1, out_spatial, false, DType::Float64, CoordinateSpace::Pixel);
-    for (std::int64_t c : {1, 3, 4}) {
-        const Tensor hwc = input_of(DType::UInt8, {h, w, c}, rng);
-        const ConstTensorView interleaved(DType::UInt8, hwc.data(), {1, c, h, w}, {0, 1, w * c, c});
+    for (int form = 0; form < 8; ++form) {
+        const DType dtype = form < 4 ? DType::UInt8 : DType::UInt16;
+        const std::int64_t c = form % 4 + 1;
+        const Tensor hwc = input_of(dtype, {h, w, c}, rng);
+        const ConstTensorView interleaved(dtype, hwc.data(), {1, c, h, w}, {0, 1, w * c, c});
         const Tensor planar = Tensor::copy_of(interleaved);
         for (bool align_corners : {false, true}) {
             const Tensor grid = edge_grid(DType::Float32, {h, w}, out_spatial, align_corners, false, rng);
@@ -577,14 +580,14 @@ TEST_CASE("the interior passes (AVX-512, AVX2) equal the reference path for uint
                         IsaScope isa(isa_setting);
                         for (const PositionSource* positions : {static_cast<const PositionSource*>(&affine),
                                                                 static_cast<const PositionSource*>(&grid_positions)}) {
-                            INFO(c << " channels " << interpolation_name(mode) << " " << padding_name(padding) << " ac "
+                            INFO(dtype_name(dtype) << " " << c << " channels " << interpolation_name(mode) << " " << padding_name(padding) << " ac "
                                    << align_corners << " isa " << isa_setting << " positions "
                                    << (positions == &affine ? "affine float64" : "grid float32"));
                             const Tensor expected = grid_sample(planar.view(), *positions, reference_of(fast));
                             CHECK(compare_exact(grid_sample(planar.view(), *positions, fast).view(), expected.view()) == "");
                             // Interleaved in and out.
-                            Tensor out_hwc(DType::UInt8, {out_spatial[0], out_spatial[1], c});
-                            const TensorView out_view(DType::UInt8, out_hwc.data(), {1, c, out_spatial[0], out_spatial[1]},
+                            Tensor out_hwc(dtype, {out_spatial[0], out_spatial[1], c});
+                            const TensorView out_view(dtype, out_hwc.data(), {1, c, out_spatial[0], out_spatial[1]},
                                                       {0, 1, out_spatial[1] * c, c});
                             grid_sample(interleaved, *positions, out_view, fast);
                             CHECK(compare_exact(Tensor::copy_of(ConstTensorView(out_view.dtype, out_view.data, out_view.shape,

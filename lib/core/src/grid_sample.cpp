@@ -866,20 +866,24 @@ GRIDWARP_DENSE_FUNCTIONS(_avx2, GRIDWARP_TARGET_AVX2)
 #endif
 
 #ifdef GRIDWARP_AVX2_DISPATCH
-// dense_gather_body for 2 to 4 interleaved 8-bit channels at once, 8 points at a time: one 32-bit
-// gather per tap brings every channel of 8 points (instead of a staged byte load per tap and
-// channel), summed per channel in tap order from +0 with the same float products, and rounded half
-// to even and clamped as store_finite<uint8_t> does. Each gather reads 4 bytes from a pixel's first
-// channel: the caller makes sure they lie inside the input.
-template <int Channels, int T>
-GRIDWARP_NOINLINE GRIDWARP_TARGET_AVX2 void interleaved_byte_gather_avx2(std::int64_t count, const std::int32_t* __restrict base,
-                                                                        const std::int32_t* __restrict tap_offset,
-                                                                        const float* __restrict tap_weights,
-                                                                        const std::uint8_t* __restrict in, std::uint8_t* __restrict out,
-                                                                        std::int64_t out_point_stride, std::int64_t out_channel_stride) {
+// dense_gather_body for 2 to 4 interleaved 8- or 16-bit channels at once, 8 points at a time: one
+// 32-bit gather per tap brings 4 (uint8) or 2 (uint16) channels of 8 points, instead of a staged
+// load per tap and channel. Each channel is summed in tap order from +0 with the same float
+// products, and rounded half to even and clamped as store_finite does. The gathers read whole
+// 32-bit words from a pixel's first channel on: the caller makes sure they lie inside the input.
+template <class S, int Channels, int T>
+GRIDWARP_NOINLINE GRIDWARP_TARGET_AVX2 void interleaved_gather_avx2(std::int64_t count, const std::int32_t* __restrict base,
+                                                                   const std::int32_t* __restrict tap_offset,
+                                                                   const float* __restrict tap_weights, const S* __restrict in,
+                                                                   S* __restrict out, std::int64_t out_point_stride,
+                                                                   std::int64_t out_channel_stride) {
+    static_assert(std::is_same_v<S, std::uint8_t> || std::is_same_v<S, std::uint16_t>);
     constexpr std::int64_t B = FastBlock<double>::kPoints;
     static_assert(FastBlock<float>::kPoints == B);
-    const __m256i low_byte = _mm256_set1_epi32(0xFF);
+    constexpr int kPerWord = 4 / static_cast<int>(sizeof(S));
+    constexpr int kWords = (Channels + kPerWord - 1) / kPerWord;
+    constexpr int kBits = 8 * static_cast<int>(sizeof(S));
+    const __m256i value_mask = _mm256_set1_epi32((1 << kBits) - 1);
     std::int64_t p = 0;
     for (; p + 8 <= count; p += 8) {
         const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + p));
@@ -887,41 +891,51 @@ GRIDWARP_NOINLINE GRIDWARP_TARGET_AVX2 void interleaved_byte_gather_avx2(std::in
         for (int c = 0; c < Channels; ++c) sum[c] = _mm256_setzero_ps();
 #pragma GCC unroll 64
         for (int t = 0; t < T; ++t) {
-            const __m256i address = _mm256_add_epi32(first, _mm256_set1_epi32(tap_offset[t]));
-            const __m256i pixels = _mm256_i32gather_epi32(reinterpret_cast<const int*>(in), address, 1);
+            const __m256i index = _mm256_add_epi32(first, _mm256_set1_epi32(tap_offset[t]));
             const __m256 weight = _mm256_loadu_ps(tap_weights + t * B + p);
-            for (int c = 0; c < Channels; ++c) {
-                const __m256 value = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(pixels, 8 * c), low_byte));
-                sum[c] = _mm256_add_ps(sum[c], _mm256_mul_ps(weight, value));
+            for (int w = 0; w < kWords; ++w) {
+                const __m256i words =
+                    _mm256_i32gather_epi32(reinterpret_cast<const int*>(in + w * kPerWord), index, static_cast<int>(sizeof(S)));
+                for (int k = 0; k < kPerWord && w * kPerWord + k < Channels; ++k) {
+                    const int c = w * kPerWord + k;
+                    const __m256 value = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(words, kBits * k), value_mask));
+                    sum[c] = _mm256_add_ps(sum[c], _mm256_mul_ps(weight, value));
+                }
             }
         }
         for (int c = 0; c < Channels; ++c) {
             const __m256i rounded = _mm256_cvtps_epi32(_mm256_round_ps(sum[c], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-            const __m128i words = _mm_packus_epi32(_mm256_castsi256_si128(rounded), _mm256_extracti128_si256(rounded, 1));
-            alignas(16) std::uint8_t bytes[16];
-            _mm_store_si128(reinterpret_cast<__m128i*>(bytes), _mm_packus_epi16(words, words));
-            std::uint8_t* o = out + c * out_channel_stride + p * out_point_stride;
-            for (int i = 0; i < 8; ++i) o[i * out_point_stride] = bytes[i];
+            const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(rounded), _mm256_extracti128_si256(rounded, 1));
+            alignas(16) S values[16];
+            if constexpr (sizeof(S) == 1) {
+                _mm_store_si128(reinterpret_cast<__m128i*>(values), _mm_packus_epi16(packed, packed));
+            } else {
+                _mm_store_si128(reinterpret_cast<__m128i*>(values), packed);
+            }
+            S* o = out + c * out_channel_stride + p * out_point_stride;
+            for (int i = 0; i < 8; ++i) o[i * out_point_stride] = values[i];
         }
     }
     for (; p < count; ++p) {
         for (int c = 0; c < Channels; ++c) {
             float sum = 0.0f;
             for (int t = 0; t < T; ++t) sum += tap_weights[t * B + p] * static_cast<float>(in[base[p] + tap_offset[t] + c]);
-            out[c * out_channel_stride + p * out_point_stride] = store_finite<std::uint8_t>(sum);
+            out[c * out_channel_stride + p * out_point_stride] = store_finite<S>(sum);
         }
     }
 }
 
-// Whether interleaved_byte_gather_avx2 may run on this block: 2 to 4 interleaved channels, and
-// every point's 4-byte reads inside the input's `input_span` bytes.
-template <class C, int T>
-bool interleaved_bytes_readable(const FastBlock<C>& block, std::int64_t channels, std::int64_t input_channel_stride,
+// Whether interleaved_gather_avx2 may run on this block: 2 to 4 interleaved channels, and every
+// point's 32-bit reads inside the input's `input_span` elements.
+template <class S, class C, int T>
+bool interleaved_words_readable(const FastBlock<C>& block, std::int64_t channels, std::int64_t input_channel_stride,
                                 std::int64_t input_span) {
     if (channels < 2 || channels > 4 || input_channel_stride != 1 || block.count == 0) return false;
+    constexpr std::int64_t kPerWord = 4 / static_cast<std::int64_t>(sizeof(S));
+    const std::int64_t read_elements = (channels + kPerWord - 1) / kPerWord * kPerWord;
     const std::int32_t last_tap = *std::max_element(block.tap_offset.data(), block.tap_offset.data() + T);
     const std::int32_t last_base = *std::max_element(block.base.data(), block.base.data() + block.count);
-    return std::int64_t{last_base} + last_tap + 4 <= input_span;
+    return std::int64_t{last_base} + last_tap + read_elements <= input_span;
 }
 #endif
 
@@ -950,11 +964,11 @@ GRIDWARP_STAGE void fast_gather_body(const FastBlock<C>& block, const S* input, 
         }
         bool channels_done = false;
 #ifdef GRIDWARP_AVX2_DISPATCH
-        if constexpr (Avx2 && std::is_same_v<S, std::uint8_t> && K > 1) {
-            if (shared && interleaved_bytes_readable<C, T>(block, out.channels, ics, input_span)) {
-                const auto gather = out.channels == 2   ? &interleaved_byte_gather_avx2<2, T>
-                                    : out.channels == 3 ? &interleaved_byte_gather_avx2<3, T>
-                                                        : &interleaved_byte_gather_avx2<4, T>;
+        if constexpr (Avx2 && (std::is_same_v<S, std::uint8_t> || std::is_same_v<S, std::uint16_t>) && K > 1) {
+            if (shared && interleaved_words_readable<S, C, T>(block, out.channels, ics, input_span)) {
+                const auto gather = out.channels == 2   ? &interleaved_gather_avx2<S, 2, T>
+                                    : out.channels == 3 ? &interleaved_gather_avx2<S, 3, T>
+                                                        : &interleaved_gather_avx2<S, 4, T>;
                 gather(block.count, block.base.data(), block.tap_offset.data(), tap_weights, input, output, ops, ocs);
                 channels_done = true;
             }
