@@ -14,7 +14,7 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from script_support import FolderTestCase, as_npy_image, main, run  # noqa: E402
+from script_support import FolderTestCase, main, run  # noqa: E402
 
 RNG = np.random.default_rng(11)
 
@@ -37,13 +37,7 @@ class Jpeg(FolderTestCase):
             "opencv_restart": lambda p: cv2.imwrite(p, colour, [cv2.IMWRITE_JPEG_QUALITY, 85, cv2.IMWRITE_JPEG_RST_INTERVAL, 2]),
             "cmyk": lambda p: Image.fromarray(colour).convert("CMYK").save(p, quality=90),
         }
-        for name, save in forms.items():
-            with self.subTest(form=name):
-                source = self.path(name + ".jpg")
-                save(source)
-                expected = cv2.imread(source, cv2.IMREAD_UNCHANGED)
-                self.assertIsNotNone(expected)
-                np.testing.assert_array_equal(self.decoded(source), as_npy_image(expected))
+        self.check_forms_decode_as_opencv(forms, ".jpg")
 
     def test_writes_what_opencv_writes(self):
         colour = photo(53, 70)

@@ -52,13 +52,7 @@ class Png(FolderTestCase):
             "palette_trns": lambda p: Image.fromarray(colour).quantize(50).save(p, transparency=3),
             "palette2": lambda p: Image.fromarray(colour).quantize(4).save(p, bits=2),
         }
-        for name, save in forms.items():
-            with self.subTest(form=name):
-                source = self.path(name + ".png")
-                save(source)
-                expected = cv2.imread(source, cv2.IMREAD_UNCHANGED)
-                self.assertIsNotNone(expected)
-                np.testing.assert_array_equal(self.decoded(source), as_npy_image(expected))
+        self.check_forms_decode_as_opencv(forms, ".png")
 
     def test_what_it_writes_reads_back_exactly(self):
         cases = {

@@ -110,13 +110,7 @@ class Tiff(FolderTestCase):
             "int16": lambda p: cv2.imwrite(p, (smooth(37, 53, 1, 60000, np.int32)[:, :, 0] - 30000).astype(np.int16)),
             "int32": lambda p: Image.fromarray(smooth(37, 53, 1, 60000, np.int32)[:, :, 0] - 30000, "I").save(p),
         }
-        for name, save in forms.items():
-            with self.subTest(form=name):
-                source = self.path(name + ".tif")
-                save(source)
-                expected = cv2.imread(source, cv2.IMREAD_UNCHANGED)
-                self.assertIsNotNone(expected)
-                np.testing.assert_array_equal(self.decoded(source), as_npy_image(expected))
+        self.check_forms_decode_as_opencv(forms, ".tif")
 
     def test_forms_opencv_reads_otherwise_decode_as_pillow_shows_them(self):
         colour = smooth(21, 30, 3, 255, np.uint8)

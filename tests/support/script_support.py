@@ -60,6 +60,18 @@ class FolderTestCase(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         return np.load(out)
 
+    def check_forms_decode_as_opencv(self, forms, extension):
+        """Each form's file (name -> a function writing it to a path) decodes in gridwarp to the
+        pixels OpenCV's imread(IMREAD_UNCHANGED) gives."""
+        import cv2  # only the image tests need it
+        for name, save in forms.items():
+            with self.subTest(form=name):
+                source = self.path(name + extension)
+                save(source)
+                expected = cv2.imread(source, cv2.IMREAD_UNCHANGED)
+                self.assertIsNotNone(expected)
+                np.testing.assert_array_equal(self.decoded(source), as_npy_image(expected))
+
 
 def as_npy_image(pixels):
     """OpenCV's (H, W[, C]) as the (1, C, H, W) gridwarp writes to .npy."""
