@@ -6,7 +6,7 @@ packages=(
   libopencv-dev            # images (gridwarp::io)
   libinsighttoolkit5-dev   # NRRD, MetaImage and transforms (gridwarp::io)
   libdeflate-dev zlib1g-dev # gzip for the NIfTI codec and PNG (gridwarp::io)
-  libpng-dev libjpeg62-turbo-dev libtiff-dev  # PNG, JPEG and TIFF (gridwarp::io)
+  libpng-dev libjpeg62-turbo-dev libtiff-dev libwebp-dev  # PNG, JPEG, TIFF and WebP (gridwarp::io)
   libcli11-dev libspdlog-dev
   catch2 nlohmann-json3-dev
   python3-nibabel python3-numpy  # NIfTI tests read gridwarp's outputs back with nibabel

@@ -6,6 +6,7 @@
 #include "formats/jpeg.hpp"
 #include "formats/png.hpp"
 #include "formats/tiff.hpp"
+#include "formats/webp.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/npy.hpp"
@@ -41,6 +42,9 @@ std::optional<Image> decode_png(const fs::path& file, const ReadOptions&, std::s
 std::optional<Image> decode_jpeg(const fs::path& file, const ReadOptions&, std::string_view, std::uint64_t) { return read_jpeg(file); }
 std::optional<Image> decode_tiff(const fs::path& file, const ReadOptions& options, std::string_view, std::uint64_t) {
     return read_tiff(file, options);
+}
+std::optional<Image> decode_webp(const fs::path& file, const ReadOptions& options, std::string_view, std::uint64_t) {
+    return read_webp(file, options);
 }
 std::optional<Image> decode_bmp(const fs::path& file, const ReadOptions&, std::string_view head, std::uint64_t file_size) {
     return read_plain_bmp(file, head, file_size);
@@ -81,6 +85,10 @@ void write_jpeg_image(const fs::path& target, const Image& image, const WriteOpt
     write_raster_image(target, image, options, write_jpeg);
 }
 
+void write_webp_image(const fs::path& target, const Image& image, const WriteOptions& options) {
+    write_raster_image(target, image, options, write_webp);
+}
+
 void write_bmp_image(const fs::path& target, const Image& image, const WriteOptions& options) {
     write_raster_image(target, image, options, [](const fs::path& file, const fs::path& to, const Image& pixels, const WriteOptions&) {
         return write_plain_bmp(file, to, pixels);
@@ -109,7 +117,7 @@ const FormatHandler kFormats[] = {
     {"TIFF", FileKind::Raster, {".tif", ".tiff"}, has_tiff_signature, read_raster_image, decode_tiff, write_tiff_image, nullptr, nullptr,
      nullptr},
     {"BMP", FileKind::Raster, {".bmp", ".dib"}, is_bmp, read_raster_image, decode_bmp, write_bmp_image, nullptr, nullptr, nullptr},
-    {"WebP", FileKind::Raster, {".webp"}, is_webp, read_raster_image, nullptr, write_opencv_image, nullptr, nullptr, nullptr},
+    {"WebP", FileKind::Raster, {".webp"}, is_webp, read_raster_image, decode_webp, write_webp_image, nullptr, nullptr, nullptr},
     {"image", FileKind::Raster, {}, nullptr, read_raster_image, nullptr, write_opencv_image, nullptr, nullptr, nullptr},
 };
 

@@ -1,5 +1,5 @@
-// Raster images through OpenCV: the forms gridwarp's own codecs leave to it (WebP, CMYK JPEG and
-// TIFF, 4-channel JPEG outputs, uncommon BMPs, PGM, ...).
+// Raster images through OpenCV: the forms gridwarp's own codecs leave to it (CMYK JPEG and TIFF,
+// 4-channel JPEG outputs, uncommon BMPs, PGM, ...).
 #include <opencv2/core/utils/logger.hpp>
 #include <opencv2/imgcodecs.hpp>
 
