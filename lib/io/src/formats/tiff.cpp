@@ -371,6 +371,9 @@ std::optional<Image> read_tiff(const fs::path& file, const ReadOptions& options)
                                           std::to_string(first->orientation) + "): the pages of a TIFF are read as one stack");
             }
             check_chunks_inside(tif, file, file_size, directories.size());
+            // A strip or tile is decoded whole into a buffer of its own: a header can declare any size.
+            const std::uint64_t chunk_bytes = page->tiled ? TIFFTileSize64(tif) : TIFFStripSize64(tif);
+            check_memory_budget(file, "a strip or tile of page " + std::to_string(directories.size() + 1), chunk_bytes, 1, options.memory);
             if (!first) first = page;
             directories.push_back(directory);
         }
