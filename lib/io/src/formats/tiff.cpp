@@ -377,6 +377,7 @@ std::optional<Image> read_tiff(const fs::path& file, const ReadOptions& options)
             if (!first) first = page;
             directories.push_back(directory);
         }
+        report.error.clear();  // what libtiff said and then recovered from concerns no later call
         if (!TIFFReadDirectory(tif)) {
             if (!report.error.empty()) throw damaged("its directory after page " + std::to_string(directories.size()) + " is damaged");
             break;
@@ -402,6 +403,7 @@ std::optional<Image> read_tiff(const fs::path& file, const ReadOptions& options)
         }
         const auto page = page_layout(tif);
         if (!page || !page->same_image_as(*first)) throw damaged("page " + std::to_string(p + 1) + " changed while it was read");
+        report.error.clear();
         if (!decode_samples(tif, *page, pixels + page_bytes * p)) {
             throw damaged((pages == 1 ? std::string("its") : "page " + std::to_string(p + 1) + "'s") + " image data is truncated or corrupt");
         }
