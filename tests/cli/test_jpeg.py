@@ -42,20 +42,7 @@ class Jpeg(FolderTestCase):
     def test_writes_what_opencv_writes(self):
         colour = photo(53, 70)
         sources = {"colour": colour, "grey": colour[:, :, 1]}
-        for name, pixels in sources.items():
-            source = self.path(f"{name}.png")
-            cv2.imwrite(source, pixels)
-            for quality in (None, 1, 50, 95, 100):
-                with self.subTest(image=name, quality=quality):
-                    out = self.path(f"{name}_{quality}.jpg")
-                    extra = [] if quality is None else ["--quality", str(quality)]
-                    result = run("affine", "-i", source, "-o", out, "--scale", "1", "--mode", "nearest", "-q", *extra)
-                    self.assertEqual(result.returncode, 0, result.stderr)
-                    params = [] if quality is None else [cv2.IMWRITE_JPEG_QUALITY, quality]
-                    written, expected = cv2.imencode(".jpg", pixels, params)
-                    self.assertTrue(written)
-                    with open(out, "rb") as f:
-                        self.assertEqual(f.read(), expected.tobytes())
+        self.check_writes_as_opencv(sources, ".jpg", (1, 50, 95, 100), cv2.IMWRITE_JPEG_QUALITY)
 
     def test_damaged_files_are_refused_naming_the_file(self):
         good = self.path("good.jpg")

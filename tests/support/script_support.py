@@ -60,6 +60,25 @@ class FolderTestCase(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         return np.load(out)
 
+    def check_writes_as_opencv(self, sources, extension, qualities, quality_flag):
+        """Each source image (name -> pixels), written by gridwarp as `extension` with no quality and
+        at each of `qualities`, is byte for byte what cv2.imencode writes with `quality_flag`."""
+        import cv2  # only the image tests need it
+        for name, pixels in sources.items():
+            source = self.path(f"{name}.png")
+            cv2.imwrite(source, pixels)
+            for quality in (None, *qualities):
+                with self.subTest(image=name, quality=quality):
+                    out = self.path(f"{name}_{quality}{extension}")
+                    extra = [] if quality is None else ["--quality", str(quality)]
+                    result = run("affine", "-i", source, "-o", out, "--scale", "1", "--mode", "nearest", "-q", *extra)
+                    self.assertEqual(result.returncode, 0, result.stderr)
+                    params = [] if quality is None else [quality_flag, quality]
+                    written, expected = cv2.imencode(extension, pixels, params)
+                    self.assertTrue(written)
+                    with open(out, "rb") as f:
+                        self.assertEqual(f.read(), expected.tobytes())
+
     def check_forms_decode_as_opencv(self, forms, extension):
         """Each form's file (name -> a function writing it to a path) decodes in gridwarp to the
         pixels OpenCV's imread(IMREAD_UNCHANGED) gives."""
