@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "gridwarp/io/atomic_file.hpp"
+#include "gridwarp/io/npy.hpp"
 #include "support/support.hpp"
 
 using namespace gridwarp;

@@ -17,6 +17,7 @@
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/flow_io.hpp"
 #include "gridwarp/io/image.hpp"
+#include "gridwarp/io/npy.hpp"
 #include "support/support.hpp"
 
 using namespace gridwarp;

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "gridwarp/io/atomic_file.hpp"
+#include "support/fixture_npy.hpp"
 
 namespace gridwarp::test {
 
@@ -34,14 +34,14 @@ std::vector<fs::path> case_dirs(const fs::path& root) {
 FixtureCase load_case(const fs::path& dir) {
     FixtureCase c;
     c.dir = dir;
-    c.spec = nlohmann::json::parse(io::read_file_bytes(dir / "case.json"));
+    c.spec = nlohmann::json::parse(read_whole_file(dir / "case.json"));
     for (const auto& input : c.spec.at("inputs")) {
         c.input_files.push_back(dir / input.at("file").get<std::string>());
-        c.inputs.push_back(io::read_npy(c.input_files.back()));
+        c.inputs.push_back(read_fixture_npy(c.input_files.back()));
     }
     for (const auto& output : c.spec.at("outputs")) {
         c.output_files.push_back(dir / output.at("file").get<std::string>());
-        c.outputs.push_back(io::read_npy(c.output_files.back()));
+        c.outputs.push_back(read_fixture_npy(c.output_files.back()));
     }
     c.rtol = c.spec.at("tolerance").at("rtol").get<double>();
     c.atol = c.spec.at("tolerance").at("atol").get<double>();

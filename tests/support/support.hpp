@@ -9,12 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "gridwarp/grid_sample.hpp"
-#include "gridwarp/io/npy.hpp"
 
 namespace gridwarp::test {
 
 std::filesystem::path data_dir();  // tests/data
-std::filesystem::path binary();    // the built gridwarp executable
+std::filesystem::path binary();    // the built gridwarp executable (empty in a build without the io library)
 
 // A case directory: case.json plus one .npy per input and output (the ONNX conformance layout).
 struct FixtureCase {
