@@ -5,10 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-aarch64}
-packages=(cmake make g++-aarch64-linux-gnu qemu-user catch2 nlohmann-json3-dev)
+# Highway's arm64 library comes from Debian's arm64 archive (multiarch).
+packages=(cmake make g++-aarch64-linux-gnu qemu-user catch2 nlohmann-json3-dev libhwy-dev:arm64)
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
 export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" dpkg --add-architecture arm64
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${packages[@]}"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake \

@@ -3,6 +3,7 @@
 set -euo pipefail
 packages=(
   cmake make g++ pkg-config
+  libhwy-dev               # Highway: the SIMD kernels (gridwarp::core)
   libopencv-dev            # images (gridwarp::io)
   libinsighttoolkit5-dev   # NRRD, MetaImage and transforms (gridwarp::io)
   libdeflate-dev zlib1g-dev # gzip for the NIfTI codec and PNG (gridwarp::io)

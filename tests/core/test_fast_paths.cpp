@@ -16,6 +16,7 @@
 
 #include "gridwarp/physical.hpp"
 #include "gridwarp/positions.hpp"
+#include "gridwarp/simd.hpp"
 #include "support/support.hpp"
 
 using namespace gridwarp;
@@ -27,22 +28,16 @@ const Interpolation kModes[] = {Interpolation::Linear, Interpolation::Nearest, I
 const Padding kPaddings[] = {Padding::Zeros, Padding::Border, Padding::Reflection};
 const DType kFastTypes[] = {DType::Float32, DType::Float64, DType::UInt8, DType::Int8, DType::UInt16, DType::Int16};
 
-// The kernel's instruction sets: the best the processor has ("auto": AVX-512 where present), the
-// AVX2 build and its interior pass without AVX-512 ("avx2"), and the generic x86-64 build
-// ("baseline"), chosen through GRIDWARP_ISA. Where the processor lacks one, the kernel falls back
-// to the next, so every setting is valid everywhere.
-const char* const kIsas[] = {"auto", "avx2", "baseline"};
+// Every SIMD target compiled in that this processor runs (Highway's; gridwarp/simd.hpp), best
+// first down to the portable code, each chosen in turn through GRIDWARP_ISA.
+const std::vector<std::string> kIsas = gridwarp::simd_targets();
 
 // Selects the kernel's instruction set for its lifetime.
 class IsaScope {
 public:
-    explicit IsaScope(const char* isa) {
+    explicit IsaScope(const std::string& isa) {
         if (const char* old = std::getenv("GRIDWARP_ISA")) saved_ = old;
-        if (std::string(isa) != "auto") {
-            ::setenv("GRIDWARP_ISA", isa, 1);
-        } else {
-            ::unsetenv("GRIDWARP_ISA");
-        }
+        ::setenv("GRIDWARP_ISA", isa.c_str(), 1);
     }
     ~IsaScope() {
         if (saved_) {
@@ -183,7 +178,7 @@ TEST_CASE("fast paths equal the reference path near and across edges, every mode
                         for (auto padding : kPaddings) {
                             for (double fill : {0.0, 1.5}) {
                                 const SampleOptions fast = options_for(mode, padding, align_corners, fill);
-                                for (const char* isa_setting : kIsas) {
+                                for (const std::string& isa_setting : kIsas) {
                                     IsaScope isa(isa_setting);
                                     INFO(shape_to_string(input_shape) << " " << dtype_name(dtype) << " grid "
                                                                       << dtype_name(grid_dtype) << " " << interpolation_name(mode)
@@ -225,7 +220,7 @@ TEST_CASE("fast paths equal the reference path in pixel space (fused affine posi
                     for (auto padding : kPaddings) {
                         for (bool align_corners : {false, true}) {
                             const SampleOptions fast = options_for(mode, padding, align_corners);
-                            for (const char* isa_setting : kIsas) {
+                            for (const std::string& isa_setting : kIsas) {
                                 IsaScope isa(isa_setting);
                                 INFO(shape_to_string(input_shape) << " " << dtype_name(dtype) << " positions "
                                                                   << dtype_name(coordinate) << " " << interpolation_name(mode)
@@ -258,7 +253,7 @@ TEST_CASE("fast paths read and write interleaved (HWC) and other strided views i
             for (auto mode : kModes) {
                 for (auto padding : kPaddings) {
                     const SampleOptions fast = options_for(mode, padding, align_corners, 7.0);
-                    for (const char* isa_setting : kIsas) {
+                    for (const std::string& isa_setting : kIsas) {
                         IsaScope isa(isa_setting);
                         INFO(dtype_name(dtype) << " " << interpolation_name(mode) << " " << padding_name(padding) << " ac "
                                                << align_corners << " isa " << isa_setting);
@@ -311,7 +306,7 @@ TEST_CASE("fast paths over many tiles, blocks and threads equal the reference pa
                     for (int threads : {1, 2}) {
                         SampleOptions fast = options_for(mode, padding, align_corners);
                         fast.threads = threads;
-                        for (const char* isa_setting : kIsas) {
+                        for (const std::string& isa_setting : kIsas) {
                             IsaScope isa(isa_setting);
                             INFO(dtype_name(dtype) << " " << interpolation_name(mode) << " " << padding_name(padding) << " ac "
                                                    << align_corners << " threads " << threads << " isa " << isa_setting);
@@ -344,7 +339,7 @@ TEST_CASE("fast paths: non-finite pixel values and fill values propagate as in t
                         for (auto padding : kPaddings) {
                             for (double fill : {0.0, -0.0, 2.5}) {
                                 const SampleOptions fast = options_for(mode, padding, false, fill);
-                                for (const char* isa_setting : kIsas) {
+                                for (const std::string& isa_setting : kIsas) {
                                     IsaScope isa(isa_setting);
                                     INFO(shape_to_string(input_shape) << " " << dtype_name(dtype) << " grid " << dtype_name(grid_dtype)
                                                                       << " value " << special << " " << interpolation_name(mode) << " "
@@ -364,7 +359,7 @@ TEST_CASE("fast paths: non-finite pixel values and fill values propagate as in t
 TEST_CASE("fast paths round integer results half to even and saturate as the reference path does", "[fast][rounding]") {
     // Values 1, 2, 3, ... along x, sampled halfway between pixels: linear gives k + 0.5 exactly,
     // which rounds to the even neighbour; cubic overshoots past the type's range at the jumps.
-    for (const char* isa_setting : kIsas) {
+    for (const std::string& isa_setting : kIsas) {
         IsaScope isa(isa_setting);
         // Width 8: the normalized positions (i + 1) / 4 - 1 and the pixel positions i + 0.5 are exact.
         const Tensor x = tensor_from(DType::UInt8, {1, 1, 1, 8}, {1, 2, 3, 4, 255, 0, 10, 20});
@@ -428,7 +423,7 @@ TEST_CASE("the interior passes (AVX-512, AVX2) equal the reference path on large
                     for (double fill : {0.0, -0.0}) {
                         SampleOptions fast = options_for(mode, padding, align_corners, fill);
                         fast.threads = 2;
-                        for (const char* isa_setting : kIsas) {
+                        for (const std::string& isa_setting : kIsas) {
                             IsaScope isa(isa_setting);
                             INFO(shape_to_string(input_shape) << " " << interpolation_name(mode) << " " << padding_name(padding)
                                                               << " ac " << align_corners << " fill " << fill << " isa " << isa_setting);
@@ -477,7 +472,7 @@ TEST_CASE("the interior pass equals the reference path for int16 volumes and ima
                         for (double fill : {0.0, 2.5, -40000.0}) {
                             SampleOptions fast = options_for(mode, padding, align_corners, fill);
                             fast.threads = 2;
-                            for (const char* isa_setting : kIsas) {
+                            for (const std::string& isa_setting : kIsas) {
                                 IsaScope isa(isa_setting);
                                 INFO(shape_to_string(input_shape) << " " << dtype_name(coordinates) << " " << interpolation_name(mode)
                                                                   << " " << padding_name(padding) << " ac " << align_corners << " fill "
@@ -539,7 +534,7 @@ TEST_CASE("the interior passes equal the reference path on outputs large enough 
                 fast.threads = 2;
                 const Tensor expected_grid = grid_sample(x.view(), grid.view(), reference_of(fast));
                 const Tensor expected_affine = grid_sample(x.view(), affine, reference_of(fast));
-                for (const char* isa_setting : kIsas) {
+                for (const std::string& isa_setting : kIsas) {
                     IsaScope isa(isa_setting);
                     INFO(shape_to_string(c.input_shape) << " " << interpolation_name(mode) << " " << padding_name(padding) << " isa "
                                                         << isa_setting);
@@ -576,7 +571,7 @@ TEST_CASE("the interior passes and the interleaved gathers equal the reference p
                 for (auto padding : kPaddings) {
                     SampleOptions fast = options_for(mode, padding, align_corners, 3.0);
                     fast.threads = 2;
-                    for (const char* isa_setting : kIsas) {
+                    for (const std::string& isa_setting : kIsas) {
                         IsaScope isa(isa_setting);
                         for (const PositionSource* positions : {static_cast<const PositionSource*>(&affine),
                                                                 static_cast<const PositionSource*>(&grid_positions)}) {
@@ -767,7 +762,7 @@ TEST_CASE("an affine transform chain samples through the interior passes as the 
                 for (auto padding : kPaddings) {
                     SampleOptions fast = options_for(mode, padding, false);
                     fast.threads = 2;
-                    for (const char* isa_setting : kIsas) {
+                    for (const std::string& isa_setting : kIsas) {
                         IsaScope isa(isa_setting);
                         INFO(shape_to_string(input_shape) << " " << dtype_name(dtype) << " " << interpolation_name(mode) << " "
                                                           << padding_name(padding) << " isa " << isa_setting);
@@ -890,7 +885,7 @@ TEST_CASE("zero-weight taps: fast paths equal the reference path where weights a
                                                                     static_cast<const PositionSource*>(&affine64),
                                                                     static_cast<const PositionSource*>(&stored)}) {
                                 const Tensor expected = grid_sample(x.view(), *positions, reference_of(fast));
-                                for (const char* isa_setting : kIsas) {
+                                for (const std::string& isa_setting : kIsas) {
                                     IsaScope isa(isa_setting);
                                     INFO(shape_to_string(input_shape) << " " << dtype_name(dtype) << " map " << m << " value "
                                                                       << special << " " << interpolation_name(mode) << " "

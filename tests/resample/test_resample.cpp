@@ -603,7 +603,7 @@ TEST_CASE("resample --fill: voxels mapped outside the moving image take ITK's de
 }
 
 // docs/semantics.md: "A point all of whose taps fall outside on some axis gets exactly the fill
-// value." lib/core/src/grid_sample.cpp (ZerosPadding::bound) only short-cuts points beyond 6 voxels
+// value." lib/core/src/sampling_policies.hpp (ZerosPadding::bound) only short-cuts points beyond 6 voxels
 // (kTapReach); nearer ones blend (1 - t) * fill + t * fill in float32, which rounds away from the
 // fill value (-3.2499998 for -3.25). Kept as a visible known failure until the core is fixed.
 TEST_CASE("resample --fill: every voxel whose taps all miss the image is exactly the fill value", "[resample][itk]") {

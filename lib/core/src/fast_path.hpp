@@ -1,9 +1,10 @@
-// What grid_sample.cpp's fast path and the interior passes share: the output's layout, the input
+// What the fast path (fast_path.cpp) and the interior passes share: the output's layout, the input
 // prefetch, and the interface of the passes, each of which is compiled in a translation unit of its
 // own (interior_pass_avx512.cpp, interior_pass_avx2.cpp) so that they build in parallel and a change
 // to one recompiles only it.
 #pragma once
 
+#include "interleaved_gather.hpp"
 #include "sampling_policies.hpp"
 
 #include "gridwarp/positions.hpp"
@@ -26,7 +27,7 @@
 #endif
 
 // x86-64 with GCC or Clang: the fast path is compiled a second time for AVX2 (and the interior
-// passes for AVX2 and AVX-512) and chosen at run time (see grid_sample.cpp).
+// passes for AVX2 and AVX-512) and chosen at run time (see fast_path.cpp).
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #define GRIDWARP_AVX2_DISPATCH 1
 #define GRIDWARP_TARGET_AVX2 __attribute__((target("avx2")))
@@ -65,6 +66,7 @@ struct FastOutput {
     S fill_stored{};
     typename compute_type<S>::type fill_value{};
     bool stream = false;  // write whole lines of interior points with streaming stores (AVX2 pass, float32, 2-D only)
+    InterleavedGatherFunction<S> interleaved_gather = nullptr;  // 8- and 16-bit pixels of 2-4 interleaved channels
 };
 
 // Pixel types of the interior passes (AVX-512 and AVX2).
@@ -75,14 +77,9 @@ template <class S>
 inline constexpr bool kPlanarPassPixel = std::is_same_v<S, float> || std::is_same_v<S, std::int16_t>;
 
 // How far ahead the fast path asks for input, in rows of a tile, and how many requests it makes per
-// cache line's worth of points. Where a warp is not aligned with the input's axes, a few
-// neighbouring points' first taps already lie in another input row, so one request per line's
-// worth of points leaves lines unasked; and one row ahead is too late for the lines to arrive. On
-// the processor of docs/performance.md, 3 rows and 4 requests made W1, W3, W4 and W5 15-23% faster
-// on two threads than 1 row and 1 request; 2-4 rows and 2-4 requests were all within noise of
-// that, one request per point (skipping repeated lines, a branch per point) 50% slower. Since the
-// grid prefetch was spread over the row, 2 requests have been 1-4% faster than 4 for W1 and W3
-// (2-D), and 1-2% slower for W5 (3-D, whose points' taps span four input rows).
+// cache line's worth of points: off the input's axes, neighbouring points' first taps already lie
+// in other input rows, and one row ahead is too late for the lines to arrive. 3-D points' taps span
+// four input rows, hence more requests (measurements: docs/performance.md, "Tuning choices").
 constexpr std::int64_t kPrefetchRowsAhead = 3;
 constexpr std::int64_t kPrefetchesPerLine2d = 2;
 constexpr std::int64_t kPrefetchesPerLine3d = 4;

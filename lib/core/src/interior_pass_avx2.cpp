@@ -1,6 +1,6 @@
 // The AVX2 interior pass of the fast path: float32, int16 and uint8 pixels, float32 and float64
 // coordinates, ranks 2 and 3, for processors with AVX2 but without the AVX-512 pass (Haswell to
-// Alder Lake, Zen 1-3), chosen by grid_sample.cpp through select_avx2_pass (fast_path.hpp, which
+// Alder Lake, Zen 1-3), chosen by fast_path.cpp through select_avx2_pass (fast_path.hpp, which
 // also holds the pieces it shares with the AVX-512 pass).
 //
 // Why by hand: the generic stages (plan a block of 256 points into arrays, then gather) ran W1 at

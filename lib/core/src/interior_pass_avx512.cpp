@@ -1,5 +1,5 @@
 // The AVX-512 interior pass of the fast path: float32, int16 and uint8 pixels, float32 and float64
-// coordinates, ranks 2 and 3, chosen by grid_sample.cpp through select_avx512_pass (fast_path.hpp)
+// coordinates, ranks 2 and 3, chosen by fast_path.cpp through select_avx512_pass (fast_path.hpp)
 // on processors with AVX-512 F, BW, VL and VBMI.
 //
 // Why by hand: GCC vectorises the generic interior pass (dense_gather_body) but emulates its

@@ -1,6 +1,6 @@
 // What every GridSample translation unit shares: the interpolation and padding policies, the input's
 // geometry, the pixel position of a coordinate and the compute type of a pixel type. The reference
-// path (grid_sample.cpp) and the interior passes (interior_pass_avx512.cpp, interior_pass_avx2.cpp)
+// path (reference_path.cpp) and the interior passes (interior_pass_avx512.cpp, interior_pass_avx2.cpp)
 // instantiate the same policies, so that every path computes with the same operations.
 #pragma once
 

@@ -54,8 +54,7 @@ namespace {
 
 // Buffers of at least this many bytes start on a huge-page boundary and ask Linux for transparent
 // huge pages: a warp reads its input along slanted lines that touch a new 4 KiB page every few
-// points, and on virtual machines every TLB miss walks two page tables. The sampler runs up to
-// twice as fast on huge pages (docs/performance.md).
+// points, and on virtual machines every TLB miss walks two page tables (docs/performance.md).
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
 template <class T>

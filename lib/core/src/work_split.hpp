@@ -4,10 +4,10 @@
 // Why not OpenMP's schedule(dynamic): a dynamic schedule hands the same tile to a different thread
 // from one call to the next, so a caller that samples into the same output again (frames of a video,
 // an inference loop, a benchmark's repetitions) has each thread overwrite cache lines that the other
-// core last wrote, and every such line crosses between the cores' caches. On the 2-vCPU machine of
-// docs/performance.md that made the second thread about a quarter slower per tile. A static
-// schedule keeps the ownership but leaves a thread idle when its slice is cheap (mostly outside the
-// input, say); stealing from the back of the fullest share keeps the balance of a dynamic schedule.
+// core last wrote, and every such line crosses between the cores' caches (docs/performance.md,
+// "Tuning choices"). A static schedule keeps the ownership but leaves a thread idle when its slice
+// is cheap (mostly outside the input, say); stealing from the back of the fullest share keeps the
+// balance of a dynamic schedule.
 #pragma once
 
 #include <algorithm>

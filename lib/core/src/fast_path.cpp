@@ -1,0 +1,1022 @@
+// The fast path: ranks 2 and 3; float32, float64, 8- and 16-bit integer pixels; extents up to
+// 2^22 and batch items that span fewer than 2^31 elements (int32 offsets). Everything else, and
+// every call with SampleOptions::force_generic_rank, takes the reference path above.
+//
+// The output is cut into tiles (run_fast), so that a tile's input stays in cache, and a tile's
+// rows into blocks of up to 256 points, each taken in two stages again:
+//
+//  1. fast_plan<Coord, Interp, Pad, Rank>: one loop over the block, which the compiler vectorises,
+//     computes along every axis the pixel position u, whether every tap lies inside the input (an
+//     "interior" point: padding cannot matter), the first tap by an integer conversion, the weights
+//     by the interpolation policy's own weights(), the int32 offset of the first tap, and whether
+//     the point certainly takes the fill value. The remaining "edge" points: under border and
+//     reflection padding, those whose taps map by one clamp or one reflection get their mapped tap
+//     indices and weights from a second vectorised loop (plan_near_points); all others ("far":
+//     every edge point under zeros padding, and huge coordinates) are planned by the reference
+//     planner build_plan itself.
+//  2. fast_gather<Storage, Coord, Taps per axis, Rank>: every point of the block is first summed
+//     as if it were interior, from its first tap's offset plus constant tap offsets, with no
+//     per-tap bounds check and no branch (a loop the compiler vectorises); then fill points get the
+//     fill value, near points the sum over their mapped taps, and far points the reference gather
+//     of their reference plan, overwriting what the first pass wrote there.
+//
+// Every operation on a value is the reference path's, in the same order: the same u, the same
+// bounding, the same weights, each tap weight 1 times the per-axis weights from the outermost axis
+// on, the sum over taps in tap order starting from 0, the same rounding on store (an inline form of
+// it where the values allow). The one difference: the reference skips the taps of weight zero, and
+// the fast paths add them and sum again, skipping them, only where a float sum came out NaN, which
+// gives the same bits (the zero-weight rule, sampling_policies.hpp). Vectorising computes many
+// points at once but each with those operations, and no fused multiply-add can form (AVX2 is
+// enabled without FMA, and generic x86-64 has none). So the results are the same bits as the
+// reference path's, which tests/core/test_fast_paths.cpp checks for every interpolation, padding,
+// align_corners, both instruction sets, strided views and points near, across and far past every
+// edge.
+//
+// Instruction sets: the default build targets generic x86-64 (SSE2). On x86-64, the two stages are
+// compiled a second time for AVX2 and chosen at run time when the processor has it (function
+// multiversioning by hand rather than target_clones, so that a test can run either:
+// GRIDWARP_ISA=baseline in the environment forces the generic code). Nothing else changes: no
+// -march flag, and the library still runs on every x86-64 processor. (The macros that say so,
+// GRIDWARP_AVX2_DISPATCH and GRIDWARP_TARGET_AVX2, are in fast_path.hpp.)
+#include "fast_path.hpp"
+#include "sampler_task.hpp"
+#include "simd_targets.hpp"
+
+#include <hwy/targets.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <numbers>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gridwarp::detail {
+
+namespace {
+
+// Pixel types with a fast path (the rest are rare enough for the reference path).
+template <class S>
+inline constexpr bool kFastStorage = std::is_same_v<S, float> || std::is_same_v<S, double> ||
+                                     std::is_same_v<S, std::uint8_t> || std::is_same_v<S, std::int8_t> ||
+                                     std::is_same_v<S, std::uint16_t> || std::is_same_v<S, std::int16_t>;
+
+// Extents up to this keep u, d - 1 and d - 0.5 exact in float and tap indices inside int32.
+constexpr std::int64_t kFastMaxExtent = std::int64_t{1} << 22;
+
+// Per-point flags as wide as the coordinate type, so that their loops vectorise for doubles too.
+template <class C> using LaneFlag = std::conditional_t<sizeof(C) == 4, std::int32_t, std::int64_t>;
+
+// store<S> for the sums of the dense pass, written so that it vectorises. There the sum is finite
+// (finite weights times finite values) and, for 8- and 16-bit integers, below 2^22 in magnitude
+// (|value| < 2^16 times the weights' absolute sum, below 2^6 for every mode and rank), where
+// adding and subtracting 1.5 * 2^23 rounds half to even like nearbyint; the limits are exact in
+// float. So this gives store<S>'s value.
+template <class S, class V>
+GRIDWARP_ALWAYS_INLINE S store_finite(V value) {
+    if constexpr (std::is_integral_v<S>) {
+        static_assert(sizeof(S) <= 2 && std::is_same_v<V, float>);
+        constexpr V kRound = V(1.5) * V(std::int64_t{1} << (std::numeric_limits<V>::digits - 1));
+        constexpr V lower = V(std::numeric_limits<S>::min());
+        constexpr V upper = V(std::numeric_limits<S>::max());
+        V r = (value + kRound) - kRound;
+        r = r < lower ? lower : r;
+        r = r > upper ? upper : r;
+        return static_cast<S>(static_cast<std::int32_t>(r));
+    } else {
+        return static_cast<S>(value);
+    }
+}
+
+template <class C>
+struct FastBlock {
+    static constexpr std::int64_t kPoints = 256;
+    std::int64_t count = 0;
+    std::int64_t interior_points = 0;
+    std::vector<LaneFlag<C>> interior;     // per point: every tap is inside the input
+    std::vector<LaneFlag<C>> fill;         // per point: the reference gives the fill value
+    std::vector<C> weight;                 // rank x taps-per-axis x kPoints
+    std::vector<std::int32_t> base;        // per point: the offset of its first tap
+    std::vector<std::int32_t> tap_offset;  // per tap: its offset from the first tap
+    std::int64_t fills = 0;
+    std::vector<std::int32_t> fill_point;  // the fill points of the block
+    std::int64_t edges = 0;
+    std::vector<std::int32_t> edge_point;  // the other points (near or past an edge), and their coordinates
+    std::vector<C> edge_xyz;
+    // Border and reflection: edge points whose taps map by one clamp or reflection along every axis
+    // ("near" points) keep their mapped tap indices and weights per axis (rank x taps-per-axis x kPoints,
+    // by edge number); the others are planned by the reference planner.
+    std::vector<LaneFlag<C>> near;
+    std::vector<std::int32_t> near_index;
+    std::vector<C> near_weight;
+    std::vector<std::int32_t> stride;      // the input's spatial strides
+    std::int64_t far_edges = 0;
+    std::vector<std::int32_t> far_point;   // the points that the edge plan holds
+    std::vector<C> far_xyz;
+    Plan<C> edge_plan;
+    // Scratch of the gather: the tap weights shared by several channels, in float or double.
+    mutable std::vector<float> tap_weights_float;
+    mutable std::vector<double> tap_weights_double;
+
+    template <class R>
+    R* tap_weights(std::int64_t taps) const {
+        auto& scratch = [this]() -> std::vector<R>& {
+            if constexpr (std::is_same_v<R, float>) return tap_weights_float;
+            else return tap_weights_double;
+        }();
+        if (scratch.size() < static_cast<std::size_t>(taps * kPoints)) scratch.resize(static_cast<std::size_t>(taps * kPoints));
+        return scratch.data();
+    }
+
+    FastBlock(int rank, int taps_per_axis, const std::int64_t* stride_values)
+        : interior(kPoints),
+          fill(kPoints),
+          weight(static_cast<std::size_t>(rank * taps_per_axis * kPoints)),
+          base(kPoints),
+          fill_point(kPoints),
+          edge_point(kPoints),
+          edge_xyz(static_cast<std::size_t>(rank * kPoints)),
+          near(kPoints),
+          near_index(static_cast<std::size_t>(rank * taps_per_axis * kPoints)),
+          near_weight(static_cast<std::size_t>(rank * taps_per_axis * kPoints)),
+          stride(stride_values, stride_values + rank),
+          far_point(kPoints),
+          far_xyz(static_cast<std::size_t>(rank * kPoints)) {
+        const std::int64_t taps = int_pow(taps_per_axis, rank);
+        // Tap numbers as build_plan numbers them: the outermost axis is the most significant digit.
+        tap_offset.assign(static_cast<std::size_t>(taps), 0);
+        std::int64_t filled = 1;
+        for (int a = 0; a < rank; ++a) {
+            for (std::int64_t j = filled; j-- > 0;) {
+                for (int k = taps_per_axis; k-- > 0;) {
+                    tap_offset[static_cast<std::size_t>(j * taps_per_axis + k)] =
+                        static_cast<std::int32_t>(tap_offset[static_cast<std::size_t>(j)] + k * stride_values[a]);
+                }
+            }
+            filled *= taps_per_axis;
+        }
+        edge_plan.taps_per_point = taps;
+        edge_plan.offset.resize(static_cast<std::size_t>(kPoints * taps));
+        edge_plan.weight.resize(static_cast<std::size_t>(kPoints * taps));
+        edge_plan.fill.resize(kPoints);
+        edge_plan.axis_index.resize(static_cast<std::size_t>(rank * taps_per_axis));
+        edge_plan.axis_weight.resize(static_cast<std::size_t>(rank * taps_per_axis));
+    }
+};
+
+// Stage 1 for the points of a block, every axis in one pass. Returns the number of interior points.
+template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
+GRIDWARP_ALWAYS_INLINE std::int64_t classify_points(const C* __restrict xyz, std::int64_t count,
+                                                    const std::int64_t* extent, const std::int64_t* stride,
+                                                    C* __restrict weight, std::int32_t* __restrict base,
+                                                    LaneFlag<C>* __restrict interior, LaneFlag<C>* __restrict fill) {
+    constexpr int K = Interp::taps;
+    constexpr std::int64_t B = FastBlock<C>::kPoints;
+    using Flag = LaneFlag<C>;
+    C lo[Rank], hi[Rank], below_hi[Rank], out_below[Rank], out_from[Rank];
+    std::int32_t s[Rank];
+    std::int64_t d[Rank];
+    for (int a = 0; a < Rank; ++a) {
+        d[a] = extent[a];
+        lo[a] = Interp::template interior_lo<C>();
+        hi[a] = Interp::template interior_hi<C>(d[a]);
+        below_hi[a] = std::nextafter(hi[a], -std::numeric_limits<C>::infinity());
+        out_below[a] = Interp::template outside_below<C>();
+        out_from[a] = Interp::template outside_from<C>(d[a]);
+        s[a] = static_cast<std::int32_t>(stride[a]);
+    }
+    Flag interior_points = 0;
+    for (std::int64_t p = 0; p < count; ++p) {
+        Flag in_all = 1, fill_any = 0;
+        std::int32_t offset = 0;
+#pragma GCC unroll 3
+        for (int a = 0; a < Rank; ++a) {
+            const C g = xyz[p * Rank + (Rank - 1 - a)];  // coordinates come innermost-first
+            const C u = pixel_position<Kind>(g, d[a]);
+            const bool inside = (u >= lo[a]) & (u < hi[a]);  // false for NaN
+            // u itself where inside; elsewhere (NaN included) a stand-in in [lo, hi), which keeps
+            // the integer conversion defined and the taps inside the input. (max and min in this
+            // order send NaN to lo and compile to maxss/minss, which vectorise.)
+            const C safe = std::min(below_hi[a], std::max(lo[a], u));
+            const std::int32_t f = Interp::interior_first(safe);
+            offset += f * s[a];
+            if constexpr (K > 1) {
+                C w[K];
+                Interp::weights(safe, static_cast<C>(f), w);
+                for (int k = 0; k < K; ++k) weight[(a * K + k) * B + p] = w[k];
+            }
+            in_all &= static_cast<Flag>(inside);
+            fill_any |= static_cast<Flag>(Pad::fills(g, u, d[a]));
+            if constexpr (std::is_same_v<Pad, ZerosPadding>) {
+                // Every tap outside this axis: axis_taps gives the fill value.
+                fill_any |= static_cast<Flag>((u < out_below[a]) | (u >= out_from[a]));
+            }
+        }
+        base[p] = offset;
+        interior[p] = in_all;
+        fill[p] = fill_any;
+        interior_points += in_all;
+    }
+    return static_cast<std::int64_t>(interior_points);
+}
+
+// Stage 1 for the edge points of a block under border or reflection padding: the coordinate as
+// axis_taps bounds it, the first tap and weights as axis_taps computes them, and the mapped tap
+// indices, where every axis's taps map by one clamp or reflection (near[e]); 0 elsewhere.
+template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
+GRIDWARP_ALWAYS_INLINE void plan_near_points(const C* __restrict xyz, std::int64_t count, const std::int64_t* extent,
+                                             bool align_corners, std::int32_t* __restrict index,
+                                             C* __restrict weight, LaneFlag<C>* __restrict near) {
+    constexpr int K = Interp::taps;
+    constexpr std::int64_t B = FastBlock<C>::kPoints;
+    using Flag = LaneFlag<C>;
+    // Beyond these, axis_taps folds the coordinate first (reflection), or int32 would not do.
+    constexpr C kLimit = C(std::int64_t{1} << 22);
+    constexpr C kFoldBeyond = C(1 << 20);
+    std::int64_t d[Rank];
+    std::int32_t d32[Rank];
+    for (int a = 0; a < Rank; ++a) {
+        d[a] = extent[a];
+        d32[a] = static_cast<std::int32_t>(extent[a]);
+    }
+    for (std::int64_t e = 0; e < count; ++e) {
+        Flag all = 1;
+#pragma GCC unroll 3
+        for (int a = 0; a < Rank; ++a) {
+            const C g = xyz[e * Rank + (Rank - 1 - a)];
+            const C u = Pad::near_bound(pixel_position<Kind>(g, d[a]), d[a]);
+            bool ok = std::fabs(u) < kLimit;
+            if constexpr (std::is_same_v<Pad, ReflectionPadding> && Kind != PositionKind::Pixel) {
+                ok &= std::fabs(g) <= kFoldBeyond;
+            }
+            const C safe = std::min(kLimit, std::max(-kLimit, u));  // u where ok; NaN never reaches here
+            const std::int32_t first = Interp::near_first(safe);
+            ok &= Pad::near_ok(first, K, d32[a], align_corners);
+            if constexpr (K > 1) {
+                C w[K];
+                Interp::weights(safe, static_cast<C>(first), w);
+                for (int k = 0; k < K; ++k) weight[(a * K + k) * B + e] = w[k];
+            }
+            for (int k = 0; k < K; ++k) {
+                index[(a * K + k) * B + e] = ok ? Pad::near_map(first + k, d32[a], align_corners) : 0;
+            }
+            all &= static_cast<Flag>(ok);
+        }
+        near[e] = all;
+    }
+}
+
+// Stage 1 for the edge points of a block (block.edges of them, listed in block.edge_point with
+// their coordinates in block.edge_xyz): near points by plan_near_points, the others ("far") by the
+// reference planner.
+template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
+GRIDWARP_ALWAYS_INLINE void plan_edge_points(const InputGeometry& geometry, FastBlock<C>& block) {
+    const std::int64_t edges = block.edges;
+    // Edge points that are not near (all of them under zeros padding) are planned by the reference
+    // planner build_plan.
+    std::int64_t far_edges = 0;
+    if constexpr (std::is_same_v<Pad, ZerosPadding>) {
+        far_edges = edges;
+        std::copy_n(block.edge_point.data(), edges, block.far_point.data());
+        std::copy_n(block.edge_xyz.data(), edges * Rank, block.far_xyz.data());
+    } else {
+        plan_near_points<Kind, C, Interp, Pad, Rank>(block.edge_xyz.data(), edges, geometry.extent,
+                                                     geometry.align_corners, block.near_index.data(),
+                                                     block.near_weight.data(), block.near.data());
+        for (std::int64_t e = 0; e < edges; ++e) {
+            if (block.near[static_cast<std::size_t>(e)]) continue;
+            block.far_point[static_cast<std::size_t>(far_edges)] = block.edge_point[static_cast<std::size_t>(e)];
+            for (int k = 0; k < Rank; ++k) {
+                block.far_xyz[static_cast<std::size_t>(far_edges * Rank + k)] =
+                    block.edge_xyz[static_cast<std::size_t>(e * Rank + k)];
+            }
+            ++far_edges;
+        }
+    }
+    block.far_edges = far_edges;
+    if (far_edges > 0) build_plan<C, Interp, Pad, Rank>(block.far_xyz.data(), far_edges, geometry, block.edge_plan);
+}
+
+// Stage 1 for one kind of positions. (No lambdas here: a lambda's body would be compiled for the
+// generic instruction set even inside the AVX2 build.)
+template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
+GRIDWARP_ALWAYS_INLINE void fast_plan_kind(const C* xyz, std::int64_t count, const InputGeometry& geometry,
+                                           FastBlock<C>& block) {
+    block.count = count;
+    block.interior_points = classify_points<Kind, C, Interp, Pad, Rank>(
+        xyz, count, geometry.extent, geometry.stride, block.weight.data(), block.base.data(),
+        block.interior.data(), block.fill.data());
+    block.fills = 0;
+    block.edges = 0;
+    block.far_edges = 0;
+    if (block.interior_points == count) return;
+    // The rest: fill points, and edge points.
+    std::int64_t fills = 0, edges = 0;
+    for (std::int64_t p = 0; p < count; ++p) {
+        if (block.interior[static_cast<std::size_t>(p)]) continue;
+        if (block.fill[static_cast<std::size_t>(p)]) {
+            block.fill_point[static_cast<std::size_t>(fills++)] = static_cast<std::int32_t>(p);
+            continue;
+        }
+        block.edge_point[static_cast<std::size_t>(edges)] = static_cast<std::int32_t>(p);
+        for (int k = 0; k < Rank; ++k) block.edge_xyz[static_cast<std::size_t>(edges * Rank + k)] = xyz[p * Rank + k];
+        ++edges;
+    }
+    block.fills = fills;
+    block.edges = edges;
+    if (edges == 0) return;
+    plan_edge_points<Kind, C, Interp, Pad, Rank>(geometry, block);
+}
+
+template <class C, class Interp, class Pad, int Rank>
+GRIDWARP_STAGE void fast_plan_body(const C* xyz, std::int64_t count, const InputGeometry& geometry,
+                                           FastBlock<C>& block) {
+    if (geometry.space == CoordinateSpace::Pixel) {
+        fast_plan_kind<PositionKind::Pixel, C, Interp, Pad, Rank>(xyz, count, geometry, block);
+    } else if (geometry.align_corners) {
+        fast_plan_kind<PositionKind::NormalizedCorners, C, Interp, Pad, Rank>(xyz, count, geometry, block);
+    } else {
+        fast_plan_kind<PositionKind::NormalizedEdges, C, Interp, Pad, Rank>(xyz, count, geometry, block);
+    }
+}
+
+template <class C>
+using FastPlanFunction = void (*)(const C* xyz, std::int64_t count, const InputGeometry& geometry, FastBlock<C>& block);
+
+template <class C, class Interp, class Pad, int Rank>
+void fast_plan(const C* xyz, std::int64_t count, const InputGeometry& geometry, FastBlock<C>& block) {
+    fast_plan_body<C, Interp, Pad, Rank>(xyz, count, geometry, block);
+}
+
+#ifdef GRIDWARP_AVX2_DISPATCH
+template <class C, class Interp, class Pad, int Rank>
+GRIDWARP_TARGET_AVX2 void fast_plan_avx2(const C* xyz, std::int64_t count, const InputGeometry& geometry,
+                                         FastBlock<C>& block) {
+    fast_plan_body<C, Interp, Pad, Rank>(xyz, count, geometry, block);
+}
+#endif
+
+template <class C>
+FastPlanFunction<C> select_fast_planner(const SampleOptions& options, int rank, bool avx2) {
+    return visit_interpolation(options.mode, [&](auto interp) {
+        return visit_padding(options.padding, [&](auto pad) -> FastPlanFunction<C> {
+            using I = typename decltype(interp)::type;
+            using P = typename decltype(pad)::type;
+#ifdef GRIDWARP_AVX2_DISPATCH
+            if (avx2) return rank == 2 ? &fast_plan_avx2<C, I, P, 2> : &fast_plan_avx2<C, I, P, 3>;
+#endif
+            (void)avx2;
+            return rank == 2 ? &fast_plan<C, I, P, 2> : &fast_plan<C, I, P, 3>;
+        });
+    });
+}
+
+// Stage 1 for a block whose interior and fill points an interior pass has written: only its edge
+// points, listed by the pass in block.edge_point, are planned (near and far, as fast_plan_kind
+// plans them), and the gather is told to write nothing else.
+template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
+GRIDWARP_ALWAYS_INLINE void plan_listed_kind(const C* xyz, std::int64_t edges, const InputGeometry& geometry,
+                                             FastBlock<C>& block) {
+    block.interior_points = 0;  // no dense pass: the interior points are written
+    block.fills = 0;
+    block.edges = edges;
+    block.far_edges = 0;
+    for (std::int64_t e = 0; e < edges; ++e) {
+        const std::int64_t p = block.edge_point[static_cast<std::size_t>(e)];
+        for (int k = 0; k < Rank; ++k) block.edge_xyz[static_cast<std::size_t>(e * Rank + k)] = xyz[p * Rank + k];
+    }
+    if (edges > 0) plan_edge_points<Kind, C, Interp, Pad, Rank>(geometry, block);
+}
+
+template <class C, class Interp, class Pad, int Rank>
+GRIDWARP_STAGE void plan_listed_body(const C* xyz, std::int64_t edges, const InputGeometry& geometry,
+                                             FastBlock<C>& block) {
+    if (geometry.space == CoordinateSpace::Pixel) {
+        plan_listed_kind<PositionKind::Pixel, C, Interp, Pad, Rank>(xyz, edges, geometry, block);
+    } else if (geometry.align_corners) {
+        plan_listed_kind<PositionKind::NormalizedCorners, C, Interp, Pad, Rank>(xyz, edges, geometry, block);
+    } else {
+        plan_listed_kind<PositionKind::NormalizedEdges, C, Interp, Pad, Rank>(xyz, edges, geometry, block);
+    }
+}
+
+template <class C>
+using ListedPlanFunction = void (*)(const C* xyz, std::int64_t edges, const InputGeometry& geometry, FastBlock<C>& block);
+
+#ifdef GRIDWARP_AVX2_DISPATCH
+// Only the interior passes (AVX-512, AVX2) list edge points, and both need AVX2, so only an AVX2
+// build of this stage is needed.
+template <class C, class Interp, class Pad, int Rank>
+GRIDWARP_TARGET_AVX2 void plan_listed_avx2(const C* xyz, std::int64_t edges, const InputGeometry& geometry,
+                                           FastBlock<C>& block) {
+    plan_listed_body<C, Interp, Pad, Rank>(xyz, edges, geometry, block);
+}
+
+template <class C>
+ListedPlanFunction<C> select_listed_planner(const SampleOptions& options, int rank) {
+    return visit_interpolation(options.mode, [&](auto interp) {
+        return visit_padding(options.padding, [&](auto pad) -> ListedPlanFunction<C> {
+            using I = typename decltype(interp)::type;
+            using P = typename decltype(pad)::type;
+            return rank == 2 ? &plan_listed_avx2<C, I, P, 2> : &plan_listed_avx2<C, I, P, 3>;
+        });
+    });
+}
+#endif
+
+// The place value of each axis's digit in a tap number (the outermost axis is the most significant).
+template <int K, int Rank>
+constexpr std::array<int, Rank> digit_places() {
+    std::array<int, Rank> place{};
+    int value = 1;
+    for (int a = Rank - 1; a >= 0; --a) {
+        place[static_cast<std::size_t>(a)] = value;
+        value *= K;
+    }
+    return place;
+}
+
+// The weight of tap t of point p as build_plan computes it: 1 times the per-axis weights from the
+// outermost axis on, then converted to the compute type's real type R as the gather converts it.
+template <class R, class C, int K, int Rank>
+GRIDWARP_ALWAYS_INLINE R tap_weight(const C* __restrict axis_weight, int t, std::int64_t p) {
+    constexpr std::int64_t B = FastBlock<C>::kPoints;
+    constexpr std::array<int, Rank> kPlace = digit_places<K, Rank>();
+    C w = C(1);
+#pragma GCC unroll 3
+    for (int a = 0; a < Rank; ++a) {
+        const int k = (t / kPlace[static_cast<std::size_t>(a)]) % K;
+        w = w * axis_weight[(a * K + k) * B + p];
+    }
+    return static_cast<R>(w);
+}
+
+// The zero-weight rule for dense_gather_body's float sums (sampling_policies.hpp): the points
+// whose sum came out NaN, summed again without the taps of weight zero. A function of its own, off
+// the vectorised loop.
+template <bool Precomputed, class S, class C, int K, int Rank>
+GRIDWARP_NOINLINE void resum_nan_points(std::int64_t count, const std::int32_t* base, const std::int32_t* offset,
+                                        const C* axis_weight,
+                                        const typename real_of<typename compute_type<S>::type>::type* tap_weights,
+                                        const S* in, S* out, std::int64_t out_stride) {
+    using V = typename compute_type<S>::type;
+    using R = typename real_of<V>::type;
+    constexpr std::int64_t B = FastBlock<C>::kPoints;
+    constexpr int T = static_cast<int>(int_pow(K, Rank));
+    for (std::int64_t p = 0; p < count; ++p) {
+        S& result = out[p * out_stride];
+        if (!std::isnan(result)) continue;
+        V sum = V(0);
+        for (int t = 0; t < T; ++t) {
+            const R w = Precomputed ? tap_weights[t * B + p] : tap_weight<R, C, K, Rank>(axis_weight, t, p);
+            add_weighted_tap(sum, w, load<V>(in[base[p] + offset[t]]));
+        }
+        result = store_finite<S>(sum);
+    }
+}
+
+// Stage 2, first pass: one channel of every point of the block as if it were interior, with the
+// tap weights computed on the way (one channel) or read from tap_weights (T x kPoints, computed
+// once for all channels by tap_weights_body). (Called through dense_gather_channel[_avx2]: GCC
+// vectorises where the restrict pointers are the parameters of a function that is not inlined.)
+template <bool Precomputed, class S, class C, int K, int Rank>
+GRIDWARP_STAGE void dense_gather_body(std::int64_t count, const std::int32_t* __restrict base,
+                                              const std::int32_t* __restrict tap_offset,
+                                              const C* __restrict axis_weight,
+                                              const typename real_of<typename compute_type<S>::type>::type* __restrict tap_weights,
+                                              const S* __restrict in, S* __restrict out, std::int64_t out_stride) {
+    using V = typename compute_type<S>::type;
+    using R = typename real_of<V>::type;
+    constexpr std::int64_t B = FastBlock<C>::kPoints;
+    constexpr int T = static_cast<int>(int_pow(K, Rank));
+    std::int32_t offset[T];
+    for (int t = 0; t < T; ++t) offset[t] = tap_offset[t];
+    if constexpr (std::is_integral_v<S> && K > 1) {
+        // GCC does not vectorise gathers of 8- and 16-bit values: gather the taps into a staging
+        // array first (plain loads), then compute in a loop that vectorises.
+        S staged[T * B];
+        for (std::int64_t p = 0; p < count; ++p) {
+            const std::int32_t b = base[p];
+            for (int t = 0; t < T; ++t) staged[t * B + p] = in[b + offset[t]];
+        }
+        for (std::int64_t p = 0; p < count; ++p) {
+            V sum = V(0);
+#pragma GCC unroll 64
+            for (int t = 0; t < T; ++t) {
+                const R w = Precomputed ? tap_weights[t * B + p] : tap_weight<R, C, K, Rank>(axis_weight, t, p);
+                sum += w * load<V>(staged[t * B + p]);
+            }
+            out[p * out_stride] = store_finite<S>(sum);
+        }
+        return;
+    }
+    // A NaN sum, if one came out (float pixels): the zero-weight rule. Kept as a value of V, not an
+    // integer flag, so that GCC still vectorises the loop for double pixels.
+    [[maybe_unused]] V nan_probe = V(0);
+    for (std::int64_t p = 0; p < count; ++p) {
+        const std::int32_t b = base[p];
+        if constexpr (K == 1) {
+            out[p * out_stride] = in[b];
+        } else {
+            V sum = V(0);
+#pragma GCC unroll 64
+            for (int t = 0; t < T; ++t) {
+                const R w = Precomputed ? tap_weights[t * B + p] : tap_weight<R, C, K, Rank>(axis_weight, t, p);
+                sum += w * load<V>(in[b + offset[t]]);
+            }
+            nan_probe = sum != sum ? sum : nan_probe;
+            out[p * out_stride] = store_finite<S>(sum);
+        }
+    }
+    if constexpr (K > 1 && std::is_floating_point_v<S>) {
+        if (nan_probe != nan_probe) {
+            resum_nan_points<Precomputed, S, C, K, Rank>(count, base, offset, axis_weight, tap_weights, in, out, out_stride);
+        }
+    }
+}
+
+template <class R, class C, int K, int Rank>
+GRIDWARP_ALWAYS_INLINE void tap_weights_body(std::int64_t count, const C* __restrict axis_weight, R* __restrict tap_weights) {
+    constexpr std::int64_t B = FastBlock<C>::kPoints;
+    constexpr int T = static_cast<int>(int_pow(K, Rank));
+    for (int t = 0; t < T; ++t) {
+        for (std::int64_t p = 0; p < count; ++p) tap_weights[t * B + p] = tap_weight<R, C, K, Rank>(axis_weight, t, p);
+    }
+}
+
+// The functions that the two instruction sets get compiled for.
+#define GRIDWARP_DENSE_FUNCTIONS(SUFFIX, TARGET)                                                                 \
+    template <bool Precomputed, class S, class C, int K, int Rank>                                               \
+    GRIDWARP_NOINLINE TARGET void dense_gather_channel##SUFFIX(                                                  \
+        std::int64_t count, const std::int32_t* __restrict base, const std::int32_t* __restrict tap_offset,     \
+        const C* __restrict axis_weight,                                                                         \
+        const typename real_of<typename compute_type<S>::type>::type* __restrict tap_weights,                   \
+        const S* __restrict in, S* __restrict out, std::int64_t out_stride) {                                   \
+        dense_gather_body<Precomputed, S, C, K, Rank>(count, base, tap_offset, axis_weight, tap_weights, in, out, \
+                                                      out_stride);                                               \
+    }                                                                                                            \
+    template <class R, class C, int K, int Rank>                                                                 \
+    GRIDWARP_NOINLINE TARGET void tap_weights##SUFFIX(std::int64_t count, const C* __restrict axis_weight,      \
+                                                      R* __restrict tap_weights) {                               \
+        tap_weights_body<R, C, K, Rank>(count, axis_weight, tap_weights);                                       \
+    }
+
+GRIDWARP_DENSE_FUNCTIONS(, )
+#ifdef GRIDWARP_AVX2_DISPATCH
+GRIDWARP_DENSE_FUNCTIONS(_avx2, GRIDWARP_TARGET_AVX2)
+#endif
+
+// Whether the interleaved gather (interleaved_gather.hpp) may run on this block: 2 to 4 interleaved
+// channels, every point's 32-bit reads inside the input's `input_span` elements, and their byte
+// offsets within int32.
+template <class S, class C, int T>
+bool interleaved_words_readable(const FastBlock<C>& block, std::int64_t channels, std::int64_t input_channel_stride,
+                                std::int64_t input_span) {
+    if (channels < 2 || channels > 4 || input_channel_stride != 1 || block.count == 0) return false;
+    constexpr std::int64_t kPerWord = 4 / static_cast<std::int64_t>(sizeof(S));
+    const std::int64_t read_elements = (channels + kPerWord - 1) / kPerWord * kPerWord;
+    const std::int32_t last_tap = *std::max_element(block.tap_offset.data(), block.tap_offset.data() + T);
+    const std::int32_t last_base = *std::max_element(block.base.data(), block.base.data() + block.count);
+    const std::int64_t read_end = std::int64_t{last_base} + last_tap + read_elements;
+    return read_end <= input_span && read_end * static_cast<std::int64_t>(sizeof(S)) <= std::numeric_limits<std::int32_t>::max();
+}
+
+template <bool Avx2, class S, class C, int K, int Rank>
+GRIDWARP_STAGE void fast_gather_body(const FastBlock<C>& block, const S* input, S* output,
+                                             const FastOutput<S>& out, std::int64_t input_span) {
+    constexpr int T = static_cast<int>(int_pow(K, Rank));
+    const std::int64_t ops = out.output_point_stride;
+    const std::int64_t ocs = out.output_channel_stride;
+    const std::int64_t ics = out.input_channel_stride;
+    if (block.interior_points > 0) {
+        using R = typename real_of<typename compute_type<S>::type>::type;
+        // Several channels share the tap weights, computed once.
+        const bool shared = K > 1 && out.channels > 1;
+        R* tap_weights = nullptr;
+        if (shared) {
+            tap_weights = block.template tap_weights<R>(T);
+#ifdef GRIDWARP_AVX2_DISPATCH
+            if constexpr (Avx2) {
+                tap_weights_avx2<R, C, K, Rank>(block.count, block.weight.data(), tap_weights);
+            } else
+#endif
+            {
+                ::gridwarp::detail::tap_weights<R, C, K, Rank>(block.count, block.weight.data(), tap_weights);
+            }
+        }
+        bool channels_done = false;
+        if constexpr ((std::is_same_v<S, std::uint8_t> || std::is_same_v<S, std::uint16_t>) && K > 1) {
+            if (shared && out.interleaved_gather != nullptr && interleaved_words_readable<S, C, T>(block, out.channels, ics, input_span)) {
+                constexpr std::int64_t B = FastBlock<C>::kPoints;
+                const std::int64_t done = out.interleaved_gather(block.count, block.base.data(), block.tap_offset.data(), tap_weights, B,
+                                                                 input, output, ops, ocs);
+                // The points after the last whole vector, with the same products in the same order.
+                for (std::int64_t p = done; p < block.count; ++p) {
+                    for (std::int64_t c = 0; c < out.channels; ++c) {
+                        float sum = 0.0f;
+                        for (int t = 0; t < T; ++t) {
+                            sum += tap_weights[t * B + p] * static_cast<float>(input[block.base[p] + block.tap_offset[t] + c]);
+                        }
+                        output[c * ocs + p * ops] = store_finite<S>(sum);
+                    }
+                }
+                channels_done = true;
+            }
+        }
+        for (std::int64_t c = 0; c < out.channels && !channels_done; ++c) {
+            const S* in = input + c * ics;
+            S* o = output + c * ocs;
+#ifdef GRIDWARP_AVX2_DISPATCH
+            if constexpr (Avx2) {
+                if (shared) {
+                    dense_gather_channel_avx2<true, S, C, K, Rank>(block.count, block.base.data(), block.tap_offset.data(),
+                                                                   block.weight.data(), tap_weights, in, o, ops);
+                } else {
+                    dense_gather_channel_avx2<false, S, C, K, Rank>(block.count, block.base.data(), block.tap_offset.data(),
+                                                                    block.weight.data(), tap_weights, in, o, ops);
+                }
+                continue;
+            }
+#endif
+            if (shared) {
+                dense_gather_channel<true, S, C, K, Rank>(block.count, block.base.data(), block.tap_offset.data(),
+                                                          block.weight.data(), tap_weights, in, o, ops);
+            } else {
+                dense_gather_channel<false, S, C, K, Rank>(block.count, block.base.data(), block.tap_offset.data(),
+                                                           block.weight.data(), tap_weights, in, o, ops);
+            }
+        }
+    }
+    for (std::int64_t f = 0; f < block.fills; ++f) {
+        S* o = output + block.fill_point[static_cast<std::size_t>(f)] * ops;
+        for (std::int64_t c = 0; c < out.channels; ++c) o[c * ocs] = out.fill_stored;
+    }
+    // Near points (border, reflection): the mapped taps, summed as the reference sums them (few
+    // points: the zero-weight rule directly).
+    if constexpr (K > 1) {
+        if (block.far_edges < block.edges) {
+            using V = typename compute_type<S>::type;
+            using R = typename real_of<V>::type;
+            constexpr std::int64_t B = FastBlock<C>::kPoints;
+            constexpr std::array<int, Rank> kPlace = digit_places<K, Rank>();
+            for (std::int64_t e = 0; e < block.edges; ++e) {
+                if (!block.near[static_cast<std::size_t>(e)]) continue;
+                std::int32_t offset[T];
+                R w[T];
+                for (int t = 0; t < T; ++t) {
+                    std::int32_t sum_offset = 0;
+                    for (int a = 0; a < Rank; ++a) {
+                        const int k = (t / kPlace[static_cast<std::size_t>(a)]) % K;
+                        sum_offset += block.near_index[static_cast<std::size_t>((a * K + k) * B + e)] * block.stride[static_cast<std::size_t>(a)];
+                    }
+                    offset[t] = sum_offset;
+                    w[t] = tap_weight<R, C, K, Rank>(block.near_weight.data(), t, e);
+                }
+                S* o = output + block.edge_point[static_cast<std::size_t>(e)] * ops;
+                for (std::int64_t c = 0; c < out.channels; ++c) {
+                    const S* in = input + c * ics;
+                    V sum = V(0);
+                    for (int t = 0; t < T; ++t) add_weighted_tap(sum, w[t], load<V>(in[offset[t]]));
+                    o[c * ocs] = store_finite<S>(sum);
+                }
+            }
+        }
+    } else {
+        for (std::int64_t e = 0; e < block.edges; ++e) {
+            if (!block.near[static_cast<std::size_t>(e)] || block.far_edges == block.edges) continue;
+            std::int32_t offset = 0;
+            for (int a = 0; a < Rank; ++a) offset += block.near_index[static_cast<std::size_t>(a * FastBlock<C>::kPoints + e)] * block.stride[static_cast<std::size_t>(a)];
+            S* o = output + block.edge_point[static_cast<std::size_t>(e)] * ops;
+            for (std::int64_t c = 0; c < out.channels; ++c) o[c * ocs] = input[c * ics + offset];
+        }
+    }
+    // Far edge points: the reference gather of their reference plan.
+    for (std::int64_t e = 0; e < block.far_edges; ++e) {
+        S* o = output + block.far_point[static_cast<std::size_t>(e)] * ops;
+        for (std::int64_t c = 0; c < out.channels; ++c) {
+            if constexpr (K == 1) {
+                o[c * ocs] = copy_point(block.edge_plan, e, input + c * ics, out.fill_stored);
+            } else {
+                o[c * ocs] = gather_point<T, true>(block.edge_plan, e, input + c * ics, out.fill_stored, out.fill_value);
+            }
+        }
+    }
+}
+
+template <class S, class C>
+using FastGatherFunction = void (*)(const FastBlock<C>& block, const S* input, S* output, const FastOutput<S>& out,
+                                    std::int64_t input_span);
+
+template <class S, class C, int K, int Rank>
+void fast_gather(const FastBlock<C>& block, const S* input, S* output, const FastOutput<S>& out, std::int64_t input_span) {
+    fast_gather_body<false, S, C, K, Rank>(block, input, output, out, input_span);
+}
+
+#ifdef GRIDWARP_AVX2_DISPATCH
+template <class S, class C, int K, int Rank>
+GRIDWARP_TARGET_AVX2 void fast_gather_avx2(const FastBlock<C>& block, const S* input, S* output,
+                                           const FastOutput<S>& out, std::int64_t input_span) {
+    fast_gather_body<true, S, C, K, Rank>(block, input, output, out, input_span);
+}
+#endif
+
+template <class S, class C>
+FastGatherFunction<S, C> select_fast_gatherer(Interpolation mode, int rank, bool avx2) {
+    return visit_interpolation(mode, [&](auto interp) -> FastGatherFunction<S, C> {
+        constexpr int K = decltype(interp)::type::taps;
+#ifdef GRIDWARP_AVX2_DISPATCH
+        if (avx2) return rank == 2 ? &fast_gather_avx2<S, C, K, 2> : &fast_gather_avx2<S, C, K, 3>;
+#endif
+        (void)avx2;
+        return rank == 2 ? &fast_gather<S, C, K, 2> : &fast_gather<S, C, K, 3>;
+    });
+}
+
+// Output tiles of the fast path: kTileWidth points along the innermost axis times kTileRows
+// along the next one in 2-D; in 3-D, kTileRows3d rows times kTileSlices slices. Neighbouring rows
+// of a warp read neighbouring input, so a tile's input stays in cache while the tile is sampled,
+// where whole rows would stream a rotated input's rows through the cache again for every output
+// row. A tile's rows go slice by slice, and in 3-D the next slice reads again most of the input
+// lines that this one read for its upper taps: with 4 rows a slice they are still in cache
+// (docs/performance.md, "Tuning choices").
+constexpr std::int64_t kTileWidth = 256;
+// Outputs from this size on are written with streaming stores where the pass can (FastOutput::stream).
+constexpr std::int64_t kStreamOutputBytes = std::int64_t{8} << 20;
+constexpr std::int64_t kTileRows = 64;
+constexpr std::int64_t kTileRows3d = 4;
+constexpr std::int64_t kTileSlices = 16;
+
+// The instruction sets the hand-written x86 code may use: those of the Highway targets allowed
+// (simd_targets.hpp: what the processor has, capped by GRIDWARP_ISA, which tests use to check
+// every target against the reference path).
+struct IsaChoice {
+    bool avx2 = false;
+    bool avx512 = false;
+};
+
+IsaChoice select_isa() {
+    IsaChoice choice;
+#ifdef GRIDWARP_AVX2_DISPATCH
+    const std::int64_t allowed = allowed_simd_targets();
+    choice.avx2 = (allowed & (HWY_AVX2 | HWY_AVX3 | HWY_AVX3_DL)) != 0;
+    choice.avx512 = (allowed & (HWY_AVX3 | HWY_AVX3_DL)) != 0 && __builtin_cpu_supports("avx512vbmi");
+#endif
+    return choice;
+}
+
+bool fast_path_applies(const Task& task, int rank) {
+    const auto& input = task.input;
+    if (task.options.force_generic_rank || (rank != 2 && rank != 3)) return false;
+    // Every tap of every channel of a batch item must be within int32 reach of its start.
+    std::int64_t span = (input.shape[1] - 1) * input.strides[1];
+    for (int a = 0; a < rank; ++a) {
+        const std::int64_t extent = input.shape[static_cast<std::size_t>(a + 2)];
+        if (extent > kFastMaxExtent) return false;
+        span += std::max<std::int64_t>(extent - 1, 0) * input.strides[static_cast<std::size_t>(a + 2)];
+    }
+    return span <= std::numeric_limits<std::int32_t>::max();
+}
+
+template <class S, class C>
+void run_fast(const Task& task) {
+    const auto& input = task.input;
+    const auto& output = task.output;
+    const auto& options = task.options;
+    const int rank = static_cast<int>(input.rank()) - 2;  // 2 or 3
+    const Shape& out_spatial = task.positions.output_shape();
+    const std::int64_t batch = input.shape[0];
+    const std::int64_t width = out_spatial.back();
+    const std::int64_t height = out_spatial[static_cast<std::size_t>(rank - 2)];
+    const std::int64_t depth = rank == 3 ? out_spatial[0] : 1;
+    const std::int64_t tile_w = std::min(kTileWidth, width);
+    const std::int64_t tile_h = std::min(rank == 3 ? kTileRows3d : kTileRows, height);
+    const std::int64_t tile_d = std::min(kTileSlices, depth);
+    const std::int64_t tiles_w = (width + tile_w - 1) / tile_w;
+    const std::int64_t tiles_h = (height + tile_h - 1) / tile_h;
+    const std::int64_t tiles_d = (depth + tile_d - 1) / tile_d;
+    const std::int64_t work_items = batch * tiles_d * tiles_h * tiles_w;
+    // (The interior passes take a tile's row as one block.)
+    static_assert(kTileWidth <= FastBlock<C>::kPoints);
+
+    const int axis_taps_count = taps_per_axis(options.mode, options.spline_order);
+    const InputGeometry geometry{rank, input.shape.data() + 2, input.strides.data() + 2, options.align_corners,
+                                 task.positions.space()};
+    const IsaChoice isa = select_isa();
+    const bool avx2 = isa.avx2;
+    const FastPlanFunction<C> planner = select_fast_planner<C>(options, rank, avx2);
+    const FastGatherFunction<S, C> gatherer = select_fast_gatherer<S, C>(options.mode, rank, avx2);
+    const Fill<S> fill(options.fill);
+    FastOutput<S> fast_output;
+    fast_output.channels = input.shape[1];
+    fast_output.input_channel_stride = input.strides[1];
+    fast_output.output_channel_stride = output.strides[1];
+    fast_output.output_point_stride = output.strides[static_cast<std::size_t>(rank + 1)];
+    fast_output.fill_stored = fill.stored;
+    fast_output.fill_value = fill.value;
+    if constexpr (std::is_same_v<S, std::uint8_t> || std::is_same_v<S, std::uint16_t>) {
+        if (fast_output.input_channel_stride == 1) {
+            fast_output.interleaved_gather = select_interleaved_gather<S>(fast_output.channels, static_cast<int>(int_pow(axis_taps_count, rank)));
+        }
+    }
+    // An output larger than the caches is gone from them before anyone reads it: streaming stores
+    // save reading each line in before it is overwritten (a third of W1's memory traffic).
+    fast_output.stream = std::is_same_v<S, float> && rank == 2 && fast_output.output_point_stride == 1 &&
+                         (fast_output.channels == 1 || fast_output.output_channel_stride % 16 == 0) &&
+                         output.numel() * static_cast<std::int64_t>(sizeof(S)) >= kStreamOutputBytes;
+
+    // The AVX-512 interior pass, where it serves this pixel type and layout; else the AVX2 one.
+    bool use_interior_pass = false;
+    // Elements of a batch item that may be read, from its start.
+    std::int64_t input_span = 1 + (input.shape[1] - 1) * input.strides[1];
+    for (int a = 0; a < rank; ++a) input_span += (geometry.extent[a] - 1) * geometry.stride[a];
+
+#ifdef GRIDWARP_AVX2_DISPATCH
+    AvxInteriorPass<S, C> interior_pass = nullptr;
+    const ListedPlanFunction<C> listed_planner = select_listed_planner<C>(options, rank);
+    ByteLayout byte_layout;
+    if constexpr (kInteriorPassPixel<S>) {
+        if (isa.avx512) {
+            interior_pass = select_avx512_pass<S, C>(options.mode, options.padding, geometry, fast_output, byte_layout);
+        } else if (isa.avx2) {
+            // Without AVX-512: the AVX2 pass, for the same pixel types and layouts.
+            interior_pass = select_avx2_pass<S, C>(options.mode, options.padding, geometry, fast_output, byte_layout);
+        }
+        use_interior_pass = interior_pass != nullptr;
+    }
+#endif
+
+    const S* in_data = input.typed<S>();
+    S* out_data = output.typed<S>();
+    const std::int64_t* out_strides = output.strides.data();
+    constexpr std::int64_t B = FastBlock<C>::kPoints;
+
+    // Each thread samples its own slice of tiles (the same slice on every call), then helps with
+    // what is left of the others' (work_split.hpp).
+    const int threads = thread_count(options);
+    WorkSplit split(work_items, threads);
+#pragma omp parallel num_threads(threads)
+    {
+        const int me = omp_get_thread_num();
+        FastBlock<C> block(rank, axis_taps_count, geometry.stride);
+        std::vector<C> xyz(static_cast<std::size_t>(tile_w * rank));
+#ifdef GRIDWARP_AVX2_DISPATCH
+        // A tile's rows as the interior passes take them.
+        const std::int64_t tile_rows = tile_d * tile_h;
+        std::vector<const C*> row_xyz(static_cast<std::size_t>(tile_rows));
+        std::vector<LinearRow> row_linear(static_cast<std::size_t>(tile_rows));
+        std::vector<std::int64_t> row_output(static_cast<std::size_t>(tile_rows));
+        std::vector<std::array<std::int64_t, 2>> row_outer(static_cast<std::size_t>(tile_rows));
+#endif
+
+        for (std::int64_t item = split.next(me); item >= 0; item = split.next(me)) {
+            std::int64_t rest = item;
+            const std::int64_t tx = rest % tiles_w;
+            rest /= tiles_w;
+            const std::int64_t ty = rest % tiles_h;
+            rest /= tiles_h;
+            const std::int64_t tz = rest % tiles_d;
+            const std::int64_t n = rest / tiles_d;
+            const std::int64_t start = tx * tile_w;
+            const std::int64_t count = std::min(tile_w, width - start);
+            const S* batch_in = in_data + n * input.strides[0];
+            // The output offset of a row's first point; outer = {z or y, y}, outermost first.
+            const auto output_offset = [&](const std::int64_t* outer) {
+                std::int64_t offset = n * out_strides[0] + start * out_strides[rank + 1] + outer[1] * out_strides[rank];
+                if (rank == 3) offset += outer[0] * out_strides[2];
+                return offset;
+            };
+#ifdef GRIDWARP_AVX2_DISPATCH
+            if (use_interior_pass) {
+                // The tile's rows: an affine row's positions are computed by the pass itself (and
+                // written out only for the points it leaves), an explicit float32 grid is read in
+                // place; other positions are copied row by row.
+                std::int64_t rows = 0;
+                for (std::int64_t z = tz * tile_d; z < std::min(depth, (tz + 1) * tile_d); ++z) {
+                    for (std::int64_t y = ty * tile_h; y < std::min(height, (ty + 1) * tile_h); ++y) {
+                        const auto at = static_cast<std::size_t>(rows++);
+                        row_outer[at] = {rank == 3 ? z : y, y};
+                        row_output[at] = output_offset(row_outer[at].data());
+                    }
+                }
+                // (A source answers row by row; a tile whose rows are not all of one kind is copied.)
+                bool linear = true;
+                for (std::int64_t r = 0; r < rows && linear; ++r) {
+                    const auto at = static_cast<std::size_t>(r);
+                    linear = task.positions.linear_row(n, row_outer[at].data(), &row_linear[at]);
+                }
+                bool stored = false;
+                if constexpr (std::is_same_v<C, float>) {
+                    stored = !linear;
+                    for (std::int64_t r = 0; r < rows && stored; ++r) {
+                        const auto at = static_cast<std::size_t>(r);
+                        row_xyz[at] = task.positions.stored_row(n, row_outer[at].data(), start);
+                        stored = row_xyz[at] != nullptr;
+                    }
+                }
+                PassRows<C> pass_rows;
+                pass_rows.first_index = start;
+                const C* next_xyz = nullptr;  // the coordinates of the row after the tile's last
+                if constexpr (std::is_same_v<C, float>) {
+                    const auto& [z, y] = row_outer[static_cast<std::size_t>(rows - 1)];
+                    if (stored && y + 1 < height) {
+                        const std::int64_t next_outer[2] = {rank == 3 ? z : y + 1, y + 1};
+                        next_xyz = task.positions.stored_row(n, next_outer, start);
+                    }
+                }
+                RowPrefetch prefetch;
+                prefetch.last_tap = block.tap_offset.back();
+                prefetch.point_stride = geometry.stride[rank - 1];
+                for (std::int64_t r = 0; r < rows;) {
+                    // Rows r.. at once where the pass reads them itself; else one row, copied.
+                    const auto at = static_cast<std::size_t>(r);
+                    if (!linear && !stored) task.positions.row(n, row_outer[at].data(), start, count, xyz.data());
+                    const C* copied = xyz.data();
+                    pass_rows.rows = (linear || stored) ? rows - r : 1;
+                    pass_rows.linear = linear ? &row_linear[at] : nullptr;
+                    pass_rows.xyz = stored ? &row_xyz[at] : &copied;
+                    pass_rows.output_offset = &row_output[at];
+                    pass_rows.next_xyz = next_xyz;
+                    const PassStop stop = interior_pass(pass_rows, count, geometry, batch_in, out_data, fast_output, input_span,
+                                                        byte_layout, block.edge_point.data(), block.base.data(), prefetch);
+                    r += stop.rows;
+                    if (stop.result == PassResult::Complete) continue;
+                    // The last row it did has points left to the generic stages.
+                    const auto last = static_cast<std::size_t>(r - 1);
+                    const C* block_xyz = stored ? row_xyz[last] : xyz.data();
+                    if (linear && stop.result == PassResult::EdgesLeft) {
+                        // The listed points' positions only (row() would write these values), not
+                        // the whole row's: a row across an edge usually leaves a few points.
+                        const LinearRow& row = row_linear[last];
+                        for (std::int64_t e = 0; e < stop.edges; ++e) {
+                            const std::int64_t p = block.edge_point[static_cast<std::size_t>(e)];
+                            for (int k = 0; k < rank; ++k) xyz[static_cast<std::size_t>(p * rank + k)] = linear_row_coordinate<C>(row, start + p, k);
+                        }
+                    } else if (linear) {
+                        task.positions.row(n, row_outer[last].data(), start, count, xyz.data());
+                    }
+                    if (stop.result == PassResult::EdgesLeft) {
+                        // Only the listed points across an edge are left.
+                        listed_planner(block_xyz, stop.edges, geometry, block);
+                    } else {
+                        planner(block_xyz, count, geometry, block);
+                    }
+                    gatherer(block, batch_in, out_data + row_output[last], fast_output, input_span);
+                }
+                continue;
+            }
+#endif
+            bool row_started = false;
+            std::int64_t previous_base = 0;
+            // With a row's first block planned (first taps in block.base): the row kPrefetchRowsAhead
+            // rows on will read about where this one reads, moved that many times by the move from
+            // the previous row to this one.
+            const auto prefetch_rows_ahead = [&](std::int64_t block_count) {
+                const std::int64_t move = row_started ? block.base[0] - previous_base : 0;
+                previous_base = block.base[0];
+                row_started = true;
+                prefetch_input(block.base.data(), block_count, batch_in, kPrefetchRowsAhead * move + block.tap_offset.back(),
+                               geometry.stride[rank - 1], prefetches_per_line(rank));
+            };
+            for (std::int64_t z = tz * tile_d; z < std::min(depth, (tz + 1) * tile_d); ++z) {
+                for (std::int64_t y = ty * tile_h; y < std::min(height, (ty + 1) * tile_h); ++y) {
+                    const std::int64_t outer[2] = {rank == 3 ? z : y, y};  // outermost first
+                    task.positions.row(n, outer, start, count, xyz.data());
+                    const std::int64_t out_offset = output_offset(outer);
+                    for (std::int64_t b = 0; b < count; b += B) {
+                        const std::int64_t block_count = std::min(B, count - b);
+                        planner(xyz.data() + b * rank, block_count, geometry, block);
+                        if (b == 0) prefetch_rows_ahead(block_count);
+                        gatherer(block, batch_in, out_data + out_offset + b * out_strides[rank + 1], fast_output, input_span);
+                    }
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
+bool fast_path_serves(const Task& task) {
+    bool served = false;
+    visit_dtype(task.input.dtype, [&](auto pixel) {
+        served = kFastStorage<typename decltype(pixel)::type> && fast_path_applies(task, static_cast<int>(task.input.rank()) - 2);
+    });
+    return served;
+}
+
+void sample_by_fast_path(const Task& task) {
+    visit_sample_types(task, [&](auto pixel, auto coordinate) {
+        using S = typename decltype(pixel)::type;
+        if constexpr (kFastStorage<S>) run_fast<S, typename decltype(coordinate)::type>(task);
+    });
+}
+
+}  // namespace gridwarp::detail
