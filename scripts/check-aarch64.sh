@@ -5,8 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-aarch64}
-# Highway's arm64 library comes from Debian's arm64 archive (multiarch).
-packages=(cmake make g++-aarch64-linux-gnu qemu-user catch2 nlohmann-json3-dev libhwy-dev:arm64)
+# Highway and the runtime libraries the tests run on come from Debian's arm64 archive (multiarch).
+packages=(cmake make g++-aarch64-linux-gnu qemu-user catch2 nlohmann-json3-dev
+          libhwy-dev:arm64 libgomp1:arm64 libstdc++6:arm64)
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
 export DEBIAN_FRONTEND=noninteractive

@@ -10,5 +10,7 @@ set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
 # Catch2 and nlohmann-json are header-only and install their CMake packages for every architecture.
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
-# Highway's arm64 library is installed by multiarch, beside the host's libraries.
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=/usr/lib/aarch64-linux-gnu)
+# The programs run on Debian's arm64 libraries (multiarch: loader, libc, libstdc++, libgomp and
+# Highway from one release), not the cross toolchain's copies: a loader of one build with a libc of
+# another hung OpenMP programs.
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /)
