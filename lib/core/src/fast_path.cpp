@@ -827,7 +827,7 @@ void run_fast(const Task& task) {
         }
     }
     // An output larger than the caches is gone from them before anyone reads it: streaming stores
-    // save reading each line in before it is overwritten (a third of W1's memory traffic).
+    // save reading each line in before it is overwritten (docs/performance.md, "Tuning choices").
     fast_output.stream = std::is_same_v<S, float> && rank == 2 && fast_output.output_point_stride == 1 &&
                          (fast_output.channels == 1 || fast_output.output_channel_stride % 16 == 0) &&
                          output.numel() * static_cast<std::int64_t>(sizeof(S)) >= kStreamOutputBytes;
