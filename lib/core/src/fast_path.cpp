@@ -945,7 +945,8 @@ void run_fast(const Task& task) {
                     pass_rows.output_offset = &row_output[at];
                     pass_rows.next_xyz = next_xyz;
                     const PassStop stop = interior_pass(pass_rows, count, geometry, batch_in, out_data, fast_output, input_span,
-                                                        byte_layout, block.edge_point.data(), block.base.data(), prefetch);
+                                                        byte_layout, block.edge_point.data(), block.base.data(), prefetch,
+                                                        options.padding);
                     r += stop.rows;
                     if (stop.result == PassResult::Complete) continue;
                     // The last row it did has points left to the generic stages.

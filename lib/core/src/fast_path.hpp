@@ -1,7 +1,6 @@
 // What the fast path (fast_path.cpp) and the interior passes share: the output's layout, the input
-// prefetch, and the interface of the passes, each of which is compiled in a translation unit of its
-// own (interior_pass_avx512.cpp, interior_pass_avx2.cpp) so that they build in parallel and a change
-// to one recompiles only it.
+// prefetch, and the interface of the passes (interior_pass_avx512-inl.hpp, interior_pass_avx2-inl.hpp),
+// each compiled in one translation unit per pixel type so that they build in parallel.
 #pragma once
 
 #include "interleaved_gather.hpp"
@@ -408,7 +407,8 @@ void prefetch_rows_ahead(RowPrefetch& prefetch, const std::int32_t* first_taps, 
 template <class S, class C>
 using AvxInteriorPass = PassStop (*)(const PassRows<C>& rows, std::int64_t count, const InputGeometry& geometry, const S* input,
                                      S* output, const FastOutput<S>& out, std::int64_t input_span, const ByteLayout& layout,
-                                     std::int32_t* edge_points, std::int32_t* first_taps, RowPrefetch& prefetch);
+                                     std::int32_t* edge_points, std::int32_t* first_taps, RowPrefetch& prefetch,
+                                     Padding padding);
 
 // As a pass goes along a row of stored coordinates: at every 16th point, asks for the next row's
 // coordinates of the same 16 points (Rank cache lines' worth; nullptr: no next row to ask for).
@@ -420,8 +420,10 @@ GRIDWARP_ALWAYS_INLINE void prefetch_next_row_coordinates(const C* next_xyz, std
 
 // The choice both instruction sets make: nullptr where the pass does not serve this input and
 // output; otherwise prepare(type_tag<Interp>) sets up what the pass needs beyond `layout`, and
-// pass_for(type_tag<Interp>, type_tag<Pad>, std::integral_constant<int, Rank>,
-// std::integral_constant<PositionKind, Kind>) names the instantiation for this call.
+// pass_for(type_tag<Interp>, std::bool_constant<zeros padding>, std::integral_constant<int, Rank>,
+// std::integral_constant<PositionKind, Kind>) names the instantiation for this call. Zeros padding
+// changes the pass's loop (fill points, edges read through stand-in taps); border and reflection
+// differ only in the few points near an edge, so the pass takes those as a run-time value.
 template <class S, class C, class Prepare, class PassFor>
 AvxInteriorPass<S, C> choose_interior_pass(Interpolation mode, Padding padding, const InputGeometry& geometry,
                                            const FastOutput<S>& out, ByteLayout& layout, Prepare prepare, PassFor pass_for) {
@@ -429,22 +431,23 @@ AvxInteriorPass<S, C> choose_interior_pass(Interpolation mode, Padding padding, 
         using I = typename decltype(interp)::type;
         if (!interior_pass_applies<S, I>(geometry, out, &layout)) return nullptr;
         prepare(interp);
-        return visit_padding(padding, [&](auto pad) -> AvxInteriorPass<S, C> {
+        const auto of_padding = [&](auto zeros) -> AvxInteriorPass<S, C> {
             const auto of_rank = [&](auto rank) -> AvxInteriorPass<S, C> {
                 using Kind = PositionKind;
-                if (geometry.space == CoordinateSpace::Pixel) return pass_for(interp, pad, rank, std::integral_constant<Kind, Kind::Pixel>{});
-                if (geometry.align_corners) return pass_for(interp, pad, rank, std::integral_constant<Kind, Kind::NormalizedCorners>{});
-                return pass_for(interp, pad, rank, std::integral_constant<Kind, Kind::NormalizedEdges>{});
+                if (geometry.space == CoordinateSpace::Pixel) return pass_for(interp, zeros, rank, std::integral_constant<Kind, Kind::Pixel>{});
+                if (geometry.align_corners) return pass_for(interp, zeros, rank, std::integral_constant<Kind, Kind::NormalizedCorners>{});
+                return pass_for(interp, zeros, rank, std::integral_constant<Kind, Kind::NormalizedEdges>{});
             };
             return geometry.rank == 2 ? of_rank(std::integral_constant<int, 2>{}) : of_rank(std::integral_constant<int, 3>{});
-        });
+        };
+        return padding == Padding::Zeros ? of_padding(std::true_type{}) : of_padding(std::false_type{});
     });
 }
 
 // The interior pass for this interpolation, padding, rank and kind of coordinates, or nullptr
 // where it does not serve this input and output (`layout`: set for uint8 pixels). Defined for S in
-// {float, uint8, int16} and C in {float, double} by interior_pass_avx512.cpp (processors with
-// AVX-512 F, BW, VL and VBMI) and interior_pass_avx2.cpp (AVX2).
+// {float, uint8, int16} and C in {float, double} by interior_pass_avx512_<type>.cpp (processors
+// with AVX-512 F, BW, VL and VBMI) and interior_pass_avx2_<type>.cpp (AVX2).
 template <class S, class C>
 AvxInteriorPass<S, C> select_avx512_pass(Interpolation mode, Padding padding, const InputGeometry& geometry,
                                          const FastOutput<S>& out, ByteLayout& layout);

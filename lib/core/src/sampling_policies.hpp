@@ -1,7 +1,7 @@
 // What every GridSample translation unit shares: the interpolation and padding policies, the input's
 // geometry, the pixel position of a coordinate and the compute type of a pixel type. The reference
-// path (reference_path.cpp) and the interior passes (interior_pass_avx512.cpp, interior_pass_avx2.cpp)
-// instantiate the same policies, so that every path computes with the same operations.
+// path (reference_path.cpp) and the interior passes (interior_pass_avx512-inl.hpp,
+// interior_pass_avx2-inl.hpp) instantiate the same policies, so that every path computes with the same operations.
 #pragma once
 
 #include "gridwarp/dtype.hpp"

@@ -10,7 +10,7 @@
 // taps along x with one load per row.
 //
 // It computes exactly what classify_points and dense_gather_body compute, in the same order (see
-// interior_pass_avx512.cpp: u as pixel_position computes it, the clamped stand-in, the first tap by
+// interior_pass_avx512-inl.hpp: u as pixel_position computes it, the clamped stand-in, the first tap by
 // Interp::interior_first, the weights by Interp::weights itself, each tap weight
 // (1 * w_outer) * ... * w_inner, the sum over taps in tap order from +0, summed again under the
 // zero-weight rule where a float32 sum is NaN), writes every point of a group as if it were
@@ -19,6 +19,8 @@
 // taps the group has already read, see stand_in_weights_avx2); the few left are listed for the
 // generic edge stage. No fused multiply-add can form:
 // target("avx2") does not enable FMA, and lib/core builds with -ffp-contract=off.
+
+#pragma once
 
 #include "fast_path.hpp"
 
@@ -369,7 +371,7 @@ struct Avx2Group {
 // General: any points, with the tests, the fill rules and the clamped stand-in.
 enum class Planning { Known, Tested, General };
 
-// Plans L = Avx2Lanes<C>::kCount points, as plan_lanes in interior_pass_avx512.cpp plans 16:
+// Plans L = Avx2Lanes<C>::kCount points, as plan_lanes in interior_pass_avx512-inl.hpp plans 16:
 // offsets, interior and fill bits, and tap weights in C. False (Tested only): not every point is
 // interior, and nothing was planned.
 // StandIn (General, linear only): the weights are those of the stand-in taps and axis_holds[a][k]
@@ -753,7 +755,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE void sample_group_avx2(const Avx2Group<Rank,
 }
 
 // ---- Points near an edge under any padding (float32 pixels): the same operations as
-// plan_near_points and the generic near loop (see sample_near_group in interior_pass_avx512.cpp),
+// plan_near_points and the generic near loop (see sample_near_group in interior_pass_avx512-inl.hpp),
 // each tap read with a masked gather, since taps are no longer neighbours in memory.
 
 // One bit per 32-bit lane where a > b.
@@ -922,6 +924,23 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE unsigned sample_near_group_avx2(const Coordi
         _mm256_maskstore_ps(output + c * out.output_channel_stride, _mm256_castps_si256(lane_mask(take)), sum);
     }
     return take;
+}
+
+// sample_near_group_avx2 for the call's padding: zeros padding is a template argument of the
+// pass, border and reflection a run-time choice here, in the edge groups only.
+template <PositionKind Kind, class Interp, bool ZerosPad, int Rank, class C>
+GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE unsigned sample_near_group_of_padding_avx2(Padding padding, const CoordinateReader<C>& reader,
+                                                                                       std::int64_t p, int lanes, unsigned edge,
+                                                                                       const InputGeometry& geometry, const float* input,
+                                                                                       float* output, const FastOutput<float>& out) {
+    if constexpr (ZerosPad) {
+        (void)padding;
+        return sample_near_group_avx2<Kind, Interp, ZerosPadding, Rank, C>(reader, p, lanes, edge, geometry, input, output, out);
+    } else if (padding == Padding::Reflection) {
+        return sample_near_group_avx2<Kind, Interp, ReflectionPadding, Rank, C>(reader, p, lanes, edge, geometry, input, output, out);
+    } else {
+        return sample_near_group_avx2<Kind, Interp, BorderPadding, Rank, C>(reader, p, lanes, edge, geometry, input, output, out);
+    }
 }
 
 // ---- Sampling 8 planned points: uint8 pixels, interleaved (HWC: channels adjacent) or planar.
@@ -1192,14 +1211,15 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE std::int64_t interior_run_avx2(const Coordin
 // stored coordinates, asked for as this row goes (nullptr: none to ask for). uint8: last_safe is
 // the last first-tap offset whose 8-byte loads stay inside the input; a group reaching past it
 // reads from last_safe instead and the row is redone by the generic stages (Redo).
-template <PositionKind Kind, class Interp, class Pad, int Rank, class S, class C>
+template <PositionKind Kind, class Interp, bool ZerosPad, int Rank, class S, class C>
 GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE PassResult interior_pass_row_avx2(const CoordinateReader<C>& coordinates, std::int64_t count,
                                                                               const PlannerAxes<C, Rank>& axes,
                                                                               const std::int32_t* outer_offset, std::int64_t last_safe,
                                                                               const InputGeometry& geometry, const S* input, S* output,
                                                                               const FastOutput<S>& out, const ByteLayout& layout,
                                                                               const Avx2ByteShuffles* shuffles, std::int32_t* edge_points,
-                                                                              std::int64_t* edges, std::int32_t* first_taps, const C* next_xyz) {
+                                                                              std::int64_t* edges, std::int32_t* first_taps, const C* next_xyz,
+                                                                              Padding padding) {
     constexpr int K = Interp::taps;
     const IndexSpan known_interior =
         coordinates.linear == nullptr ? IndexSpan{} : known_interior_span<Kind, Rank, C>(coordinates, count, axes);
@@ -1207,7 +1227,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE PassResult interior_pass_row_avx2(const Coor
     // fill points (a rotation's corners; 16 % of W5), written without planning. planned: the
     // groups that were not.
     IndexSpan planned{0, count, false};
-    if constexpr (std::is_same_v<Pad, ZerosPadding>) {
+    if constexpr (ZerosPad) {
         if (coordinates.linear != nullptr) {
             const IndexSpan reach = within_reach_span<Kind, Rank, C>(coordinates, count, axes);
             if (reach.searched) planned = {reach.begin / 8 * 8, std::min(count, (reach.end + 7) / 8 * 8), true};
@@ -1222,10 +1242,10 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE PassResult interior_pass_row_avx2(const Coor
     constexpr bool kRuns = kPlanarPassPixel<S>;
     // Float32 pixels, zeros padding and linear taps: edge points from the stand-in taps (see
     // stand_in_weights_avx2).
-    constexpr bool kStandInEdges = std::is_same_v<S, float> && std::is_same_v<Pad, ZerosPadding> && K == 2;
+    constexpr bool kStandInEdges = std::is_same_v<S, float> && ZerosPad && K == 2;
     // Zeros padding and cubic taps along stored rows: groups with no point within reach, found by
     // the reach test alone (affine rows skip them without planning, above).
-    constexpr bool kOutOfReachTest = std::is_same_v<Pad, ZerosPadding> && K == 4;
+    constexpr bool kOutOfReachTest = ZerosPad && K == 4;
     const bool runs = kRuns && (Rank == 2 || coordinates.linear != nullptr);
     const bool stream = out.stream && (reinterpret_cast<std::uintptr_t>(output) & 31) == 0;
     Avx2Group<Rank, K> group;
@@ -1249,7 +1269,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE PassResult interior_pass_row_avx2(const Coor
             plan_group_avx2<Kind, Interp, Rank, C, Planning::General, kStandInEdges>(coordinates, p, lanes, axes, group, tap_holds);
         }
         const unsigned active = (1u << lanes) - 1u;
-        const unsigned fill = std::is_same_v<Pad, ZerosPadding> ? group.fill_zeros : group.fill_nonfinite;
+        const unsigned fill = ZerosPad ? group.fill_zeros : group.fill_nonfinite;
         __m256i offset = _mm256_load_si256(reinterpret_cast<const __m256i*>(group.offset));
         if (lanes == 8) {
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(first_taps + p), offset);
@@ -1281,7 +1301,8 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE PassResult interior_pass_row_avx2(const Coor
                 // Points across an edge whose taps map by one clamp or reflection (under zeros
                 // padding: whose taps are inside or read the fill value); the rest are finished elsewhere.
                 if (edge != 0) {
-                    edge &= ~sample_near_group_avx2<Kind, Interp, Pad, Rank, C>(coordinates, p, lanes, edge, geometry, input, o, out);
+                    edge &= ~sample_near_group_of_padding_avx2<Kind, Interp, ZerosPad, Rank, C>(padding, coordinates, p, lanes, edge, geometry,
+                                                                                               input, o, out);
                 }
             }
         } else {
@@ -1304,11 +1325,11 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE PassResult interior_pass_row_avx2(const Coor
 }
 
 // The AVX2 pass for a run of rows of one tile (see interior_pass_avx512 for the contract).
-template <PositionKind Kind, class Interp, class Pad, int Rank, class S, class C>
+template <PositionKind Kind, class Interp, bool ZerosPad, int Rank, class S, class C>
 GRIDWARP_TARGET_AVX2 PassStop interior_pass_avx2(const PassRows<C>& rows, std::int64_t count, const InputGeometry& geometry,
                                                  const S* input, S* output, const FastOutput<S>& out, std::int64_t input_span,
                                                  const ByteLayout& layout, std::int32_t* edge_points, std::int32_t* first_taps,
-                                                 RowPrefetch& prefetch) {
+                                                 RowPrefetch& prefetch, Padding padding) {
     constexpr int K = Interp::taps;
     constexpr int kOuterTaps = Avx2Group<Rank, K>::kOuterTaps;
     const PlannerAxes<C, Rank> axes = planner_axes<Interp, C, Rank>(geometry);
@@ -1332,17 +1353,17 @@ GRIDWARP_TARGET_AVX2 PassStop interior_pass_avx2(const PassRows<C>& rows, std::i
             CoordinateReader<C> coordinates;
             coordinates.linear = &rows.linear[r];
             coordinates.first_index = rows.first_index;
-            result = interior_pass_row_avx2<Kind, Interp, Pad, Rank, S, C>(coordinates, count, axes, outer_offset, last_safe, geometry, input,
+            result = interior_pass_row_avx2<Kind, Interp, ZerosPad, Rank, S, C>(coordinates, count, axes, outer_offset, last_safe, geometry, input,
                                                                            output + rows.output_offset[r], out, layout, &shuffles,
-                                                                           edge_points, &edges, first_taps, nullptr);
+                                                                           edge_points, &edges, first_taps, nullptr, padding);
         } else {
             const C* next = nullptr;
             if constexpr (std::is_same_v<C, float>) next = r + 1 < rows.rows ? rows.xyz[r + 1] : rows.next_xyz;
             CoordinateReader<C> coordinates;
             coordinates.xyz = rows.xyz[r];
-            result = interior_pass_row_avx2<Kind, Interp, Pad, Rank, S, C>(coordinates, count, axes, outer_offset, last_safe, geometry, input,
+            result = interior_pass_row_avx2<Kind, Interp, ZerosPad, Rank, S, C>(coordinates, count, axes, outer_offset, last_safe, geometry, input,
                                                                            output + rows.output_offset[r], out, layout, &shuffles,
-                                                                           edge_points, &edges, first_taps, next);
+                                                                           edge_points, &edges, first_taps, next, padding);
         }
         prefetch_rows_ahead(prefetch, first_taps, count, input, Rank);
         stop.rows = r + 1;
@@ -1363,23 +1384,26 @@ AvxInteriorPass<S, C> select_avx2_pass(Interpolation mode, Padding padding, cons
                                        const FastOutput<S>& out, ByteLayout& layout) {
     return choose_interior_pass<S, C>(
         mode, padding, geometry, out, layout, [](auto) {},
-        [](auto interp, auto pad, auto rank, auto kind) -> AvxInteriorPass<S, C> {
-            return &interior_pass_avx2<decltype(kind)::value, typename decltype(interp)::type, typename decltype(pad)::type,
+        [](auto interp, auto zeros_padding, auto rank, auto kind) -> AvxInteriorPass<S, C> {
+            return &interior_pass_avx2<decltype(kind)::value, typename decltype(interp)::type, decltype(zeros_padding)::value,
                                        decltype(rank)::value, S, C>;
         });
 }
 
-#define GRIDWARP_SELECT_AVX2_PASS(S, C)                                                                                 \
-    template AvxInteriorPass<S, C> select_avx2_pass<S, C>(Interpolation, Padding, const InputGeometry&, const FastOutput<S>&, \
-                                                          ByteLayout&);
-GRIDWARP_SELECT_AVX2_PASS(float, float)
-GRIDWARP_SELECT_AVX2_PASS(float, double)
-GRIDWARP_SELECT_AVX2_PASS(std::uint8_t, float)
-GRIDWARP_SELECT_AVX2_PASS(std::uint8_t, double)
-GRIDWARP_SELECT_AVX2_PASS(std::int16_t, float)
-GRIDWARP_SELECT_AVX2_PASS(std::int16_t, double)
-#undef GRIDWARP_SELECT_AVX2_PASS
-
 }  // namespace gridwarp::detail
 
 #endif  // GRIDWARP_AVX2_DISPATCH
+
+// Instantiates the pass for pixel type S and both coordinate types: each pixel type is a
+// translation unit of its own (interior_pass_avx2_<type>.cpp), so that they build in parallel.
+#if defined(GRIDWARP_AVX2_DISPATCH)
+#define GRIDWARP_INSTANTIATE_AVX2_PASS(S)                                                                         \
+    namespace gridwarp::detail {                                                                                  \
+    template AvxInteriorPass<S, float> select_avx2_pass<S, float>(Interpolation, Padding, const InputGeometry&,   \
+                                        const FastOutput<S>&, ByteLayout&);                                       \
+    template AvxInteriorPass<S, double> select_avx2_pass<S, double>(Interpolation, Padding, const InputGeometry&, \
+                                        const FastOutput<S>&, ByteLayout&);                                       \
+    }
+#else
+#define GRIDWARP_INSTANTIATE_AVX2_PASS(S)
+#endif

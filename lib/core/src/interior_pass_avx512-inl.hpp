@@ -22,6 +22,8 @@
 // generic edge stage (PassResult). No fused multiply-add can form: lib/core builds with
 // -ffp-contract=off, and intrinsics never contract.
 
+#pragma once
+
 #include "fast_path.hpp"
 
 #if defined(GRIDWARP_AVX2_DISPATCH)
@@ -996,6 +998,23 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE unsigned sample_near_group(const Coordinat
     return take;
 }
 
+// sample_near_group for the call's padding: zeros padding is a template argument of the pass,
+// border and reflection a run-time choice here, in the edge groups only.
+template <PositionKind Kind, class Interp, bool ZerosPad, int Rank, class C>
+GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE unsigned sample_near_group_of_padding(Padding padding, const CoordinateReader<C>& reader,
+                                                                                    std::int64_t p, int lanes, unsigned edge,
+                                                                                    const InputGeometry& geometry, const float* input,
+                                                                                    float* output, const FastOutput<float>& out) {
+    if constexpr (ZerosPad) {
+        (void)padding;
+        return sample_near_group<Kind, Interp, ZerosPadding, Rank, C>(reader, p, lanes, edge, geometry, input, output, out);
+    } else if (padding == Padding::Reflection) {
+        return sample_near_group<Kind, Interp, ReflectionPadding, Rank, C>(reader, p, lanes, edge, geometry, input, output, out);
+    } else {
+        return sample_near_group<Kind, Interp, BorderPadding, Rank, C>(reader, p, lanes, edge, geometry, input, output, out);
+    }
+}
+
 // ---- The pass.
 
 // A full group of interior points whose sampling waits for the next group's planning (see
@@ -1040,7 +1059,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE void sample_late_group(LateGroup<Rank, K>&
 // after the row instead, as before, the requests stalled the pass: W1 on one thread 5.03-5.10
 // against 4.77-4.79 ms, W3 4.20-4.23 against 4.00-4.20. next_output: where the next row's output
 // starts (nullptr: no next row in this run), asked for, ready to be written, a group at a time.
-template <PositionKind Kind, class Interp, class Pad, int Rank, class S, class C>
+template <PositionKind Kind, class Interp, bool ZerosPad, int Rank, class S, class C>
 GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE PassResult interior_pass_row(const CoordinateReader<C>& coordinates, std::int64_t count,
                                                                            const PlannerAxes<C, Rank>& axes,
                                                                            const std::int32_t* outer_offset, std::int64_t last_safe,
@@ -1048,7 +1067,8 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE PassResult interior_pass_row(const Coordin
                                                                            const S* input, S* output, const FastOutput<S>& out,
                                                                            const ByteLayout& layout, std::int32_t* edge_points,
                                                                            std::int64_t* edges, std::int32_t* first_taps,
-                                                                           const C* next_xyz, const S* next_output) {
+                                                                           const C* next_xyz, const S* next_output,
+                                                                           Padding padding) {
     constexpr int K = Interp::taps;
     (void)last_safe;
     // (known_interior_span tests `linear` itself; the test is repeated here, where the stored-grid
@@ -1098,8 +1118,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE PassResult interior_pass_row(const Coordin
         }
         const unsigned interior = group.interior;
         const unsigned active = (1u << lanes) - 1u;
-        constexpr bool kZeros = std::is_same_v<Pad, ZerosPadding>;
-        const __mmask16 fill = kZeros ? group.fill_zeros : group.fill_nonfinite;
+        const __mmask16 fill = ZerosPad ? group.fill_zeros : group.fill_nonfinite;
         if (lanes == 16) {
             _mm512_storeu_si512(first_taps + p, _mm512_load_si512(group.offset));
         } else {
@@ -1127,8 +1146,10 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE PassResult interior_pass_row(const Coordin
             // padding: whose taps are inside or read the fill value). (int16: left to the
             // generic stages.)
             if constexpr (std::is_same_v<S, float>) {
-                if (edge != 0) edge &= ~sample_near_group<Kind, Interp, Pad, Rank, C>(coordinates, p, lanes, edge, geometry,
-                                                                                    input, output + p, out);
+                if (edge != 0) {
+                    edge &= ~sample_near_group_of_padding<Kind, Interp, ZerosPad, Rank, C>(padding, coordinates, p, lanes, edge, geometry,
+                                                                                          input, output + p, out);
+                }
             }
         } else {
             sample_group<Rank, K>(group, lanes, outer_offset, input, output + p * out.output_point_stride, out, layout, fill);
@@ -1148,12 +1169,12 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE PassResult interior_pass_row(const Coordin
 // and edge points are those of the last row). Looping over the rows here rather than calling the
 // pass once per row matters: on the processor of docs/performance.md the per-row call and set-up
 // cost W1 about 20 %.
-template <PositionKind Kind, class Interp, class Pad, int Rank, class S, class C>
+template <PositionKind Kind, class Interp, bool ZerosPad, int Rank, class S, class C>
 GRIDWARP_TARGET_AVX512 PassStop interior_pass_avx512(const PassRows<C>& rows, std::int64_t count, const InputGeometry& geometry,
                                                      const S* input, S* output, const FastOutput<S>& out,
                                                      std::int64_t input_span, const ByteLayout& layout,
                                                      std::int32_t* edge_points, std::int32_t* first_taps,
-                                                     RowPrefetch& prefetch) {
+                                                     RowPrefetch& prefetch, Padding padding) {
     constexpr int K = Interp::taps;
     constexpr int kOuterTaps = PlannedGroup<Rank, K>::kOuterTaps;
     const PlannerAxes<C, Rank> axes = planner_axes<Interp, C, Rank>(geometry);
@@ -1183,9 +1204,9 @@ GRIDWARP_TARGET_AVX512 PassStop interior_pass_avx512(const PassRows<C>& rows, st
             CoordinateReader<C> coordinates;
             coordinates.linear = &rows.linear[r];
             coordinates.first_index = rows.first_index;
-            result = interior_pass_row<Kind, Interp, Pad, Rank, S, C>(coordinates, count, axes, outer_offset, last_safe, geometry, input,
+            result = interior_pass_row<Kind, Interp, ZerosPad, Rank, S, C>(coordinates, count, axes, outer_offset, last_safe, geometry, input,
                                                                       output + rows.output_offset[r], out, layout, edge_points, &edges,
-                                                                      first_taps, nullptr, next_output);
+                                                                      first_taps, nullptr, next_output, padding);
         } else {
             // Read in place, the next row's coordinates are not streamed in by a copy: asked for as
             // this row goes.
@@ -1193,9 +1214,9 @@ GRIDWARP_TARGET_AVX512 PassStop interior_pass_avx512(const PassRows<C>& rows, st
             if constexpr (std::is_same_v<C, float>) next = r + 1 < rows.rows ? rows.xyz[r + 1] : rows.next_xyz;
             CoordinateReader<C> coordinates;
             coordinates.xyz = rows.xyz[r];
-            result = interior_pass_row<Kind, Interp, Pad, Rank, S, C>(coordinates, count, axes, outer_offset, last_safe, geometry, input,
+            result = interior_pass_row<Kind, Interp, ZerosPad, Rank, S, C>(coordinates, count, axes, outer_offset, last_safe, geometry, input,
                                                                       output + rows.output_offset[r], out, layout, edge_points, &edges,
-                                                                      first_taps, next, next_output);
+                                                                      first_taps, next, next_output, padding);
         }
         prefetch_rows_ahead(prefetch, first_taps, count, input, Rank);
         stop.rows = r + 1;
@@ -1237,23 +1258,26 @@ AvxInteriorPass<S, C> select_avx512_pass(Interpolation mode, Padding padding, co
                 prepare_byte_layout<decltype(interp)::type::taps>(layout, geometry.stride[geometry.rank - 1]);
             }
         },
-        [](auto interp, auto pad, auto rank, auto kind) -> AvxInteriorPass<S, C> {
-            return &interior_pass_avx512<decltype(kind)::value, typename decltype(interp)::type, typename decltype(pad)::type,
+        [](auto interp, auto zeros_padding, auto rank, auto kind) -> AvxInteriorPass<S, C> {
+            return &interior_pass_avx512<decltype(kind)::value, typename decltype(interp)::type, decltype(zeros_padding)::value,
                                          decltype(rank)::value, S, C>;
         });
 }
 
-#define GRIDWARP_SELECT_AVX512_PASS(S, C)                                                                                 \
-    template AvxInteriorPass<S, C> select_avx512_pass<S, C>(Interpolation, Padding, const InputGeometry&, const FastOutput<S>&, \
-                                                            ByteLayout&);
-GRIDWARP_SELECT_AVX512_PASS(float, float)
-GRIDWARP_SELECT_AVX512_PASS(float, double)
-GRIDWARP_SELECT_AVX512_PASS(std::uint8_t, float)
-GRIDWARP_SELECT_AVX512_PASS(std::uint8_t, double)
-GRIDWARP_SELECT_AVX512_PASS(std::int16_t, float)
-GRIDWARP_SELECT_AVX512_PASS(std::int16_t, double)
-#undef GRIDWARP_SELECT_AVX512_PASS
-
 }  // namespace gridwarp::detail
 
 #endif  // GRIDWARP_AVX2_DISPATCH
+
+// Instantiates the pass for pixel type S and both coordinate types: each pixel type is a
+// translation unit of its own (interior_pass_avx512_<type>.cpp), so that they build in parallel.
+#if defined(GRIDWARP_AVX2_DISPATCH)
+#define GRIDWARP_INSTANTIATE_AVX512_PASS(S)                                                                         \
+    namespace gridwarp::detail {                                                                                    \
+    template AvxInteriorPass<S, float> select_avx512_pass<S, float>(Interpolation, Padding, const InputGeometry&,   \
+                                        const FastOutput<S>&, ByteLayout&);                                         \
+    template AvxInteriorPass<S, double> select_avx512_pass<S, double>(Interpolation, Padding, const InputGeometry&, \
+                                        const FastOutput<S>&, ByteLayout&);                                         \
+    }
+#else
+#define GRIDWARP_INSTANTIATE_AVX512_PASS(S)
+#endif
