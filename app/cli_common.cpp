@@ -110,53 +110,12 @@ ConstTensorView antialiased(const ConstTensorView& input, const AntialiasPlan& p
     return storage.view();
 }
 
-namespace {
-
-// --mode: the ONNX names and their aliases, and ANTs' spellings, in any case: Linear,
-// NearestNeighbor, and GenericLabel[Linear | NearestNeighbor | Cubic] (GenericLabel alone: Linear).
-// --mode: a kind of the interpolation table (any case, "[order]" for B-splines), or
-// GenericLabel[kind] for label maps.
-void parse_mode(std::string text, SampleOptions& options) {
-    std::string lowered = text;
-    std::transform(lowered.begin(), lowered.end(), lowered.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    const std::string kGenericLabel = "genericlabel";
-    if (lowered.rfind(kGenericLabel, 0) == 0) {
-        std::string inner = text.substr(kGenericLabel.size());
-        if (inner.empty()) {
-            inner = "linear";
-        } else if (inner.size() >= 2 && inner.front() == '[' && inner.back() == ']') {
-            inner = inner.substr(1, inner.size() - 2);
-        } else {
-            throw std::invalid_argument("'" + text + "': expected GenericLabel or GenericLabel[Linear], [NearestNeighbor], [Cubic] or [a windowed sinc]");
-        }
-        options.generic_label = true;
-        text = inner;
-    }
-    const InterpolationChoice choice = parse_interpolation_choice(text);
-    if (options.generic_label && !interpolation_kind(choice.mode).label_inner) {
-        throw std::invalid_argument("GenericLabel[" + text + "]: GenericLabel takes Linear, NearestNeighbor, Cubic or a windowed sinc");
-    }
-    options.mode = choice.mode;
-    options.spline_order = choice.spline_order;
-    options.gaussian_alpha = choice.alpha;
-}
-
-}  // namespace
-
 void set_gaussian_sigma(SampleOptions& options, const SamplingFlags& flags, const std::vector<double>& spacing,
                         std::int64_t spatial_rank) {
-    if (!interpolation_kind(options.mode).gaussian) return;
-    const InterpolationChoice choice = parse_interpolation_choice(flags.mode);
-    if (choice.sigma.empty()) return;
-    const auto rank = static_cast<std::size_t>(std::max<std::int64_t>(spatial_rank, 0));
-    if (choice.sigma.size() != 1 && choice.sigma.size() != rank) {
-        throw std::invalid_argument("--mode " + flags.mode + ": " + std::to_string(choice.sigma.size()) + " sigmas for an input of " +
-                                    std::to_string(rank) + " spatial axes; give one, or one per axis (x first)");
-    }
-    options.gaussian_sigma.assign(rank, 0.0);
-    for (std::size_t k = 0; k < rank; ++k) {  // k: x first; the library's axes run outermost first
-        const double sigma_mm = choice.sigma[choice.sigma.size() == 1 ? 0 : k];
-        options.gaussian_sigma[rank - 1 - k] = sigma_mm / (k < spacing.size() ? spacing[k] : 1.0);
+    try {
+        gridwarp::set_gaussian_sigma(options, flags.mode, spacing, spatial_rank);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("--mode: ") + e.what());
     }
 }
 
@@ -164,7 +123,7 @@ SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions&
     SampleOptions options;
     // The library's messages name the value; say which option it came from.
     try {
-        parse_mode(flags.mode, options);
+        set_sampling_mode(options, flags.mode);
     } catch (const std::invalid_argument& e) {
         throw std::invalid_argument(std::string("--mode: ") + e.what());
     }

@@ -10,6 +10,8 @@ packages=(
   libpng-dev libjpeg62-turbo-dev libtiff-dev libwebp-dev  # PNG, JPEG, TIFF and WebP (gridwarp::io)
   libcli11-dev libspdlog-dev
   catch2 nlohmann-json3-dev
+  python3-dev pybind11-dev libdlpack-dev  # the Python package (build/python)
+  python3-pytest python3-torch            # its tests: pytest, and PyTorch as an oracle and a DLPack producer
   python3-nibabel python3-numpy  # NIfTI tests read gridwarp's outputs back with nibabel
   python3-scipy python3-pil python3-opencv  # oracles of the interpolation, image and resize tests
   mrtrix3                  # ... and with MRtrix3; also a peer in bench_end_to_end

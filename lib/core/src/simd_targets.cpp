@@ -21,8 +21,12 @@ std::string lower_case(std::string_view text) {
     return lowered;
 }
 
-// The compiled targets the processor supports, one bit each.
-std::int64_t supported_compiled_targets() { return hwy::SupportedTargets() & HWY_TARGETS; }
+// The compiled targets the processor supports, one bit each. Asked once: Highway 1.0 runs CPUID on
+// every SupportedTargets() call, which a virtual machine traps (microseconds per sampling call).
+std::int64_t supported_compiled_targets() {
+    static const std::int64_t supported = hwy::SupportedTargets() & HWY_TARGETS;
+    return supported;
+}
 
 // The target GRIDWARP_ISA names ("baseline": the portable fallback; "avx512": AVX3), or 0 for none.
 std::int64_t capped_target() {

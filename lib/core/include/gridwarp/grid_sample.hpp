@@ -47,6 +47,17 @@ struct SampleOptions {
     std::optional<double> gaussian_alpha;
 };
 
+// A mode as the CLI's --mode and the Python package's mode= spell it: an interpolation kind's name
+// or alias in any case ("linear", "bilinear", "BSpline[3]", "Gaussian[1.5,2]"), or GenericLabel[kind]
+// (GenericLabel alone: Linear). Sets mode, spline_order, generic_label and gaussian_alpha; throws
+// std::invalid_argument.
+void set_sampling_mode(SampleOptions& options, std::string_view text);
+// For Gaussian and MultiLabel whose text gives sigmas (one, or one per axis x first, in the units of
+// `spacing`, x first; without a spacing, pixels): options.gaussian_sigma in pixels for an input of
+// `spatial_rank` axes. Other kinds, or no sigma: nothing. Throws std::invalid_argument.
+void set_gaussian_sigma(SampleOptions& options, std::string_view text, const std::vector<double>& spacing,
+                        std::int64_t spatial_rank);
+
 // Output shape (N, C, O1..Or) for an input and a position source; checks that they fit.
 Shape grid_sample_output_shape(const ConstTensorView& input, const PositionSource& positions);
 
