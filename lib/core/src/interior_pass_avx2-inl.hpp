@@ -3,9 +3,9 @@
 // Alder Lake, Zen 1-3), chosen by fast_path.cpp through select_avx2_pass (fast_path.hpp, which
 // also holds the pieces it shares with the AVX-512 pass).
 //
-// Why by hand: the generic stages (plan a block of 256 points into arrays, then gather) ran W1 at
-// about 7 ns per point on one thread of a Zen 3 machine; most of that is the arrays the two stages
-// pass each other and GCC's one-load-one-insert emulation of every gather. This pass does both
+// Why by hand: the generic stages (plan a block of 256 points into arrays, then gather) spend most
+// of their time on the arrays the two stages pass each other and on GCC's one-load-one-insert
+// emulation of every gather (docs/performance.md, "Interior passes"). This pass does both
 // stages for 8 points at a time in registers, as the AVX-512 pass does for 16, and reads a point's
 // taps along x with one load per row.
 //
@@ -307,7 +307,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE typename Avx2Lanes<C>::Vec clamped_s
 // values of C). double: the offset is summed in double and converted once (exact: every term is an
 // integer below 2^31), not converted per axis (two micro-ops each). No multiply for the innermost
 // axis's unit stride (every float32 input here); the outer axes' strides are multiplied without a
-// test (a branch per axis and group cost W5 about 3 %).
+// test, which is cheaper than a branch per axis and group.
 template <int Rank, class C>
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE void add_offset_term(const PlannerAxes<C, Rank>& axes, int a, typename Avx2Lanes<C>::Vec first,
                                                                  typename Avx2Lanes<C>::Vec& offset_value, typename Avx2Lanes<C>::Int& offset) {
@@ -486,10 +486,8 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE bool plan_group_avx2(const CoordinateReader<
 // Zeros padding: true where no point of the L = Avx2Lanes<C>::kCount points is within reach of
 // the input (all fill points), with their first-tap offsets: the clamped stand-ins that
 // plan_lanes_avx2 gives them (read by the prefetch of the rows ahead). Explicit grids that zoom
-// out have many such groups (W1-W3: 8 %). For cubic taps this test is much cheaper than a general
-// plan (W2-like calls 2.5-5 % faster); for linear taps it costs about as much (callgrind: 72
-// against 88 instructions per fill group, and 72 more for every other group it lets through), so
-// only cubic takes it.
+// out have many such groups. For cubic taps this test is much cheaper than a general plan; for
+// linear taps it costs about as much as it saves, so only cubic takes it.
 template <PositionKind Kind, class Interp, int Rank, class C>
 GRIDWARP_TARGET_AVX2 GRIDWARP_ALWAYS_INLINE bool plan_out_of_reach_lanes_avx2(const CoordinateReader<C>& reader, std::int64_t p, int lanes,
                                                                               const PlannerAxes<C, Rank>& axes,
@@ -1165,11 +1163,11 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE void sample_late_group_avx2(const Avx2Group<
 // made it about twice as many instructions per group (see docs/performance.md). In 2-D each group
 // is sampled one group late, after the next group is planned, so that its offsets are read back
 // from a store made a group earlier rather than taken out of the register one by one; the two
-// groups take turns (in 3-D that made W5 slower, 49.7 -> 56.4 ms on two threads, so there a group
-// is sampled as soon as it is planned). stream (out.stream, 2-D, and the run starts at a 64-byte
-// line): its lines are written with streaming stores, all but a last group that starts a line
-// (whose other half is not the run's), so that no ordinary store (fill values, points near an
-// edge, the edge stage) ever meets a line still in flight.
+// groups take turns (in 3-D that was slower, so there a group is sampled as soon as it is
+// planned). stream (out.stream, 2-D, and the run starts at a 64-byte line): its lines are
+// written with streaming stores, all but a last group that starts a line (whose other half is not
+// the run's), so that no ordinary store (fill values, points near an edge, the edge stage) ever
+// meets a line still in flight.
 template <PositionKind Kind, class Interp, int Rank, class S, class C>
 GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE std::int64_t interior_run_avx2(const CoordinateReader<C>& coordinates, std::int64_t p,
                                                                            std::int64_t count, const IndexSpan& known_interior,
@@ -1224,7 +1222,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE PassResult interior_pass_row_avx2(const Coor
     const IndexSpan known_interior =
         coordinates.linear == nullptr ? IndexSpan{} : known_interior_span<Kind, Rank, C>(coordinates, count, axes);
     // Zeros padding along an affine row: the groups wholly outside the points within reach are
-    // fill points (a rotation's corners; 16 % of W5), written without planning. planned: the
+    // fill points (a rotation's corners), written without planning. planned: the
     // groups that were not.
     IndexSpan planned{0, count, false};
     if constexpr (ZerosPad) {
@@ -1236,8 +1234,8 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE PassResult interior_pass_row_avx2(const Coor
     std::int64_t edge_count = 0;
     bool redo = false;
     // Float32 and int16 pixels: runs of full interior groups go to interior_run_avx2, in 3-D only
-    // along affine rows (W6's stored 3-D grid was 3 % slower with runs; for uint8 a loop of their
-    // own was 4 % slower, W4 35.5 -> 37.0 ms on two threads). With streaming stores a run starts
+    // along affine rows (stored 3-D grids and uint8 pixels were slower with runs). With streaming
+    // stores a run starts
     // at a line: a row whose output is not 32-byte aligned streams nothing.
     constexpr bool kRuns = kPlanarPassPixel<S>;
     // Float32 pixels, zeros padding and linear taps: edge points from the stand-in taps (see
@@ -1289,7 +1287,7 @@ GRIDWARP_TARGET_AVX2 GRIDWARP_STAGE PassResult interior_pass_row_avx2(const Coor
         } else if constexpr (std::is_same_v<S, float>) {
             // (Another fill value: the outside taps' terms are not +-0, so edge points take the
             // gathers. The fill value is read here, in edge groups only: a flag held across the
-            // loop changed the register allocation of the whole pass, W5 1-2 % slower.)
+            // loop changed the register allocation of the whole pass, for the worse.)
             if (kStandInEdges && edge != 0 && out.fill_value == 0.0f) {
                 if constexpr (kStandInEdges) {
                     // (An edge point is within reach and finite: this finishes it.)

@@ -173,8 +173,8 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void gather_rows_x16(const std::in
     }
 }
 
-// How many outer taps (rows) sample_group reads together: all of linear's (2-3% faster than one at
-// a time), one for cubic (two at a time spill registers: 30% slower in 2-D).
+// How many outer taps (rows) sample_group reads together: all of linear's (faster than one at a
+// time), one for cubic (two at a time spill registers).
 template <int K, int OuterTaps>
 constexpr int kRowsTogether = K == 4 ? 1 : (OuterTaps < 4 ? OuterTaps : 4);
 
@@ -439,7 +439,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_ALWAYS_INLINE void plan_lanes(const CoordinateRe
     unsigned inside = active;
     if constexpr (!KnownInterior) inside &= interior_lanes<C, Rank>(u, axes);
     // (Only full groups: the first taps of lanes past `lanes` are read too, and must come from the
-    // clamped stand-ins. Not cubic: its planning was 3% slower for the branch, in A/B runs of W2.)
+    // clamped stand-ins. Not cubic: the branch made its planning slower.)
     const bool all_interior = KnownInterior || (K <= 2 && lanes == L::kCount && inside == active);
     unsigned within_reach = active;  // on every axis, some tap inside (false for NaN)
     unsigned finite = active;        // every coordinate finite (|g| <= max, as Pad::fills)
@@ -1028,7 +1028,7 @@ struct LateGroup {
 
 // Samples the waiting group, if any, with its offsets read from memory (and in 3-D its weights:
 // kept in registers until the next group, GCC spilled some of the eight; stored and loaded
-// instead, W5 23.7-23.9 -> 23.0-23.1 ms on two threads).
+// instead, which is faster).
 template <int Rank, int K, class S>
 GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE void sample_late_group(LateGroup<Rank, K>& late, const std::int32_t* outer_offset,
                                                                      const S* input, S* output, const FastOutput<S>& out) {
@@ -1055,9 +1055,8 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE void sample_late_group(LateGroup<Rank, K>&
 // edge_points (their number in *edges).
 // first_taps receives every point's first-tap offset (clamped stand-ins where not interior), from
 // which the input of the rows ahead is prefetched. next_xyz: the next row's stored coordinates,
-// asked for a group at a time as this row goes (nullptr: none to ask for). Asked for all at once
-// after the row instead, as before, the requests stalled the pass: W1 on one thread 5.03-5.10
-// against 4.77-4.79 ms, W3 4.20-4.23 against 4.00-4.20. next_output: where the next row's output
+// asked for a group at a time as this row goes (nullptr: none to ask for); asked for all at once
+// after the row, the requests stalled the pass. next_output: where the next row's output
 // starts (nullptr: no next row in this run), asked for, ready to be written, a group at a time.
 template <PositionKind Kind, class Interp, bool ZerosPad, int Rank, class S, class C>
 GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE PassResult interior_pass_row(const CoordinateReader<C>& coordinates, std::int64_t count,
@@ -1091,7 +1090,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE PassResult interior_pass_row(const Coordin
             // A full group of interior points: planned without the tests and fill rules.
             // (A group of a searched row outside its interior run holds a point that is not
             // interior: it goes to the general planner without the interior planner's attempt,
-            // which W5 made in 13 % of its groups.)
+            // which would fail there.)
             if (lanes == 16) {
                 const bool known = p >= known_interior.begin && p + 16 <= known_interior.end;
                 if (known ? plan_interior_group<Kind, Interp, Rank, C, true>(coordinates, p, axes, group)
@@ -1167,8 +1166,7 @@ GRIDWARP_TARGET_AVX512 GRIDWARP_STAGE PassResult interior_pass_row(const Coordin
 // input and (stored rows) the next row's coordinates prefetched as it goes. Stops after the first
 // row that is not Complete, so that the caller can finish that row's edge points (the first taps
 // and edge points are those of the last row). Looping over the rows here rather than calling the
-// pass once per row matters: on the processor of docs/performance.md the per-row call and set-up
-// cost W1 about 20 %.
+// pass once per row matters: the per-row call and set-up are a large share of a short row.
 template <PositionKind Kind, class Interp, bool ZerosPad, int Rank, class S, class C>
 GRIDWARP_TARGET_AVX512 PassStop interior_pass_avx512(const PassRows<C>& rows, std::int64_t count, const InputGeometry& geometry,
                                                      const S* input, S* output, const FastOutput<S>& out,
@@ -1193,9 +1191,8 @@ GRIDWARP_TARGET_AVX512 PassStop interior_pass_avx512(const PassRows<C>& rows, st
     for (std::int64_t r = 0; r < rows.rows; ++r) {
         std::int64_t edges = 0;
         PassResult result;
-        // The next row's output asked for ahead of its stores: in 2-D only (W1 2.22-2.26 -> 2.10-2.11
-        // ms on two threads, 4.68-4.73 -> 4.28-4.31 on one, W3 1.84 -> 1.67, W4 unchanged); W5's
-        // groups take long enough for their stores (within +-2 % with the requests).
+        // The next row's output asked for ahead of its stores: in 2-D only; 3-D groups take long
+        // enough for their stores.
         const S* next_output = Rank == 2 && r + 1 < rows.rows ? output + rows.output_offset[r + 1] : nullptr;
         // Two copies of the row's loop, one per kind of coordinates, so that each knows its kind
         // (a reader whose `linear` is a literal nullptr): no per-group test of the kind, and no
