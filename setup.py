@@ -1,4 +1,5 @@
-"""Builds the Python package with the project's CMake (core library and module only)."""
+"""Builds the Python package with the project's CMake: the module, and the OpenCV and ITK modules
+that its file functions load (copied beside it)."""
 import os
 import pathlib
 import shutil
@@ -16,14 +17,14 @@ class CMakeBuild(build_ext):
         # GRIDWARP_BUILD_DIR reuses a tree that is already configured (the README's `build`).
         tree = pathlib.Path(os.environ.get("GRIDWARP_BUILD_DIR", pathlib.Path(self.build_temp).resolve() / "cmake"))
         if not (tree / "CMakeCache.txt").exists():
-            subprocess.run(["cmake", "-S", str(SOURCE), "-B", str(tree), "-DCMAKE_BUILD_TYPE=Release", "-DGRIDWARP_BUILD_IO=OFF",
-                            "-DGRIDWARP_BUILD_TESTS=OFF", f"-DGRIDWARP_PYTHON={sys.executable}"], check=True)
+            subprocess.run(["cmake", "-S", str(SOURCE), "-B", str(tree), "-DCMAKE_BUILD_TYPE=Release", "-DGRIDWARP_BUILD_TESTS=OFF",
+                            f"-DGRIDWARP_PYTHON={sys.executable}"], check=True)
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
         subprocess.run(["cmake", "--build", str(tree), "--target", "gridwarp_python", "-j", jobs], check=True)
         built = tree / "python" / "gridwarp"
         target = pathlib.Path(self.get_ext_fullpath(extension.name)).parent
         target.mkdir(parents=True, exist_ok=True)
-        for item in built.iterdir():
+        for item in [*built.iterdir(), *(tree / "app").glob("gridwarp_*.so")]:
             shutil.copy2(item, target / item.name)
 
 

@@ -26,6 +26,7 @@
 
 #include "batch_manifest.hpp"
 #include "cli_common.hpp"
+#include "command_runner.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/file_identity.hpp"
 #include "gridwarp/io/image.hpp"
@@ -51,16 +52,6 @@ struct BatchCommand {
     std::vector<std::string> defaults;  // COMMAND's options given on the command line
 };
 
-using Registrar = std::shared_ptr<void> (*)(CLI::App&);
-const std::map<std::string, Registrar>& batch_commands() {
-    static const std::map<std::string, Registrar> commands = {{"affine", &register_affine_command},
-                                                              {"flow", &register_flow_command},
-                                                              {"resample", &register_resample_command},
-                                                              {"resize", &register_resize_command},
-                                                              {"sample", &register_sample_command}};
-    return commands;
-}
-
 // A volume file from this size on is "big": by default such jobs run one at a time, on every core.
 constexpr std::uintmax_t kBigVolumeBytes = std::uintmax_t{4} << 20;
 
@@ -70,7 +61,7 @@ class CommandOptions {
 public:
     explicit CommandOptions(const std::string& command) {
         CLI::App app;
-        batch_commands().at(command)(app);
+        in_process_commands().at(command)(app);
         for (const CLI::Option* option : app.get_subcommand(command)->get_options()) {
             // CLI11 2.x marks an on/off flag by expecting no value after it (its type size stays 1).
             for (const std::string& name : option->get_lnames()) is_flag_[name] = option->get_expected_max() == 0;
@@ -106,7 +97,7 @@ ManifestColumns manifest_columns(const CommandOptions& options) {
 Values parse_defaults(const std::string& command, const std::vector<std::string>& tokens) {
     CLI::App app;
     // The replaced callback held the options' storage: the new one keeps it alive while parsing.
-    std::shared_ptr<void> storage = batch_commands().at(command)(app);
+    std::shared_ptr<void> storage = in_process_commands().at(command)(app);
     CLI::App* sub = app.get_subcommand(command);
     for (CLI::Option* option : sub->get_options()) option->required(false);
     sub->callback([storage] {});
@@ -162,37 +153,6 @@ std::vector<std::string> job_arguments(const std::string& command, const Values&
     if (!flag_set(merged, "verbose") && !flag_set(merged, "quiet")) args.push_back("--quiet");
     return args;
 }
-
-// Runs jobs of one command in this process, one after another, with one CLI::App: building the
-// App costs more than parsing a job's arguments, and each parse starts from the options' defaults
-// (set_command_action).
-class JobRunner {
-public:
-    explicit JobRunner(const std::string& command) : storage_(batch_commands().at(command)(app_)) { app_.require_subcommand(1); }
-
-    // The job's error message; empty on success.
-    std::string run(const std::vector<std::string>& args) {
-        std::vector<const char*> argv{"gridwarp"};
-        for (const auto& a : args) argv.push_back(a.c_str());
-        bad_arguments_ = false;
-        try {
-            app_.parse(static_cast<int>(argv.size()), argv.data());
-        } catch (const CLI::ParseError& e) {
-            bad_arguments_ = true;
-            return e.what();
-        } catch (const std::exception& e) {
-            return e.what();
-        }
-        return "";
-    }
-    // Whether the last run failed on its arguments (a value that is not a number, ...), not its files.
-    bool bad_arguments() const { return bad_arguments_; }
-
-private:
-    CLI::App app_;
-    std::shared_ptr<void> storage_;
-    bool bad_arguments_ = false;
-};
 
 // A job's error about its arguments, with the manifest cell it came from where the message names
 // an option the row gives ("--rotate" for the cell of 'rotate'): options from the command line
@@ -433,7 +393,7 @@ private:
 };
 
 void run_batch(const BatchCommand& command) {
-    if (batch_commands().count(command.command) == 0) {
+    if (in_process_commands().count(command.command) == 0) {
         throw ExitStatus(2, "batch: COMMAND must be affine, resize, flow, resample or sample, got '" + command.command + "'");
     }
     const CommandOptions options(command.command);
@@ -530,7 +490,7 @@ void run_batch(const BatchCommand& command) {
         // Each job's command line as the rows are read (no row is held after it is printed), and
         // what the job would do when --explain is among its options: explaining reads the job's files.
         int threads_per_job = 0;
-        std::optional<JobRunner> runner;
+        std::optional<CommandRunner> runner;
         std::map<std::string, std::string> folder_problems;
         read_manifest_jobs(manifest, command.manifest, columns, in_shard, [&](Job&& job) {
             if (threads_per_job == 0) threads_per_job = jobs_and_threads(&job).second;
@@ -566,7 +526,7 @@ void run_batch(const BatchCommand& command) {
     std::atomic<std::size_t> next{0};
     std::atomic<bool> stop{false};
     auto worker = [&] {
-        JobRunner runner(command.command);
+        CommandRunner runner(command.command);
         for (;;) {
             const std::size_t k = next.fetch_add(1);
             if (k >= jobs.size() || stop.load()) return;

@@ -8,6 +8,9 @@
 #include <string>
 
 #include "array_bridge.hpp"
+#ifdef GRIDWARP_PYTHON_COMMANDS
+#include "commands.hpp"
+#endif
 #include "gridwarp/grid_sample.hpp"
 #include "gridwarp/positions.hpp"
 #include "gridwarp/simd.hpp"
@@ -123,6 +126,9 @@ theta: (N, 2, 3) with size (N, C, H, W), or (N, 3, 4) with size (N, C, D, H, W),
     dtype; (N, r, r+1) with an (r+2)-long size for other ranks.
 Returns a NumPy array (N, O1..Or, r) of theta's dtype.)");
     module.attr("__version__") = GRIDWARP_VERSION;
+#ifdef GRIDWARP_PYTHON_COMMANDS
+    add_command_functions(module);
+#endif
     module.def("simd_targets", &gridwarp::simd_targets, "The SIMD targets compiled in and supported by this processor.");
     module.def("simd_target", &gridwarp::simd_target, "The SIMD target the sampler uses now (GRIDWARP_ISA caps it).");
 }

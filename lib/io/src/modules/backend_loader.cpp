@@ -13,7 +13,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // Where modules are looked for, in order: $GRIDWARP_MODULE_DIR, the running program's own folder,
-// ../lib/gridwarp beside it (an installed tree), and the build tree's module folder.
+// ../lib/gridwarp beside it (an installed tree), the folder of the shared object this code is in
+// (the Python package's), and the build tree's module folder.
 std::vector<fs::path> module_directories() {
     std::vector<fs::path> directories;
     if (const char* environment = std::getenv("GRIDWARP_MODULE_DIR"); environment && *environment) directories.emplace_back(environment);
@@ -22,6 +23,11 @@ std::vector<fs::path> module_directories() {
     if (!error) {
         directories.push_back(program.parent_path());
         directories.push_back(program.parent_path().parent_path() / "lib" / "gridwarp");
+    }
+    Dl_info self;
+    if (::dladdr(reinterpret_cast<const void*>(&module_directories), &self) != 0 && self.dli_fname != nullptr) {
+        const fs::path object = fs::absolute(self.dli_fname, error);
+        if (!error) directories.push_back(object.parent_path());
     }
 #ifdef GRIDWARP_MODULE_BUILD_DIR
     directories.emplace_back(GRIDWARP_MODULE_BUILD_DIR);

@@ -1,0 +1,38 @@
+// The sampling commands run in this process, as `gridwarp batch` runs its jobs and the Python
+// package runs its file-level functions: the command's own option parsing, defaults, checks and
+// run function, so that the result is the command's, byte for byte.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gridwarp::cli {
+
+// The commands that can run in-process (affine, flow, resample, resize, sample) and the functions
+// that register them.
+using Registrar = std::shared_ptr<void> (*)(CLI::App&);
+const std::map<std::string, Registrar>& in_process_commands();
+
+// Runs one command's jobs, one after another, with one CLI::App: building the App costs more than
+// parsing a job's arguments, and each parse starts from the options' defaults (set_command_action).
+class CommandRunner {
+public:
+    explicit CommandRunner(const std::string& command);
+
+    // Runs the command with `args` (the command's name, then its options: a command line without
+    // "gridwarp"); returns the error message, empty on success.
+    std::string run(const std::vector<std::string>& args);
+    // Whether the last run failed on its arguments (a value that is not a number, ...), not its files.
+    bool bad_arguments() const { return bad_arguments_; }
+
+private:
+    CLI::App app_;
+    std::shared_ptr<void> storage_;
+    bool bad_arguments_ = false;
+};
+
+}  // namespace gridwarp::cli

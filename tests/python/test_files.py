@@ -1,0 +1,73 @@
+"""The file-level functions run the gridwarp commands in-process: the same bytes as the program."""
+import os
+import pathlib
+import subprocess
+import threading
+
+import pytest
+
+import gridwarp
+
+SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "data"
+
+
+@pytest.fixture(scope="module")
+def exe():
+    path = os.environ.get("GRIDWARP_EXE")
+    if not path:
+        pytest.skip("GRIDWARP_EXE is not set (the io library and the command were not built)")
+    return path
+
+
+def run_program(exe, *args):
+    subprocess.run([exe, *map(str, args), "--quiet"], check=True)
+
+
+def same_bytes(a, b):
+    return pathlib.Path(a).read_bytes() == pathlib.Path(b).read_bytes()
+
+
+def test_affine_and_flow_equal_the_program(exe, tmp_path):
+    card = SAMPLES / "card.png"
+    assert gridwarp.affine(card, tmp_path / "a.png", rotate=30, scale=0.8, mode="cubic") == str(tmp_path / "a.png")
+    run_program(exe, "affine", "-i", card, "-o", tmp_path / "a_cli.png", "--rotate", 30, "--scale", 0.8, "--mode", "cubic")
+    assert same_bytes(tmp_path / "a.png", tmp_path / "a_cli.png")
+    gridwarp.flow(card, SAMPLES / "swirl.flo", tmp_path / "f.png", padding="border")
+    run_program(exe, "flow", "-i", card, "-f", SAMPLES / "swirl.flo", "-o", tmp_path / "f_cli.png", "--padding", "border")
+    assert same_bytes(tmp_path / "f.png", tmp_path / "f_cli.png")
+
+
+def test_resample_equals_the_program(exe, tmp_path):
+    brain = SAMPLES / "brain.nii.gz"
+    gridwarp.resize(brain, tmp_path / "ref.nii.gz", voxel_size=3)
+    run_program(exe, "resize", "-i", brain, "-o", tmp_path / "ref_cli.nii.gz", "--voxel-size", 3)
+    assert same_bytes(tmp_path / "ref.nii.gz", tmp_path / "ref_cli.nii.gz")
+    gridwarp.resample(brain, tmp_path / "moved.nii.gz", reference=tmp_path / "ref.nii.gz", transforms=[SAMPLES / "tilt.tfm"],
+                      mode="BSpline[3]", padding="itk", output_type="float")
+    run_program(exe, "resample", "-i", brain, "-r", tmp_path / "ref.nii.gz", "-t", SAMPLES / "tilt.tfm", "-o", tmp_path / "moved_cli.nii.gz",
+                "--mode", "BSpline[3]", "--padding", "itk", "--output-type", "float")
+    assert same_bytes(tmp_path / "moved.nii.gz", tmp_path / "moved_cli.nii.gz")
+
+
+def test_two_threads_resample_at_once(exe, tmp_path):
+    brain = SAMPLES / "brain.nii.gz"
+    outputs = [tmp_path / f"t{k}.nii" for k in range(2)]
+    workers = [threading.Thread(target=gridwarp.affine, args=(brain, output), kwargs={"rotate": 15, "mode": "cubic", "threads": 1})
+               for output in outputs]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    run_program(exe, "affine", "-i", brain, "-o", tmp_path / "t_cli.nii", "--rotate", 15, "--mode", "cubic")
+    for output in outputs:
+        assert same_bytes(output, tmp_path / "t_cli.nii")
+
+
+def test_errors_raise_with_the_program_message(exe, tmp_path):
+    with pytest.raises(ValueError, match="nope.png"):
+        gridwarp.affine(tmp_path / "nope.png", tmp_path / "out.png", rotate=3)
+    with pytest.raises(ValueError, match="--rotat"):
+        gridwarp.affine(SAMPLES / "card.png", tmp_path / "out.png", rotat=3)
+    with pytest.raises(ValueError, match="mode"):
+        gridwarp.resample(SAMPLES / "brain.nii.gz", tmp_path / "out.nii.gz", mode="bogus")
+    assert not (tmp_path / "out.png").exists() and not (tmp_path / "out.nii.gz").exists()
