@@ -15,6 +15,6 @@ export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${packages[@]}"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake \
-      -DGRIDWARP_BUILD_IO=OFF -DGRIDWARP_BUILD_TESTS=ON
+      -DGRIDWARP_BUILD_IO=OFF -DGRIDWARP_BUILD_PYTHON=OFF -DGRIDWARP_BUILD_TESTS=ON
 cmake --build "$build" -j"$(nproc)"
 ctest --test-dir "$build" -L core -j"$(nproc)" --output-on-failure
