@@ -10,6 +10,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 SOURCE = pathlib.Path(__file__).resolve().parent
+(SOURCE / "build" / "setuptools").mkdir(parents=True, exist_ok=True)
 
 
 class CMakeBuild(build_ext):
@@ -29,4 +30,6 @@ class CMakeBuild(build_ext):
 
 
 setup(packages=["gridwarp"], package_dir={"gridwarp": "lib/python/gridwarp"}, package_data={"gridwarp": ["*.pyi", "py.typed"]},
-      ext_modules=[Extension("gridwarp._gridwarp", sources=[])], cmdclass={"build_ext": CMakeBuild})
+      ext_modules=[Extension("gridwarp._gridwarp", sources=[])], cmdclass={"build_ext": CMakeBuild},
+      # Apart from the CMake trees under build/ (the README's build, build-aarch64, ...).
+      options={"build": {"build_base": "build/setuptools"}, "egg_info": {"egg_base": "build/setuptools"}})

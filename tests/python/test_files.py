@@ -71,3 +71,17 @@ def test_errors_raise_with_the_program_message(exe, tmp_path):
     with pytest.raises(ValueError, match="mode"):
         gridwarp.resample(SAMPLES / "brain.nii.gz", tmp_path / "out.nii.gz", mode="bogus")
     assert not (tmp_path / "out.png").exists() and not (tmp_path / "out.nii.gz").exists()
+
+
+def test_image_objects_in_and_out(exe, tmp_path):
+    brain = SAMPLES / "brain.nii.gz"
+    run_program(exe, "affine", "-i", brain, "-o", tmp_path / "cli.nii", "--rotate", 10)
+    expected = gridwarp.read(tmp_path / "cli.nii")
+    from_path = gridwarp.affine(brain, rotate=10)
+    from_image = gridwarp.affine(gridwarp.read(brain), rotate=10)
+    for result in (from_path, from_image):
+        assert isinstance(result, gridwarp.Image)
+        assert result.array.tobytes() == expected.array.tobytes()
+        assert result.geometry == expected.geometry
+    photo = gridwarp.read(SAMPLES / "card.png")
+    assert gridwarp.resize(photo, size=(64, 48)).array.shape == (1, 3, 48, 64)

@@ -229,7 +229,7 @@ def test_errors_name_the_problem():
     with pytest.raises(ValueError):
         gridwarp.grid_sample(x, np.zeros((1, 2, 2, 2), np.int32))  # an integer grid
     with pytest.raises(TypeError, match="input"):
-        gridwarp.grid_sample(np.array([["a"]]), grid)
+        gridwarp.grid_sample(np.zeros((1, 1, 2, 2), "datetime64[s]"), grid)
     with pytest.raises(ValueError, match="threads"):
         gridwarp.grid_sample(x, grid, threads=-1)
     with pytest.raises(TypeError):
@@ -267,3 +267,15 @@ def test_gil_is_released_while_sampling():
 def test_simd_targets_listed():
     assert gridwarp.simd_target() in gridwarp.simd_targets() + ["scalar"]
     assert isinstance(gridwarp.__version__, str)
+
+
+def test_strings_as_onnx_string_tensors(tmp_path, cli_sample):
+    words = np.array([[["ab", "c"], ["", "dé"]]], dtype=object)[None]  # (1, 1, 2, 2)... as (N, C, H, W)
+    words = words.reshape(1, 1, 2, 2)
+    grid = np.array([[[[-1, -1], [1, 1]], [[0.9, -0.9], [3, 3]]]], np.float32)  # corners, and one point outside
+    actual = gridwarp.grid_sample(words, grid, "nearest", align_corners=True)
+    assert actual.dtype == object
+    assert actual.tolist() == [[[["ab", "dé"], ["c", ""]]]]
+    assert gridwarp.grid_sample(words.astype(str), grid, "nearest", align_corners=True).tolist() == actual.tolist()
+    with pytest.raises(ValueError):
+        gridwarp.grid_sample(words, grid, "bilinear")

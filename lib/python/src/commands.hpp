@@ -1,4 +1,5 @@
-// The file-level functions (affine, flow, resample, resize), where the commands are built.
+// The file-level functions, where the io library and the commands are built: affine, flow,
+// resample and resize (commands.cpp); read, write and Image (image_files.cpp).
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -8,5 +9,6 @@ namespace gridwarp::python {
 namespace py = pybind11;
 
 void add_command_functions(py::module_& module);
+void add_image_functions(py::module_& module);
 
 }  // namespace gridwarp::python

@@ -17,6 +17,8 @@
 
 namespace gridwarp::python {
 
+using namespace pybind11::literals;
+
 namespace {
 
 SampleOptions sample_options(const std::string& mode, const std::string& padding_mode, bool align_corners, double fill,
@@ -39,9 +41,46 @@ SampleOptions sample_options(const std::string& mode, const std::string& padding
     return options;
 }
 
+bool holds_text(py::handle input) {
+    if (!py::isinstance<py::array>(input)) return false;
+    const char kind = py::reinterpret_borrow<py::array>(input).dtype().kind();
+    return kind == 'U' || kind == 'S' || kind == 'O';
+}
+
+// ONNX string tensors: NumPy's str, bytes and object arrays, copied into the core's strings (they
+// have no view the core could read) and returned as an object array of str.
+py::object grid_sample_text(py::handle input, const ConstTensorView& grid, const SampleOptions& options, py::handle out) {
+    if (!out.is_none()) throw py::type_error("out: string results are new arrays; out= takes numbers only");
+    const auto numpy = py::module_::import("numpy");
+    const py::array source = py::reinterpret_borrow<py::array>(input);
+    const Shape shape(source.shape(), source.shape() + source.ndim());
+    Tensor strings(DType::String, shape);
+    const py::list items = source.attr("ravel")().attr("tolist")();
+    auto* text = strings.data_as<std::string>();
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        const py::handle item = items[i];
+        text[i] = py::isinstance<py::bytes>(item) ? item.cast<std::string>() : py::str(item).cast<std::string>();
+    }
+    Tensor sampled;
+    {
+        py::gil_scoped_release released;
+        sampled = gridwarp::grid_sample(strings.view(), grid, options);
+    }
+    py::list values;
+    const auto* result = sampled.data_as<std::string>();
+    for (std::int64_t i = 0; i < sampled.numel(); ++i) values.append(py::str(result[i]));
+    py::array array = numpy.attr("empty")(py::int_(sampled.numel()), "dtype"_a = "object");
+    array[py::slice(0, sampled.numel(), 1)] = values;
+    return array.attr("reshape")(std::vector<py::ssize_t>(sampled.shape().begin(), sampled.shape().end()));
+}
+
 py::object grid_sample(py::handle input, py::handle grid, const std::string& mode, const std::string& padding_mode,
                        bool align_corners, double fill, std::optional<int> threads, py::handle out) {
     SampleOptions options = sample_options(mode, padding_mode, align_corners, fill, threads);
+    if (holds_text(input)) {
+        const BorrowedArray g = BorrowedArray::borrow(grid, "grid", false);
+        return grid_sample_text(input, g.view(), options, out);
+    }
     const BorrowedArray x = BorrowedArray::borrow(input, "input", false);
     const BorrowedArray g = BorrowedArray::borrow(grid, "grid", false);
     set_gaussian_sigma(options, mode, {}, x.view().rank() - 2);
@@ -104,7 +143,7 @@ PYBIND11_MODULE(_gridwarp, module) {
                R"(Samples input (N, C, D1..Dr) at the normalized positions of grid (N, O1..Or, r).
 
 ONNX GridSample (opsets 16, 20, 22) with PyTorch's argument names, for any number of spatial
-axes r and every numeric dtype. input and grid are NumPy arrays or CPU tensors with __dlpack__
+axes r and every dtype (numbers, bool, complex; str, bytes and object arrays as ONNX strings). input and grid are NumPy arrays or CPU tensors with __dlpack__
 (torch tensors included), read in place through their strides. grid is float16, bfloat16,
 float32 or float64; grid[..., 0] is x (the innermost axis).
 
@@ -128,6 +167,7 @@ Returns a NumPy array (N, O1..Or, r) of theta's dtype.)");
     module.attr("__version__") = GRIDWARP_VERSION;
 #ifdef GRIDWARP_PYTHON_COMMANDS
     add_command_functions(module);
+    add_image_functions(module);
 #endif
     module.def("simd_targets", &gridwarp::simd_targets, "The SIMD targets compiled in and supported by this processor.");
     module.def("simd_target", &gridwarp::simd_target, "The SIMD target the sampler uses now (GRIDWARP_ISA caps it).");
