@@ -1,8 +1,73 @@
 #include "command_runner.hpp"
 
+#include <algorithm>
+#include <string_view>
+
 #include "cli_common.hpp"
 
 namespace gridwarp::cli {
+
+namespace {
+
+// Edits (insertions, deletions, substitutions, swaps of neighbours) between two words.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    }
+    return d[a.size()][b.size()];
+}
+
+// The known word nearest a typed one, if near enough to be what was meant (a third of its letters,
+// at least two), or one the typed word begins; empty otherwise.
+std::string nearest_word(std::string_view typed, const std::vector<std::string>& known) {
+    std::string best;
+    std::size_t best_distance = std::max<std::size_t>(2, typed.size() / 3) + 1;
+    for (const std::string& word : known) {
+        const std::size_t distance = word.starts_with(typed) && typed.size() >= 3 ? 1 : edit_distance(typed, word);
+        if (distance < best_distance) {
+            best = word;
+            best_distance = distance;
+        }
+    }
+    return best;
+}
+
+}  // namespace
+
+std::string unknown_argument(const CLI::App& app) {
+    const auto used = app.get_subcommands();
+    if (used.empty()) {
+        std::vector<std::string> commands;
+        for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) commands.push_back(command->get_name());
+        for (const std::string& arg : app.remaining()) {
+            if (arg.starts_with("-")) continue;
+            const std::string near = nearest_word(arg, commands);
+            return "unknown command '" + arg + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)");
+        }
+        return "";
+    }
+    const CLI::App& command = *used.front();
+    std::vector<std::string> names;
+    for (const CLI::Option* option : command.get_options()) {
+        for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
+    }
+    for (const std::string& arg : command.remaining()) {
+        if (!arg.starts_with("--") || arg == "--") continue;
+        const std::string name = arg.substr(0, arg.find('='));
+        if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+        const std::string near = nearest_word(name, names);
+        return "unknown option '" + name + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)");
+    }
+    return "";
+}
+
+
 
 const std::map<std::string, Registrar>& in_process_commands() {
     static const std::map<std::string, Registrar> commands = {{"affine", &register_affine_command},
@@ -25,7 +90,8 @@ std::string CommandRunner::run(const std::vector<std::string>& args) {
         app_.parse(static_cast<int>(argv.size()), argv.data());
     } catch (const CLI::ParseError& e) {
         bad_arguments_ = true;
-        return e.what();
+        const std::string unknown = unknown_argument(app_);
+        return unknown.empty() ? std::string(e.what()) : unknown;
     } catch (const std::exception& e) {
         return e.what();
     }

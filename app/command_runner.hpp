@@ -17,6 +17,10 @@ namespace gridwarp::cli {
 using Registrar = std::shared_ptr<void> (*)(CLI::App&);
 const std::map<std::string, Registrar>& in_process_commands();
 
+// "unknown option '--rotat' (did you mean '--rotate'?)" for the first argument the command did not
+// take that looks like an option or, with no command given, a command name; empty when none.
+std::string unknown_argument(const CLI::App& app);
+
 // Runs one command's jobs, one after another, with one CLI::App: building the App costs more than
 // parsing a job's arguments, and each parse starts from the options' defaults (set_command_action).
 class CommandRunner {

@@ -66,7 +66,7 @@ def test_two_threads_resample_at_once(exe, tmp_path):
 def test_errors_raise_with_the_program_message(exe, tmp_path):
     with pytest.raises(ValueError, match="nope.png"):
         gridwarp.affine(tmp_path / "nope.png", tmp_path / "out.png", rotate=3)
-    with pytest.raises(ValueError, match="--rotat"):
+    with pytest.raises(ValueError, match=r"unknown option '--rotat' \(did you mean '--rotate'"):
         gridwarp.affine(SAMPLES / "card.png", tmp_path / "out.png", rotat=3)
     with pytest.raises(ValueError, match="mode"):
         gridwarp.resample(SAMPLES / "brain.nii.gz", tmp_path / "out.nii.gz", mode="bogus")
