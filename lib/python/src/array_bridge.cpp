@@ -13,33 +13,13 @@ namespace {
 // Newer DLPack producers tag booleans with a code of their own; Debian's dlpack.h (0.6) predates it.
 constexpr std::uint8_t kDLPackBoolCode = 6;
 
+// NumPy's dtype names for numbers, bool and complex are the ONNX names parse_dtype reads.
 DType dtype_of_numpy(const py::dtype& type, const char* role) {
-    const char kind = type.kind();
-    const auto size = type.itemsize();
-    switch (kind) {
-        case 'b': return DType::Bool;
-        case 'f':
-            if (size == 2) return DType::Float16;
-            if (size == 4) return DType::Float32;
-            if (size == 8) return DType::Float64;
-            break;
-        case 'i':
-            if (size == 1) return DType::Int8;
-            if (size == 2) return DType::Int16;
-            if (size == 4) return DType::Int32;
-            if (size == 8) return DType::Int64;
-            break;
-        case 'u':
-            if (size == 1) return DType::UInt8;
-            if (size == 2) return DType::UInt16;
-            if (size == 4) return DType::UInt32;
-            if (size == 8) return DType::UInt64;
-            break;
-        case 'c':
-            if (size == 8) return DType::Complex64;
-            if (size == 16) return DType::Complex128;
-            break;
-        default: break;
+    const std::string name = py::str(type.attr("name")).cast<std::string>();
+    try {
+        const DType parsed = parse_dtype(name);
+        if (parsed != DType::String && parsed != DType::BFloat16) return parsed;
+    } catch (const std::invalid_argument&) {
     }
     throw py::type_error(std::string(role) + ": NumPy dtype " + py::str(py::handle(type)).cast<std::string>() +
                          " has no gridwarp type (numbers, bool and complex only)");
@@ -160,26 +140,11 @@ BorrowedArray BorrowedArray::borrow(py::handle object, const char* role, bool wr
 }
 
 py::dtype numpy_dtype(DType type, const char* role) {
-    switch (type) {
-        case DType::Float32: return py::dtype("float32");
-        case DType::Float64: return py::dtype("float64");
-        case DType::Float16: return py::dtype("float16");
-        case DType::Int8: return py::dtype("int8");
-        case DType::Int16: return py::dtype("int16");
-        case DType::Int32: return py::dtype("int32");
-        case DType::Int64: return py::dtype("int64");
-        case DType::UInt8: return py::dtype("uint8");
-        case DType::UInt16: return py::dtype("uint16");
-        case DType::UInt32: return py::dtype("uint32");
-        case DType::UInt64: return py::dtype("uint64");
-        case DType::Bool: return py::dtype("bool");
-        case DType::Complex64: return py::dtype("complex64");
-        case DType::Complex128: return py::dtype("complex128");
-        case DType::BFloat16:
-            throw py::type_error(std::string(role) + ": NumPy has no bfloat16; pass out= a bfloat16 tensor of the result's shape");
-        case DType::String: break;
+    if (type == DType::BFloat16) {
+        throw py::type_error(std::string(role) + ": NumPy has no bfloat16; pass out= a bfloat16 tensor of the result's shape");
     }
-    throw py::type_error(std::string(role) + ": string tensors have no NumPy form here");
+    if (type == DType::String) throw py::type_error(std::string(role) + ": string tensors have no NumPy form here");
+    return py::dtype(std::string(dtype_name(type)));
 }
 
 py::array new_array(DType type, const Shape& shape, const char* role) {
