@@ -1,5 +1,5 @@
 // The fast paths of the kernel (ranks 2 and 3; float32, float64 and 8/16-bit integer pixels; the
-// generic x86-64 build, the AVX2 build with its interior pass, and the AVX-512 interior pass)
+// generic x86-64 build, the AVX2 build, and the interior pass on every Highway target compiled)
 // against the plain reference path, which SampleOptions::force_generic_rank selects. The fast
 // paths do the reference path's arithmetic in the same order, so every comparison here is bit for
 // bit (compare_exact: memcmp per element, so -0 and +0 differ). Positions are drawn near and
@@ -332,7 +332,7 @@ TEST_CASE("fast paths: non-finite pixel values and fill values propagate as in t
                 auto values = as_doubles(input_of(dtype, input_shape, rng).view());
                 for (std::size_t i = 0; i < values.size(); i += 7) values[i] = special;
                 const Tensor x = tensor_from(dtype, input_shape, values);
-                // (float64 positions: the interior passes plan them in double.)
+                // (float64 positions: the interior pass plans them in double.)
                 for (DType grid_dtype : {DType::Float32, DType::Float64}) {
                     const Tensor grid = edge_grid(grid_dtype, input_spatial, output_for(input_shape), false, false, rng);
                     for (auto mode : kModes) {
@@ -382,7 +382,7 @@ TEST_CASE("fast paths round integer results half to even and saturate as the ref
     }
 }
 
-TEST_CASE("the interior passes (AVX-512, AVX2) equal the reference path on large interior regions, 2-D and 3-D",
+TEST_CASE("the interior pass equals the reference path on large interior regions, 2-D and 3-D",
           "[fast][interior]") {
     // Blocks of 256 points that are entirely interior (the pass alone writes them) next to mixed
     // ones, float32 grids read in place and float32 affine positions computed per row, several
@@ -492,7 +492,7 @@ TEST_CASE("the interior pass equals the reference path for int16 volumes and ima
     }
 }
 
-TEST_CASE("the interior passes equal the reference path on outputs large enough for streaming stores", "[fast][interior][stream]") {
+TEST_CASE("the interior pass equals the reference path on outputs large enough for streaming stores", "[fast][interior][stream]") {
     // 2-D outputs of 8 MiB and more (float32) are written with streaming stores where a whole
     // 64-byte line holds interior points only. These maps put fill regions, edges and interior
     // runs on every row; the first 2-D case's rows (2040 points, 8160 bytes) start alternately on
@@ -546,7 +546,7 @@ TEST_CASE("the interior passes equal the reference path on outputs large enough 
     }
 }
 
-TEST_CASE("the interior passes and the interleaved gathers equal the reference path for uint8 and uint16 images",
+TEST_CASE("the interior pass and the interleaved gathers equal the reference path for uint8 and uint16 images",
           "[fast][interior]") {
     // 1 to 4 channels of uint8 and uint16, read and written planar or interleaved (HWC, as OpenCV
     // holds them; 3 and 4 uint8 channels under cubic, and uint16, take the interleaved gathers), with
@@ -597,7 +597,7 @@ TEST_CASE("the interior passes and the interleaved gathers equal the reference p
     }
 }
 
-TEST_CASE("affine rows: the interior run the interior passes plan without tests ends where the reference's does",
+TEST_CASE("affine rows: the interior run the interior pass plans without tests ends where the reference's does",
           "[fast][interior][affine]") {
     // Along an affine row the pass finds the run of interior points by bisection and plans it
     // without per-point tests; under zeros padding it also finds the run of points within reach
@@ -745,7 +745,7 @@ TransformChainPositions rigid_chain(const Shape& output_spatial) {
 
 }  // namespace
 
-TEST_CASE("an affine transform chain samples through the interior passes as the reference path does", "[fast][chain]") {
+TEST_CASE("an affine transform chain samples through the interior pass as the reference path does", "[fast][chain]") {
     // The chain hands its rows to the passes as linear rows (computed where needed); the reference
     // path reads them through row().
     std::mt19937 rng(2311);

@@ -472,7 +472,7 @@ TEST_CASE("zero-weight taps: identity grids return infinities and NaN in place, 
     // Linear and cubic taps at integer positions have weights 1, 0 (linear) and 0, 1, 0, 0
     // (cubic): 0 * inf would be NaN in every neighbour. A NaN fill value is read only by taps
     // outside, which have weight 0 here. Sizes as in the identity case above (exact positions);
-    // 64 or 65 wide, so that the interior passes take whole groups.
+    // 64 or 65 wide, so that the interior pass take whole groups.
     std::mt19937 rng(36);
     const double nan = std::numeric_limits<double>::quiet_NaN();
     for (bool align_corners : {false, true}) {

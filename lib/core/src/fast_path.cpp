@@ -411,26 +411,34 @@ GRIDWARP_STAGE void plan_listed_body(const C* xyz, std::int64_t edges, const Inp
 template <class C>
 using ListedPlanFunction = void (*)(const C* xyz, std::int64_t edges, const InputGeometry& geometry, FastBlock<C>& block);
 
+// The edge points the interior pass lists.
+template <class C, class Interp, class Pad, int Rank>
+void plan_listed(const C* xyz, std::int64_t edges, const InputGeometry& geometry, FastBlock<C>& block) {
+    plan_listed_body<C, Interp, Pad, Rank>(xyz, edges, geometry, block);
+}
+
 #ifdef GRIDWARP_AVX2_DISPATCH
-// Only the interior passes (AVX-512, AVX2) list edge points, and both need AVX2, so only an AVX2
-// build of this stage is needed.
 template <class C, class Interp, class Pad, int Rank>
 GRIDWARP_TARGET_AVX2 void plan_listed_avx2(const C* xyz, std::int64_t edges, const InputGeometry& geometry,
                                            FastBlock<C>& block) {
     plan_listed_body<C, Interp, Pad, Rank>(xyz, edges, geometry, block);
 }
+#endif
 
 template <class C>
-ListedPlanFunction<C> select_listed_planner(const SampleOptions& options, int rank) {
+ListedPlanFunction<C> select_listed_planner(const SampleOptions& options, int rank, bool avx2) {
     return visit_interpolation(options.mode, [&](auto interp) {
         return visit_padding(options.padding, [&](auto pad) -> ListedPlanFunction<C> {
             using I = typename decltype(interp)::type;
             using P = typename decltype(pad)::type;
-            return rank == 2 ? &plan_listed_avx2<C, I, P, 2> : &plan_listed_avx2<C, I, P, 3>;
+#ifdef GRIDWARP_AVX2_DISPATCH
+            if (avx2) return rank == 2 ? &plan_listed_avx2<C, I, P, 2> : &plan_listed_avx2<C, I, P, 3>;
+#endif
+            (void)avx2;
+            return rank == 2 ? &plan_listed<C, I, P, 2> : &plan_listed<C, I, P, 3>;
         });
     });
 }
-#endif
 
 // The place value of each axis's digit in a tap number (the outermost axis is the most significant).
 template <int K, int Rank>
@@ -759,7 +767,6 @@ constexpr std::int64_t kTileSlices = 16;
 // every target against the reference path).
 struct IsaChoice {
     bool avx2 = false;
-    bool avx512 = false;
 };
 
 IsaChoice select_isa() {
@@ -767,7 +774,6 @@ IsaChoice select_isa() {
 #ifdef GRIDWARP_AVX2_DISPATCH
     const std::int64_t allowed = allowed_simd_targets();
     choice.avx2 = (allowed & (HWY_AVX2 | HWY_AVX3 | HWY_AVX3_DL)) != 0;
-    choice.avx512 = (allowed & (HWY_AVX3 | HWY_AVX3_DL)) != 0 && __builtin_cpu_supports("avx512vbmi");
 #endif
     return choice;
 }
@@ -803,7 +809,7 @@ void run_fast(const Task& task) {
     const std::int64_t tiles_h = (height + tile_h - 1) / tile_h;
     const std::int64_t tiles_d = (depth + tile_d - 1) / tile_d;
     const std::int64_t work_items = batch * tiles_d * tiles_h * tiles_w;
-    // (The interior passes take a tile's row as one block.)
+    // (The interior pass takes a tile's row as one block.)
     static_assert(kTileWidth <= FastBlock<C>::kPoints);
 
     const int axis_taps_count = taps_per_axis(options.mode, options.spline_order);
@@ -832,26 +838,15 @@ void run_fast(const Task& task) {
                          (fast_output.channels == 1 || fast_output.output_channel_stride % 16 == 0) &&
                          output.numel() * static_cast<std::int64_t>(sizeof(S)) >= kStreamOutputBytes;
 
-    // The AVX-512 interior pass, where it serves this pixel type and layout; else the AVX2 one.
-    bool use_interior_pass = false;
+    // The interior pass, where the allowed targets have one for this pixel type and layout.
     // Elements of a batch item that may be read, from its start.
     std::int64_t input_span = 1 + (input.shape[1] - 1) * input.strides[1];
     for (int a = 0; a < rank; ++a) input_span += (geometry.extent[a] - 1) * geometry.stride[a];
-
-#ifdef GRIDWARP_AVX2_DISPATCH
-    AvxInteriorPass<S, C> interior_pass = nullptr;
-    const ListedPlanFunction<C> listed_planner = select_listed_planner<C>(options, rank);
+    InteriorPass<S, C> interior_pass = nullptr;
     ByteLayout byte_layout;
-    if constexpr (kInteriorPassPixel<S>) {
-        if (isa.avx512) {
-            interior_pass = select_avx512_pass<S, C>(options.mode, options.padding, geometry, fast_output, byte_layout);
-        } else if (isa.avx2) {
-            // Without AVX-512: the AVX2 pass, for the same pixel types and layouts.
-            interior_pass = select_avx2_pass<S, C>(options.mode, options.padding, geometry, fast_output, byte_layout);
-        }
-        use_interior_pass = interior_pass != nullptr;
-    }
-#endif
+    if constexpr (kInteriorPassPixel<S>) interior_pass = select_interior_pass<S, C>(options.mode, geometry, fast_output, byte_layout);
+    const bool use_interior_pass = interior_pass != nullptr;
+    const ListedPlanFunction<C> listed_planner = use_interior_pass ? select_listed_planner<C>(options, rank, avx2) : nullptr;
 
     const S* in_data = input.typed<S>();
     S* out_data = output.typed<S>();
@@ -867,14 +862,12 @@ void run_fast(const Task& task) {
         const int me = omp_get_thread_num();
         FastBlock<C> block(rank, axis_taps_count, geometry.stride);
         std::vector<C> xyz(static_cast<std::size_t>(tile_w * rank));
-#ifdef GRIDWARP_AVX2_DISPATCH
-        // A tile's rows as the interior passes take them.
+        // A tile's rows as the interior pass takes them.
         const std::int64_t tile_rows = tile_d * tile_h;
         std::vector<const C*> row_xyz(static_cast<std::size_t>(tile_rows));
         std::vector<LinearRow> row_linear(static_cast<std::size_t>(tile_rows));
         std::vector<std::int64_t> row_output(static_cast<std::size_t>(tile_rows));
         std::vector<std::array<std::int64_t, 2>> row_outer(static_cast<std::size_t>(tile_rows));
-#endif
 
         for (std::int64_t item = split.next(me); item >= 0; item = split.next(me)) {
             std::int64_t rest = item;
@@ -893,7 +886,6 @@ void run_fast(const Task& task) {
                 if (rank == 3) offset += outer[0] * out_strides[2];
                 return offset;
             };
-#ifdef GRIDWARP_AVX2_DISPATCH
             if (use_interior_pass) {
                 // The tile's rows: an affine row's positions are computed by the pass itself (and
                 // written out only for the points it leaves), an explicit float32 grid is read in
@@ -973,7 +965,6 @@ void run_fast(const Task& task) {
                 }
                 continue;
             }
-#endif
             bool row_started = false;
             std::int64_t previous_base = 0;
             // With a row's first block planned (first taps in block.base): the row kPrefetchRowsAhead

@@ -1,6 +1,6 @@
-// What the fast path (fast_path.cpp) and the interior passes share: the output's layout, the input
-// prefetch, and the interface of the passes (interior_pass_avx512-inl.hpp, interior_pass_avx2-inl.hpp),
-// each compiled in one translation unit per pixel type so that they build in parallel.
+// What the fast path (fast_path.cpp) and the interior pass share: the output's layout, the input
+// prefetch, and the interface of the pass (interior_pass-inl.h, one Highway source compiled per
+// target in one translation unit per pixel type, interior_pass_<type>.cpp).
 #pragma once
 
 #include "interleaved_gather.hpp"
@@ -15,18 +15,8 @@
 #include <limits>
 #include <type_traits>
 
-#if defined(__clang__) && defined(__x86_64__)
-#include <immintrin.h>
-#elif defined(__GNUC__) && defined(__x86_64__)
-// GCC 12 warns inside its own AVX-512 intrinsics (_mm512_undefined_*, GCC bug 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
-
-// x86-64 with GCC or Clang: the fast path is compiled a second time for AVX2 (and the interior
-// passes for AVX2 and AVX-512) and chosen at run time (see fast_path.cpp).
+// x86-64 with GCC or Clang: the fast path's stages are compiled a second time for AVX2 and chosen at
+// run time (see fast_path.cpp).
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #define GRIDWARP_AVX2_DISPATCH 1
 #define GRIDWARP_TARGET_AVX2 __attribute__((target("avx2")))
@@ -43,18 +33,6 @@ inline Word load_unaligned(const void* p) {
     return bits;
 }
 
-#ifdef GRIDWARP_AVX2_DISPATCH
-// 8 bytes from each of two addresses, `low` into the low half: the addresses need not be 8-byte
-// aligned (a float pair or a uint8 row), so the loads go through memcpy, which compiles to movq and
-// pinsrq, instead of dereferencing them as doubles.
-inline __m128i load_two_8_byte_blocks(const void* low, const void* high) {
-    std::int64_t low_bits = 0, high_bits = 0;
-    std::memcpy(&low_bits, low, 8);
-    std::memcpy(&high_bits, high, 8);
-    return _mm_set_epi64x(high_bits, low_bits);
-}
-#endif
-
 // Where and how the fast path writes a call's output, and the fill value.
 template <class S>
 struct FastOutput {
@@ -64,11 +42,11 @@ struct FastOutput {
     std::int64_t output_point_stride = 0;
     S fill_stored{};
     typename compute_type<S>::type fill_value{};
-    bool stream = false;  // write whole lines of interior points with streaming stores (AVX2 pass, float32, 2-D only)
+    bool stream = false;  // write whole lines of interior points with streaming stores (the pass, float32, 2-D only)
     InterleavedGatherFunction<S> interleaved_gather = nullptr;  // 8- and 16-bit pixels of 2-4 interleaved channels
 };
 
-// Pixel types of the interior passes (AVX-512 and AVX2).
+// Pixel types of the interior pass.
 template <class S>
 inline constexpr bool kInteriorPassPixel = std::is_same_v<S, float> || std::is_same_v<S, std::uint8_t> || std::is_same_v<S, std::int16_t>;
 // The pixel types whose passes read one channel at a time along a unit-stride row (planar).
@@ -101,7 +79,7 @@ inline void prefetch_line(std::uintptr_t address) {
 
 // Asks the processor for the cache line at `address` ready to be written (PREFETCHW): the output of
 // the row ahead, so that the row's stores do not wait for their lines to be read in. Used by the
-// AVX-512 pass only; every processor with AVX-512 has the instruction.
+// pass on AVX-512 only (measured there); every processor with AVX-512 has the instruction.
 inline void prefetch_line_for_write(std::uintptr_t address) {
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
     asm volatile("prefetchw (%0)" : : "r"(address));
@@ -130,11 +108,8 @@ void prefetch_input(const std::int32_t* first_tap, std::int64_t count, const S* 
     }
 }
 
-#if defined(GRIDWARP_AVX2_DISPATCH)
-
 // ---------------------------------------------------------------------------------------------
-// The interior passes: what both instruction sets' passes take and give, and the steps they share
-// (no instruction set of their own).
+// The interior pass: what it takes and gives, and the steps that need no vectors.
 
 // Where the pass reads a block's coordinates: stored point after point (xyz[p * Rank + k], as
 // PositionSource::row writes them), or computed from the row's LinearRow with the operations
@@ -146,14 +121,23 @@ struct CoordinateReader {
     std::int64_t first_index = 0;       // linear: the innermost output index of point 0
 };
 
-// Per-axis constants of the planner.
+// Per-axis constants of the planner. Normalized coordinates become pixel positions as
+// u = ((g + 1) * scale_first - shift) * scale_then, which is unnormalize's arithmetic for either
+// align_corners (align_corners: scale_first 1/2, shift +0, scale_then d - 1, and x - (+0) is x
+// exactly; otherwise d, 1 and 1/2): one loop serves both, with the constants in registers.
 template <class C, int Rank>
 struct PlannerAxes {
-    C extent[Rank];
+    bool normalized = false;
+    C scale_first[Rank], shift[Rank], scale_then[Rank];
     C lo, hi[Rank], below_hi[Rank];
     C outside_below, outside_from[Rank];  // Interp::outside_below / outside_from
     std::int32_t stride[Rank];
-    double stride_value[Rank];  // the same in double (the AVX2 double planner sums offsets in double)
+    double stride_value[Rank];  // the same in double (the double planner sums offsets in double)
+
+    // Coordinate g's pixel position along axis a, as pixel_position computes it.
+    C position(C g, int a) const {
+        return normalized ? ((g + C(1)) * scale_first[a] - shift[a]) * scale_then[a] : g;
+    }
 };
 
 // Each tap's weight from the per-axis weights (outermost axis first), in tap order, as tap_weight
@@ -189,17 +173,16 @@ C linear_row_coordinate(const LinearRow& row, std::int64_t index, int k) {
     return static_cast<C>(row.slope[k] * row.base[index] + row.offset[k]);
 }
 
-// u on axis a (outermost first) of point i of a linear row, as read_coordinates and
-// pixel_position_lanes compute it lane-wise (pixel_position is the same scalar arithmetic).
-template <PositionKind Kind, int Rank, class C>
-C linear_row_position(const LinearRow& row, std::int64_t index, int a, std::int64_t extent) {
-    return pixel_position<Kind>(linear_row_coordinate<C>(row, index, Rank - 1 - a), extent);
+// u on axis a (outermost first) of point i of a linear row, as the pass computes it lane-wise.
+template <int Rank, class C>
+C linear_row_position(const LinearRow& row, std::int64_t index, int a, const PlannerAxes<C, Rank>& axes) {
+    return axes.position(linear_row_coordinate<C>(row, index, Rank - 1 - a), a);
 }
 
 // The points [begin, end) of a block of `count` points whose u lies in [lo, hi[a]) on every axis a,
 // found by the search (`searched`: no other point's does); empty and not searched where the block
 // is not a linear row or its coordinates overflow.
-template <PositionKind Kind, int Rank, class C>
+template <int Rank, class C>
 IndexSpan linear_row_span(const CoordinateReader<C>& reader, std::int64_t count, const PlannerAxes<C, Rank>& axes, C lo,
                           const C (&hi)[Rank]) {
     IndexSpan span;
@@ -246,12 +229,10 @@ IndexSpan linear_row_span(const CoordinateReader<C>& reader, std::int64_t count,
         }
     };
     for (int a = 0; a < Rank && span.begin < span.end; ++a) {
-        // (Extents are below 2^22, so the planner's extent in C converts back exactly.)
-        const auto extent = static_cast<std::int64_t>(axes.extent[a]);
-        const C u_first = linear_row_position<Kind, Rank, C>(row, first, a, extent);
-        const C u_last = linear_row_position<Kind, Rank, C>(row, last, a, extent);
+        const C u_first = linear_row_position<Rank, C>(row, first, a, axes);
+        const C u_last = linear_row_position<Rank, C>(row, last, a, axes);
         const auto u_at = [&](std::int64_t p) {
-            return p == 0 ? u_first : p == count - 1 ? u_last : linear_row_position<Kind, Rank, C>(row, first + p, a, extent);
+            return p == 0 ? u_first : p == count - 1 ? u_last : linear_row_position<Rank, C>(row, first + p, a, axes);
         };
         narrow_to([&](std::int64_t p) { return u_at(p) >= lo; }, u_first, u_last, lo);
         narrow_to([&](std::int64_t p) { return u_at(p) < hi[a]; }, u_first, u_last, hi[a]);
@@ -261,16 +242,16 @@ IndexSpan linear_row_span(const CoordinateReader<C>& reader, std::int64_t count,
 }
 
 // The interior points of a linear row (every tap inside), planned without tests.
-template <PositionKind Kind, int Rank, class C>
+template <int Rank, class C>
 IndexSpan known_interior_span(const CoordinateReader<C>& reader, std::int64_t count, const PlannerAxes<C, Rank>& axes) {
-    return linear_row_span<Kind, Rank, C>(reader, count, axes, axes.lo, axes.hi);
+    return linear_row_span<Rank, C>(reader, count, axes, axes.lo, axes.hi);
 }
 
 // The points of a linear row within reach of the input (on every axis some tap inside, as the
 // planner's within_reach test): under zeros padding the others are fill points.
-template <PositionKind Kind, int Rank, class C>
+template <int Rank, class C>
 IndexSpan within_reach_span(const CoordinateReader<C>& reader, std::int64_t count, const PlannerAxes<C, Rank>& axes) {
-    return linear_row_span<Kind, Rank, C>(reader, count, axes, axes.outside_below, axes.outside_from);
+    return linear_row_span<Rank, C>(reader, count, axes, axes.outside_below, axes.outside_from);
 }
 
 // After a row whose groups outside `planned` were written as fill without planning: their first
@@ -287,11 +268,9 @@ struct ByteLayout {
     int channels = 1;
     bool interleaved_in = false;   // channel stride 1, innermost stride = channels
     bool interleaved_out = false;  // channel stride 1, point stride = channels
-    __m512i pick[4][4];            // [k][c]: bytes of tap k of channel c (interleaved) or of tap k (planar)
-    __m512i interleave;            // channel-major bytes -> point-major bytes (interleaved_out)
 };
 
-// Whether an interior pass (AVX-512 or AVX2) can run, and the layout it reads and writes: the innermost axis of
+// Whether the interior pass can run, and the layout it reads and writes: the innermost axis of
 // unit stride (float32, int16 and planar uint8) or interleaved uint8 channels; an output row of unit
 // stride or interleaved uint8; every axis long enough to have interior points at all (otherwise the
 // clamped stand-ins could reach outside the input).
@@ -355,17 +334,21 @@ struct PassStop {
     std::int64_t edges = 0;
 };
 
-// ---- Set-up and per-row steps shared by the AVX-512 and AVX2 passes (no instruction set of their own).
+// ---- Set-up and per-row steps of the pass that need no vectors.
 
 // The planner's per-axis constants of an interpolation on this input.
 template <class Interp, class C, int Rank>
 PlannerAxes<C, Rank> planner_axes(const InputGeometry& geometry) {
     PlannerAxes<C, Rank> axes;
+    axes.normalized = geometry.space != CoordinateSpace::Pixel;
     axes.lo = Interp::template interior_lo<C>();
     axes.outside_below = Interp::template outside_below<C>();
     for (int a = 0; a < Rank; ++a) {
         axes.outside_from[a] = Interp::template outside_from<C>(geometry.extent[a]);
-        axes.extent[a] = static_cast<C>(geometry.extent[a]);
+        const auto extent = static_cast<C>(geometry.extent[a]);
+        axes.scale_first[a] = geometry.align_corners ? C(0.5) : extent;
+        axes.shift[a] = geometry.align_corners ? C(0) : C(1);
+        axes.scale_then[a] = geometry.align_corners ? extent - C(1) : C(0.5);
         axes.hi[a] = Interp::template interior_hi<C>(geometry.extent[a]);
         axes.below_hi[a] = std::nextafter(axes.hi[a], -std::numeric_limits<C>::infinity());
         axes.stride[a] = static_cast<std::int32_t>(geometry.stride[a]);
@@ -405,10 +388,9 @@ void prefetch_rows_ahead(RowPrefetch& prefetch, const std::int32_t* first_taps, 
 }
 
 template <class S, class C>
-using AvxInteriorPass = PassStop (*)(const PassRows<C>& rows, std::int64_t count, const InputGeometry& geometry, const S* input,
-                                     S* output, const FastOutput<S>& out, std::int64_t input_span, const ByteLayout& layout,
-                                     std::int32_t* edge_points, std::int32_t* first_taps, RowPrefetch& prefetch,
-                                     Padding padding);
+using InteriorPass = PassStop (*)(const PassRows<C>& rows, std::int64_t count, const InputGeometry& geometry, const S* input,
+                                  S* output, const FastOutput<S>& out, std::int64_t input_span, const ByteLayout& layout,
+                                  std::int32_t* edge_points, std::int32_t* first_taps, RowPrefetch& prefetch, Padding padding);
 
 // As a pass goes along a row of stored coordinates: at every 16th point, asks for the next row's
 // coordinates of the same 16 points (Rank cache lines' worth; nullptr: no next row to ask for).
@@ -418,43 +400,12 @@ GRIDWARP_ALWAYS_INLINE void prefetch_next_row_coordinates(const C* next_xyz, std
     for (int l = 0; l < Rank; ++l) prefetch_line(reinterpret_cast<std::uintptr_t>(next_xyz + p * Rank + 16 * l));
 }
 
-// The choice both instruction sets make: nullptr where the pass does not serve this input and
-// output; otherwise prepare(type_tag<Interp>) sets up what the pass needs beyond `layout`, and
-// pass_for(type_tag<Interp>, std::bool_constant<zeros padding>, std::integral_constant<int, Rank>,
-// std::integral_constant<PositionKind, Kind>) names the instantiation for this call. Zeros padding
-// changes the pass's loop (fill points, edges read through stand-in taps); border and reflection
-// differ only in the few points near an edge, so the pass takes those as a run-time value.
-template <class S, class C, class Prepare, class PassFor>
-AvxInteriorPass<S, C> choose_interior_pass(Interpolation mode, Padding padding, const InputGeometry& geometry,
-                                           const FastOutput<S>& out, ByteLayout& layout, Prepare prepare, PassFor pass_for) {
-    return visit_interpolation(mode, [&](auto interp) -> AvxInteriorPass<S, C> {
-        using I = typename decltype(interp)::type;
-        if (!interior_pass_applies<S, I>(geometry, out, &layout)) return nullptr;
-        prepare(interp);
-        const auto of_padding = [&](auto zeros) -> AvxInteriorPass<S, C> {
-            const auto of_rank = [&](auto rank) -> AvxInteriorPass<S, C> {
-                using Kind = PositionKind;
-                if (geometry.space == CoordinateSpace::Pixel) return pass_for(interp, zeros, rank, std::integral_constant<Kind, Kind::Pixel>{});
-                if (geometry.align_corners) return pass_for(interp, zeros, rank, std::integral_constant<Kind, Kind::NormalizedCorners>{});
-                return pass_for(interp, zeros, rank, std::integral_constant<Kind, Kind::NormalizedEdges>{});
-            };
-            return geometry.rank == 2 ? of_rank(std::integral_constant<int, 2>{}) : of_rank(std::integral_constant<int, 3>{});
-        };
-        return padding == Padding::Zeros ? of_padding(std::true_type{}) : of_padding(std::false_type{});
-    });
-}
-
-// The interior pass for this interpolation, padding, rank and kind of coordinates, or nullptr
-// where it does not serve this input and output (`layout`: set for uint8 pixels). Defined for S in
-// {float, uint8, int16} and C in {float, double} by interior_pass_avx512_<type>.cpp (processors
-// with AVX-512 F, BW, VL and VBMI) and interior_pass_avx2_<type>.cpp (AVX2).
+// The interior pass for this interpolation, rank and kind of coordinates on the best allowed
+// Highway target that has one (simd_targets.hpp), or nullptr where none has or the pass does not
+// serve this input and output (`layout`: set for uint8 pixels). Defined for S in {float, uint8,
+// int16} and C in {float, double} by interior_pass_<type>.cpp.
 template <class S, class C>
-AvxInteriorPass<S, C> select_avx512_pass(Interpolation mode, Padding padding, const InputGeometry& geometry,
-                                         const FastOutput<S>& out, ByteLayout& layout);
-template <class S, class C>
-AvxInteriorPass<S, C> select_avx2_pass(Interpolation mode, Padding padding, const InputGeometry& geometry,
-                                       const FastOutput<S>& out, ByteLayout& layout);
-
-#endif  // GRIDWARP_AVX2_DISPATCH
+InteriorPass<S, C> select_interior_pass(Interpolation mode, const InputGeometry& geometry, const FastOutput<S>& out,
+                                        ByteLayout& layout);
 
 }  // namespace gridwarp::detail

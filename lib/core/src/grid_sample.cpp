@@ -43,7 +43,7 @@ std::string_view padding_name(Padding padding) {
 
 namespace {
 
-// The policies, geometry and pass interface shared with the interior passes (sampling_policies.hpp, fast_path.hpp).
+// The policies, geometry and pass interface shared with the interior pass (sampling_policies.hpp, fast_path.hpp).
 using namespace detail;
 
 // Gaussian and MultiLabel take their own path, the kinds beyond ONNX the separable one, and the

@@ -1,7 +1,7 @@
 // What every GridSample translation unit shares: the interpolation and padding policies, the input's
 // geometry, the pixel position of a coordinate and the compute type of a pixel type. The reference
-// path (reference_path.cpp) and the interior passes (interior_pass_avx512-inl.hpp,
-// interior_pass_avx2-inl.hpp) instantiate the same policies, so that every path computes with the same operations.
+// path (reference_path.cpp) and the interior pass (interior_pass-inl.h) instantiate the same
+// policies, so that every path computes with the same operations.
 #pragma once
 
 #include "gridwarp/dtype.hpp"
@@ -97,7 +97,7 @@ struct CubicTaps {
     template <class C> static std::int32_t near_first(C u) { return floor_int(u) - 1; }
     // Keys cubic convolution, A = -0.75 (PyTorch, ONNX), t the offset from the second tap.
     template <class C> GRIDWARP_ALWAYS_INLINE static void weights(C u, C first, C* w) {
-        const C A = C(-0.75);  // const, not constexpr: C may be a vector type (the interior passes)
+        const C A = C(-0.75);  // const, not constexpr: C may be a vector type (the interior pass)
         const C t = u - (first + C(1));
         const C t1 = t + C(1), s = C(1) - t, s1 = C(2) - t;
         w[0] = ((A * t1 - C(5) * A) * t1 + C(8) * A) * t1 - C(4) * A;

@@ -1,4 +1,0 @@
-// The AVX2 interior pass for uint8 pixels (interior_pass_avx2-inl.hpp).
-#include "interior_pass_avx2-inl.hpp"
-
-GRIDWARP_INSTANTIATE_AVX2_PASS(std::uint8_t)
