@@ -137,8 +137,8 @@ HWY_INLINE hn::Mask<D> mask_of_bits(D d, unsigned bits) {
     return hn::LoadMaskBits(d, bytes);
 }
 
-// The first `lanes` points of a group (all of them from kGroup on).
-HWY_INLINE unsigned active_bits(int lanes, int count) { return (1u << std::clamp(lanes, 0, count)) - 1u; }
+// The first `lanes` lanes, 0 <= lanes <= 16 (callers clamp a partial group's halves).
+HWY_INLINE unsigned active_bits(int lanes) { return (1u << std::clamp(lanes, 0, 16)) - 1u; }
 
 // ---- Conversions of values known to be in range (first taps, rounded sums): Highway's checked
 // conversions add a fix-up for overflow that the pass never needs.
@@ -379,6 +379,7 @@ HWY_INLINE void stand_in_weights(D d, hn::Vec<D> u, hn::Vec<D> stand_in, Policy<
 template <int Rank, int K>
 struct PlannedGroup {
     static constexpr int kOuterTaps = Rank == 2 ? K : K * K;
+    HWY_INLINE PlannedGroup() {}  // (see BytePicks)
     HWY_ALIGN std::int32_t offset[kGroup];
     unsigned interior = 0;
     unsigned fill_zeros = 0;      // zeros padding's fill points: every tap of some axis outside, or not finite
@@ -406,7 +407,7 @@ HWY_INLINE bool plan_lanes(const CoordinateReader<C>& reader, std::int64_t p, in
     using P = Policy<PlanD<C>>;
     constexpr int K = Interp::taps;
     constexpr int N = kPlanLanes<C>;
-    const unsigned active = active_bits(lanes, N);
+    const unsigned active = active_bits(lanes);
     PlanVec<C> coordinate[Rank];
     read_coordinates<C, Rank>(reader, p, lanes, coordinate);
     PlanVec<C> u[Rank];
@@ -500,7 +501,7 @@ GRIDWARP_STAGE bool plan_group(const CoordinateReader<C>& reader, std::int64_t p
     if constexpr (StandIn) {
         for (int o = 0; o < kOuterTaps; ++o) {
             const unsigned outer = Rank == 2 ? holds[0][o] : holds[0][o / 2] & holds[1][o % 2];
-            for (int k = 0; k < 2; ++k) tap_holds[o][k] = outer & holds[Rank - 1][k] & active_bits(kGroup, kGroup);
+            for (int k = 0; k < 2; ++k) tap_holds[o][k] = outer & holds[Rank - 1][k] & active_bits(kGroup);
         }
     }
     return true;
@@ -518,7 +519,7 @@ HWY_INLINE bool plan_out_of_reach_lanes(const CoordinateReader<C>& reader, std::
     PlanVec<C> coordinate[Rank];
     read_coordinates<C, Rank>(reader, p, lanes, coordinate);
     PlanVec<C> u[Rank];
-    unsigned within_reach = active_bits(lanes, kPlanLanes<C>);
+    unsigned within_reach = active_bits(lanes);
     for (int a = 0; a < Rank; ++a) {
         u[a] = pixel_position_lanes<Normalized, C, Rank>(coordinate[Rank - 1 - a], axes, a);
         within_reach &= within_bits(d, u[a], axes.outside_below, axes.outside_from[a]);
@@ -555,7 +556,7 @@ GRIDWARP_STAGE bool plan_out_of_reach_group(const CoordinateReader<C>& reader, s
         hn::Store(hn::Combine(di, offset[1], offset[0]), di, group.offset);
     }
     group.interior = 0;
-    group.fill_zeros = active_bits(lanes, kGroup);  // (fill_nonfinite is left as it was: zeros padding does not read it)
+    group.fill_zeros = active_bits(lanes);  // (fill_nonfinite is left as it was: zeros padding does not read it)
     return true;
 }
 
@@ -813,14 +814,14 @@ HWY_INLINE unsigned near_ok(IntVec first, int taps, std::int32_t d, bool align_c
     const GroupInts di;
     if constexpr (std::is_same_v<Pad, BorderPadding> || std::is_same_v<Pad, ZerosPadding>) {
         (void)first, (void)taps, (void)align_corners;
-        return d >= 1 ? active_bits(kGroup, kGroup) : 0u;
+        return d >= 1 ? active_bits(kGroup) : 0u;
     } else {
         if (d < 2) return 0;
         const std::int32_t lo = align_corners ? 1 - d : -d;
         const std::int32_t hi = align_corners ? 2 * (d - 1) : 2 * d - 1;
         // first >= lo and first + taps - 1 <= hi
         return ~lane_bits(di, hn::Set(di, lo) > first) & ~lane_bits(di, hn::Add(first, hn::Set(di, taps - 1)) > hn::Set(di, hi)) &
-               active_bits(kGroup, kGroup);
+               active_bits(kGroup);
     }
 }
 
@@ -837,7 +838,7 @@ HWY_INLINE void plan_near_lanes(const CoordinateReader<C>& reader, std::int64_t 
     constexpr int K = Interp::taps;
     constexpr C kLimit = C(std::int64_t{1} << 22);
     constexpr C kFoldBeyond = C(1 << 20);
-    const unsigned active = active_bits(lanes, kPlanLanes<C>);
+    const unsigned active = active_bits(lanes);
     PlanVec<C> coordinate[Rank];
     read_coordinates<C, Rank>(reader, p, lanes, coordinate);
     unsigned ok_all = active;
@@ -948,7 +949,6 @@ GRIDWARP_STAGE unsigned sample_near_group(const CoordinateReader<C>& reader, std
             offset[o][k] = hn::Add(outer, hn::Mul(index[Rank - 1][k], hn::Set(di, static_cast<std::int32_t>(geometry.stride[Rank - 1]))));
         }
     }
-    const auto taken = mask_of_bits(df, take);
     for (std::int64_t c = 0; c < out.channels; ++c) {
         const float* in = input + c * out.input_channel_stride;
         FloatVec sum = hn::Zero(df);
@@ -975,7 +975,7 @@ GRIDWARP_STAGE unsigned sample_near_group(const CoordinateReader<C>& reader, std
         }
         float* o = output + c * out.output_channel_stride;
 #if GRIDWARP_PASS_X86
-        hn::BlendedStore(sum, taken, df, o);
+        hn::BlendedStore(sum, mask_of_bits(df, take), df, o);
 #else
         HWY_ALIGN float staged[kGroup];
         hn::Store(sum, df, staged);
@@ -1020,6 +1020,9 @@ constexpr bool kInterleaveByLookup = kGroup <= 8;
 
 // The byte lookups of a uint8 pass, made once per call from the layout.
 struct BytePicks {
+    // (Constructors written out here take the target's attributes; implicit ones would not, and
+    // could not inline Highway's vector constructors.)
+    HWY_INLINE BytePicks() {}
     // [k][c] (planar: [k][0]) picks, per 128-bit block b, from the loads of points 4b, 4b+1 (`low`)
     // or 4b+2, 4b+3 (`high`) into the 32-bit lanes of those points, zeroing the other bytes.
     ByteVec low[4][4], high[4][4];
@@ -1350,7 +1353,7 @@ GRIDWARP_STAGE PassResult interior_pass_row(const CoordinateReader<C>& coordinat
                 plan_group<Normalized, Interp, Rank, C, Planning::General>(coordinates, p, lanes, axes, group);
             }
         }
-        const unsigned active = active_bits(lanes, kGroup);
+        const unsigned active = active_bits(lanes);
         const unsigned fill = zeros ? group.fill_zeros : group.fill_nonfinite;
         const IntVec offset = hn::Load(di, group.offset);
         store_first(di, offset, first_taps + p, lanes);
