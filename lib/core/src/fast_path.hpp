@@ -1,6 +1,6 @@
 // What the fast path (fast_path.cpp) and the interior pass share: the output's layout, the input
 // prefetch, and the interface of the pass (interior_pass-inl.h, one Highway source compiled per
-// target in one translation unit per pixel type, interior_pass_<type>.cpp).
+// target in one translation unit per pixel and coordinate type, interior_pass_<pixel>_<f32|f64>.cpp).
 #pragma once
 
 #include "interleaved_gather.hpp"
@@ -403,7 +403,7 @@ GRIDWARP_ALWAYS_INLINE void prefetch_next_row_coordinates(const C* next_xyz, std
 // The interior pass for this interpolation, rank and kind of coordinates on the best allowed
 // Highway target that has one (simd_targets.hpp), or nullptr where none has or the pass does not
 // serve this input and output (`layout`: set for uint8 pixels). Defined for S in {float, uint8,
-// int16} and C in {float, double} by interior_pass_<type>.cpp.
+// int16} and C in {float, double} by interior_pass_<pixel>_<f32|f64>.cpp.
 template <class S, class C>
 InteriorPass<S, C> select_interior_pass(Interpolation mode, const InputGeometry& geometry, const FastOutput<S>& out,
                                         ByteLayout& layout);

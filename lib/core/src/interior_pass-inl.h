@@ -1,11 +1,12 @@
 // The interior pass of the fast path, one Highway source for every target it is compiled for
-// (kInteriorPassTarget): float32, int16 and uint8 pixels, float32 and float64 coordinates, ranks 2
-// and 3. Re-included once per target by interior_pass_<type>.cpp through foreach_target.h.
+// (GRIDWARP_PASS_TARGET): float32, int16 and uint8 pixels, float32 and float64 coordinates, ranks 2
+// and 3. Re-included once per target by interior_pass_<pixel>_<f32|f64>.cpp (foreach_target.h).
 //
-// Why by hand: the generic stages (plan a block of 256 points into arrays, then gather) spend most
-// of their time on the arrays the two stages pass each other and on one load per tap. The pass does
-// both stages for a group of points at a time in registers (a vector of floats: 8 points with AVX2,
-// 16 with AVX-512, 4 with NEON) and reads a point's taps along x with one load per row.
+// Why a pass of its own: the generic stages (plan a block of 256 points into arrays, then gather)
+// spend most of their time on the arrays the two stages pass each other and on one load per tap.
+// The pass does both stages for a group of points at a time in registers (a vector of floats: 8
+// points with AVX2, 16 with AVX-512, 4 with NEON) and reads a point's taps along x with one load
+// per row.
 //
 // It computes exactly what classify_points and dense_gather_body compute, in the same order: u as
 // pixel_position computes it, the clamped stand-in, the first tap by Interp::interior_first, the
@@ -1519,13 +1520,11 @@ InteriorPass<S, C> select_interior_pass(Interpolation mode, const InputGeometry&
 
 }  // namespace gridwarp::detail
 
-// The pass for pixel type S and both coordinate types, in the translation unit of S.
-#define GRIDWARP_INSTANTIATE_INTERIOR_PASS(S)                                                                                   \
-    namespace gridwarp::detail {                                                                                                \
-    template InteriorPass<S, float> select_interior_pass<S, float>(Interpolation, const InputGeometry&, const FastOutput<S>&,   \
-                                                                   ByteLayout&);                                               \
-    template InteriorPass<S, double> select_interior_pass<S, double>(Interpolation, const InputGeometry&, const FastOutput<S>&, \
-                                                                     ByteLayout&);                                             \
+// The pass for pixel type S and coordinate type C, in the translation unit of that pair.
+#define GRIDWARP_INSTANTIATE_INTERIOR_PASS(S, C)                                                                   \
+    namespace gridwarp::detail {                                                                                   \
+    template InteriorPass<S, C> select_interior_pass<S, C>(Interpolation, const InputGeometry&, const FastOutput<S>&, \
+                                                           ByteLayout&);                                           \
     }
 
 #endif  // HWY_ONCE

@@ -1,0 +1,12 @@
+// The interior pass for uint8 pixels and float32 coordinates (interior_pass-inl.h), once per
+// Highway target: one translation unit per pixel and coordinate type, so that they build in parallel.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "interior_pass_uint8_f32.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "interior_pass-inl.h"
+
+#if HWY_ONCE
+GRIDWARP_INSTANTIATE_INTERIOR_PASS(std::uint8_t, float)
+#endif
