@@ -762,20 +762,15 @@ constexpr std::int64_t kTileRows = 64;
 constexpr std::int64_t kTileRows3d = 4;
 constexpr std::int64_t kTileSlices = 16;
 
-// The instruction sets the hand-written x86 code may use: those of the Highway targets allowed
-// (simd_targets.hpp: what the processor has, capped by GRIDWARP_ISA, which tests use to check
-// every target against the reference path).
-struct IsaChoice {
-    bool avx2 = false;
-};
-
-IsaChoice select_isa() {
-    IsaChoice choice;
+// Whether the stages' AVX2 copy may run: an allowed Highway target (simd_targets.hpp: what the
+// processor has, capped by GRIDWARP_ISA, which tests use to check every target against the
+// reference path) has AVX2.
+bool avx2_allowed() {
 #ifdef GRIDWARP_AVX2_DISPATCH
-    const std::int64_t allowed = allowed_simd_targets();
-    choice.avx2 = (allowed & (HWY_AVX2 | HWY_AVX3 | HWY_AVX3_DL)) != 0;
+    return (allowed_simd_targets() & (HWY_AVX2 | HWY_AVX3 | HWY_AVX3_DL)) != 0;
+#else
+    return false;
 #endif
-    return choice;
 }
 
 bool fast_path_applies(const Task& task, int rank) {
@@ -815,8 +810,7 @@ void run_fast(const Task& task) {
     const int axis_taps_count = taps_per_axis(options.mode, options.spline_order);
     const InputGeometry geometry{rank, input.shape.data() + 2, input.strides.data() + 2, options.align_corners,
                                  task.positions.space()};
-    const IsaChoice isa = select_isa();
-    const bool avx2 = isa.avx2;
+    const bool avx2 = avx2_allowed();
     const FastPlanFunction<C> planner = select_fast_planner<C>(options, rank, avx2);
     const FastGatherFunction<S, C> gatherer = select_fast_gatherer<S, C>(options.mode, rank, avx2);
     const Fill<S> fill(options.fill);

@@ -140,18 +140,6 @@ struct PlannerAxes {
     }
 };
 
-// Each tap's weight from the per-axis weights (outermost axis first), in tap order, as tap_weight
-// computes it: 1 * w_outer * ... * w_x (1 * w is w exactly: the outer taps' weight is w_y in 2-D,
-// w_z * w_y in 3-D).
-template <int Rank, int K, class P, class Vec>
-GRIDWARP_ALWAYS_INLINE void tap_weights_of(const P (&weight)[Rank][K], Vec (*tap_weight)[K]) {
-    constexpr int kOuterTaps = Rank == 2 ? K : K * K;
-    for (int o = 0; o < kOuterTaps; ++o) {
-        const P outer = Rank == 2 ? weight[0][o] : weight[0][o / K] * weight[1][o % K];
-        for (int k = 0; k < K; ++k) tap_weight[o][k] = (outer * weight[Rank - 1][k]).v;
-    }
-}
-
 // ---- Affine rows: which points are interior, known before planning.
 // Along an affine row, coordinate k of point i is slope_k * base_i + offset_k with base_i ascending,
 // and every operation from there to u (one multiply, one add, a rounding to float, the
