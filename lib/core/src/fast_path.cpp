@@ -32,11 +32,12 @@
 // align_corners, both instruction sets, strided views and points near, across and far past every
 // edge.
 //
-// Instruction sets: the default build targets generic x86-64 (SSE2). On x86-64, the two stages are
-// compiled a second time for AVX2 and chosen at run time when the processor has it (function
-// multiversioning by hand rather than target_clones, so that a test can run either:
-// GRIDWARP_ISA=baseline in the environment forces the generic code). Nothing else changes: no
-// -march flag, and the library still runs on every x86-64 processor. (The macros that say so,
+// Instruction sets: the default build targets generic x86-64 (SSE2). On x86-64, the vectorised
+// loops (fast_plan, the dense gathers and the tap weights) are compiled a second time for AVX2 and
+// chosen at run time when the processor has it (function multiversioning by hand rather than
+// target_clones, so that a test can run either: GRIDWARP_ISA=baseline in the environment forces the
+// generic code); the edge points' code is compiled once. Nothing else changes: no -march flag, and
+// the library still runs on every x86-64 processor. (The macros that say so,
 // GRIDWARP_AVX2_DISPATCH and GRIDWARP_TARGET_AVX2, are in fast_path.hpp.)
 #include "fast_path.hpp"
 #include "sampler_task.hpp"
@@ -396,9 +397,10 @@ GRIDWARP_ALWAYS_INLINE void plan_listed_kind(const C* xyz, std::int64_t edges, c
     if (edges > 0) plan_edge_points<Kind, C, Interp, Pad, Rank>(geometry, block);
 }
 
+// The edge points the interior pass lists: a thin frame of the output, so one copy, not one per
+// instruction set.
 template <class C, class Interp, class Pad, int Rank>
-GRIDWARP_STAGE void plan_listed_body(const C* xyz, std::int64_t edges, const InputGeometry& geometry,
-                                             FastBlock<C>& block) {
+void plan_listed(const C* xyz, std::int64_t edges, const InputGeometry& geometry, FastBlock<C>& block) {
     if (geometry.space == CoordinateSpace::Pixel) {
         plan_listed_kind<PositionKind::Pixel, C, Interp, Pad, Rank>(xyz, edges, geometry, block);
     } else if (geometry.align_corners) {
@@ -411,30 +413,12 @@ GRIDWARP_STAGE void plan_listed_body(const C* xyz, std::int64_t edges, const Inp
 template <class C>
 using ListedPlanFunction = void (*)(const C* xyz, std::int64_t edges, const InputGeometry& geometry, FastBlock<C>& block);
 
-// The edge points the interior pass lists.
-template <class C, class Interp, class Pad, int Rank>
-void plan_listed(const C* xyz, std::int64_t edges, const InputGeometry& geometry, FastBlock<C>& block) {
-    plan_listed_body<C, Interp, Pad, Rank>(xyz, edges, geometry, block);
-}
-
-#ifdef GRIDWARP_AVX2_DISPATCH
-template <class C, class Interp, class Pad, int Rank>
-GRIDWARP_TARGET_AVX2 void plan_listed_avx2(const C* xyz, std::int64_t edges, const InputGeometry& geometry,
-                                           FastBlock<C>& block) {
-    plan_listed_body<C, Interp, Pad, Rank>(xyz, edges, geometry, block);
-}
-#endif
-
 template <class C>
-ListedPlanFunction<C> select_listed_planner(const SampleOptions& options, int rank, bool avx2) {
+ListedPlanFunction<C> select_listed_planner(const SampleOptions& options, int rank) {
     return visit_interpolation(options.mode, [&](auto interp) {
         return visit_padding(options.padding, [&](auto pad) -> ListedPlanFunction<C> {
             using I = typename decltype(interp)::type;
             using P = typename decltype(pad)::type;
-#ifdef GRIDWARP_AVX2_DISPATCH
-            if (avx2) return rank == 2 ? &plan_listed_avx2<C, I, P, 2> : &plan_listed_avx2<C, I, P, 3>;
-#endif
-            (void)avx2;
             return rank == 2 ? &plan_listed<C, I, P, 2> : &plan_listed<C, I, P, 3>;
         });
     });
@@ -597,9 +581,11 @@ bool interleaved_words_readable(const FastBlock<C>& block, std::int64_t channels
     return read_end <= input_span && read_end * static_cast<std::int64_t>(sizeof(S)) <= std::numeric_limits<std::int32_t>::max();
 }
 
-template <bool Avx2, class S, class C, int K, int Rank>
-GRIDWARP_STAGE void fast_gather_body(const FastBlock<C>& block, const S* input, S* output,
-                                             const FastOutput<S>& out, std::int64_t input_span) {
+// Stage 2. avx2: the dense gathers' AVX2 copies do the vectorised work; the rest (the edge points)
+// is the same code for both.
+template <class S, class C, int K, int Rank>
+void fast_gather(const FastBlock<C>& block, const S* input, S* output, const FastOutput<S>& out, std::int64_t input_span,
+                 [[maybe_unused]] bool avx2) {
     constexpr int T = static_cast<int>(int_pow(K, Rank));
     const std::int64_t ops = out.output_point_stride;
     const std::int64_t ocs = out.output_channel_stride;
@@ -607,12 +593,13 @@ GRIDWARP_STAGE void fast_gather_body(const FastBlock<C>& block, const S* input, 
     if (block.interior_points > 0) {
         using R = typename real_of<typename compute_type<S>::type>::type;
         // Several channels share the tap weights, computed once.
-        const bool shared = K > 1 && out.channels > 1;
+        constexpr bool kWeighted = K > 1;
+        const bool shared = kWeighted && out.channels > 1;
         R* tap_weights = nullptr;
         if (shared) {
             tap_weights = block.template tap_weights<R>(T);
 #ifdef GRIDWARP_AVX2_DISPATCH
-            if constexpr (Avx2) {
+            if (avx2) {
                 tap_weights_avx2<R, C, K, Rank>(block.count, block.weight.data(), tap_weights);
             } else
 #endif
@@ -642,25 +629,26 @@ GRIDWARP_STAGE void fast_gather_body(const FastBlock<C>& block, const S* input, 
         for (std::int64_t c = 0; c < out.channels && !channels_done; ++c) {
             const S* in = input + c * ics;
             S* o = output + c * ocs;
+            // With the tap weights computed once for all channels (Precomputed) or on the way.
+            const auto dense_gather = [&](auto precomputed) {
+                constexpr bool kPrecomputed = decltype(precomputed)::value;
 #ifdef GRIDWARP_AVX2_DISPATCH
-            if constexpr (Avx2) {
-                if (shared) {
-                    dense_gather_channel_avx2<true, S, C, K, Rank>(block.count, block.base.data(), block.tap_offset.data(),
-                                                                   block.weight.data(), tap_weights, in, o, ops);
-                } else {
-                    dense_gather_channel_avx2<false, S, C, K, Rank>(block.count, block.base.data(), block.tap_offset.data(),
-                                                                    block.weight.data(), tap_weights, in, o, ops);
+                if (avx2) {
+                    dense_gather_channel_avx2<kPrecomputed, S, C, K, Rank>(block.count, block.base.data(), block.tap_offset.data(),
+                                                                           block.weight.data(), tap_weights, in, o, ops);
+                    return;
                 }
-                continue;
-            }
 #endif
-            if (shared) {
-                dense_gather_channel<true, S, C, K, Rank>(block.count, block.base.data(), block.tap_offset.data(),
-                                                          block.weight.data(), tap_weights, in, o, ops);
-            } else {
-                dense_gather_channel<false, S, C, K, Rank>(block.count, block.base.data(), block.tap_offset.data(),
-                                                           block.weight.data(), tap_weights, in, o, ops);
+                dense_gather_channel<kPrecomputed, S, C, K, Rank>(block.count, block.base.data(), block.tap_offset.data(),
+                                                                  block.weight.data(), tap_weights, in, o, ops);
+            };
+            if constexpr (kWeighted) {
+                if (shared) {
+                    dense_gather(std::true_type{});
+                    continue;
+                }
             }
+            dense_gather(std::false_type{});
         }
     }
     for (std::int64_t f = 0; f < block.fills; ++f) {
@@ -721,29 +709,12 @@ GRIDWARP_STAGE void fast_gather_body(const FastBlock<C>& block, const S* input, 
 
 template <class S, class C>
 using FastGatherFunction = void (*)(const FastBlock<C>& block, const S* input, S* output, const FastOutput<S>& out,
-                                    std::int64_t input_span);
-
-template <class S, class C, int K, int Rank>
-void fast_gather(const FastBlock<C>& block, const S* input, S* output, const FastOutput<S>& out, std::int64_t input_span) {
-    fast_gather_body<false, S, C, K, Rank>(block, input, output, out, input_span);
-}
-
-#ifdef GRIDWARP_AVX2_DISPATCH
-template <class S, class C, int K, int Rank>
-GRIDWARP_TARGET_AVX2 void fast_gather_avx2(const FastBlock<C>& block, const S* input, S* output,
-                                           const FastOutput<S>& out, std::int64_t input_span) {
-    fast_gather_body<true, S, C, K, Rank>(block, input, output, out, input_span);
-}
-#endif
+                                    std::int64_t input_span, bool avx2);
 
 template <class S, class C>
-FastGatherFunction<S, C> select_fast_gatherer(Interpolation mode, int rank, bool avx2) {
+FastGatherFunction<S, C> select_fast_gatherer(Interpolation mode, int rank) {
     return visit_interpolation(mode, [&](auto interp) -> FastGatherFunction<S, C> {
         constexpr int K = decltype(interp)::type::taps;
-#ifdef GRIDWARP_AVX2_DISPATCH
-        if (avx2) return rank == 2 ? &fast_gather_avx2<S, C, K, 2> : &fast_gather_avx2<S, C, K, 3>;
-#endif
-        (void)avx2;
         return rank == 2 ? &fast_gather<S, C, K, 2> : &fast_gather<S, C, K, 3>;
     });
 }
@@ -812,7 +783,7 @@ void run_fast(const Task& task) {
                                  task.positions.space()};
     const bool avx2 = avx2_allowed();
     const FastPlanFunction<C> planner = select_fast_planner<C>(options, rank, avx2);
-    const FastGatherFunction<S, C> gatherer = select_fast_gatherer<S, C>(options.mode, rank, avx2);
+    const FastGatherFunction<S, C> gatherer = select_fast_gatherer<S, C>(options.mode, rank);
     const Fill<S> fill(options.fill);
     FastOutput<S> fast_output;
     fast_output.channels = input.shape[1];
@@ -840,7 +811,7 @@ void run_fast(const Task& task) {
     ByteLayout byte_layout;
     if constexpr (kInteriorPassPixel<S>) interior_pass = select_interior_pass<S, C>(options.mode, geometry, fast_output, byte_layout);
     const bool use_interior_pass = interior_pass != nullptr;
-    const ListedPlanFunction<C> listed_planner = use_interior_pass ? select_listed_planner<C>(options, rank, avx2) : nullptr;
+    const ListedPlanFunction<C> listed_planner = use_interior_pass ? select_listed_planner<C>(options, rank) : nullptr;
 
     const S* in_data = input.typed<S>();
     S* out_data = output.typed<S>();
@@ -955,7 +926,7 @@ void run_fast(const Task& task) {
                     } else {
                         planner(block_xyz, count, geometry, block);
                     }
-                    gatherer(block, batch_in, out_data + row_output[last], fast_output, input_span);
+                    gatherer(block, batch_in, out_data + row_output[last], fast_output, input_span, avx2);
                 }
                 continue;
             }
@@ -980,7 +951,7 @@ void run_fast(const Task& task) {
                         const std::int64_t block_count = std::min(B, count - b);
                         planner(xyz.data() + b * rank, block_count, geometry, block);
                         if (b == 0) prefetch_rows_ahead(block_count);
-                        gatherer(block, batch_in, out_data + out_offset + b * out_strides[rank + 1], fast_output, input_span);
+                        gatherer(block, batch_in, out_data + out_offset + b * out_strides[rank + 1], fast_output, input_span, avx2);
                     }
                 }
             }

@@ -15,7 +15,7 @@
 #include <limits>
 #include <type_traits>
 
-// x86-64 with GCC or Clang: the fast path's stages are compiled a second time for AVX2 and chosen at
+// x86-64 with GCC or Clang: the fast path's vectorised loops are compiled a second time for AVX2 and chosen at
 // run time (see fast_path.cpp).
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #define GRIDWARP_AVX2_DISPATCH 1
