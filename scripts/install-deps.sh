@@ -2,7 +2,7 @@
 # Installs everything gridwarp needs to build and test on Debian 12 (bookworm).
 set -euo pipefail
 packages=(
-  cmake make g++ pkg-config
+  cmake ninja-build make g++ pkg-config
   libhwy-dev               # Highway: the SIMD kernels (gridwarp::core)
   libopencv-dev            # images (gridwarp::io)
   libinsighttoolkit5-dev   # NRRD, MetaImage and transforms (gridwarp::io)

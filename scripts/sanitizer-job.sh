@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tree="${1:-build-sanitize}"
-cmake -S . -B "$tree" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRIDWARP_SANITIZE=address,undefined -DGRIDWARP_BUILD_BENCH=OFF
+cmake -G Ninja -S . -B "$tree" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRIDWARP_SANITIZE=address,undefined -DGRIDWARP_BUILD_BENCH=OFF
 # Only what the core, io and cli labels run (test_resample and its ITK oracle are left out).
 cmake --build "$tree" -j2 --target gridwarp gridwarp_opencv gridwarp_itk gridwarp_storage_faults test_core test_io test_cli itk_resample_peer
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -1,9 +1,11 @@
 // Internal: the format back-ends behind read_image / write_image.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <string>
 
 #include "files/mapped_file.hpp"
 #include "gridwarp/io/image.hpp"
@@ -20,9 +22,15 @@ inline constexpr double kMaxGeometryMagnitude = 1e10;
 // ((N, C, spatial...) or (N, spatial..., C)).
 Shape nchw_strides(const Shape& spatial, std::int64_t channels, ChannelLayout layout);
 
-// A file's name in lower case, for matching extensions.
+// Text and file names in lower case, for matching extensions.
+std::string lowercase(std::string text);
 std::string lowercase_filename(const std::filesystem::path& file);
 bool ends_with(const std::string& text, const std::string& suffix);
+
+// A big-endian 32-bit field (PNG's chunk lengths and IHDR).
+inline std::uint32_t big_endian_32(const unsigned char* p) {
+    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
+}
 
 // Throws FileError unless `file` exists and is a regular file.
 void require_readable_file(const std::filesystem::path& file);

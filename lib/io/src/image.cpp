@@ -40,11 +40,6 @@ Shape nchw_shape(const Image& image) {
 
 Shape nchw_strides(const Image& image) { return detail::nchw_strides(image.spatial, image.channels, image.layout); }
 
-std::string lowercase(std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-    return text;
-}
-
 }  // namespace
 
 ConstTensorView Image::nchw() const { return ConstTensorView(pixels.dtype(), pixels.data(), nchw_shape(*this), nchw_strides(*this)); }
@@ -136,6 +131,11 @@ Shape nchw_strides(const Shape& spatial, std::int64_t channels, ChannelLayout la
     Shape strides{shape_numel(storage_shape), 1};
     strides.insert(strides.end(), storage_strides.begin(), storage_strides.end() - 1);
     return strides;
+}
+
+std::string lowercase(std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+    return text;
 }
 
 std::string lowercase_filename(const fs::path& file) { return lowercase(file.filename().string()); }

@@ -16,11 +16,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string lowercase(std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-    return text;
-}
-
 // The description of an image without its pixels (an empty tensor of its dtype).
 Image header_copy(const Image& image) {
     Image copy = Image::describe_like(image, image.spatial);
@@ -53,7 +48,7 @@ Image read_image_header(const fs::path& file, const ReadOptions& options) {
 }
 
 void check_write_options(const fs::path& target, const WriteOptions& options) {
-    std::string extension = lowercase(target.extension().string());
+    std::string extension = detail::lowercase(target.extension().string());
     if (!extension.empty()) extension.erase(0, 1);
     const bool lossy = extension == "jpg" || extension == "jpeg" || extension == "jpe" || extension == "webp";
     if (options.quality >= 0 && !lossy) {

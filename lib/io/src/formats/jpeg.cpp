@@ -45,7 +45,7 @@ void on_jpeg_message(j_common_ptr info, int level) {
     manager->base.format_message(info, manager->message);
 }
 
-struct DecodedLayout {
+struct JpegLayout {
     JDIMENSION width = 0, height = 0;
     int components = 0;
     bool decodable = false;  // by this reader (else left to OpenCV)
@@ -53,7 +53,7 @@ struct DecodedLayout {
 
 // The stages that call libjpeg hold only plain values, so that its longjmp skips no destructor.
 bool read_jpeg_header(jpeg_decompress_struct* info, ErrorManager* errors, const unsigned char* bytes, unsigned long size,
-                      DecodedLayout* layout) {
+                      JpegLayout* layout) {
     if (setjmp(errors->jump)) return false;
     jpeg_mem_src(info, bytes, size);
     jpeg_read_header(info, TRUE);
@@ -137,7 +137,7 @@ std::optional<Image> read_jpeg(const fs::path& file) {
     const std::string bytes = read_file_bytes(file);
     Decompressor decompressor;
     const auto failed = [&] { return FileError(file, std::string("cannot read the JPEG: ") + decompressor.errors.message); };
-    DecodedLayout layout;
+    JpegLayout layout;
     const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
     if (!read_jpeg_header(&decompressor.info, &decompressor.errors, data, static_cast<unsigned long>(bytes.size()), &layout)) throw failed();
     if (!layout.decodable) return std::nullopt;

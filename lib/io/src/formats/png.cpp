@@ -25,10 +25,6 @@ namespace {
 
 constexpr std::uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
 
-std::uint32_t big_endian_32(const std::uint8_t* p) {
-    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
-}
-
 void put_big_endian_32(std::uint8_t* p, std::uint32_t value) {
     for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(value >> (24 - 8 * i));
 }
@@ -87,7 +83,7 @@ void read_from_memory(png_structp png, png_bytep out, png_size_t count) {
     source->at += count;
 }
 
-struct DecodedLayout {
+struct PngLayout {
     png_uint_32 width = 0, height = 0;
     int channels = 0;
     bool sixteen_bits = false;
@@ -96,7 +92,7 @@ struct DecodedLayout {
 
 // The stages that call libpng hold only plain values, so that its longjmp skips no destructor.
 // OpenCV's rules for IMREAD_UNCHANGED: colour with transparency, or any alpha, gives four channels.
-bool read_png_layout(png_structp png, png_infop info, DecodedLayout& layout) {
+bool read_png_layout(png_structp png, png_infop info, PngLayout& layout) {
     if (setjmp(png_jmpbuf(png))) return false;
     png_read_info(png, info);
     int bit_depth = 0, color_type = 0;
@@ -272,7 +268,7 @@ Image read_png(const fs::path& file) {
     png_set_read_fn(structs.png, &source, read_from_memory);
     const auto failed = [&] { return FileError(file, std::string("cannot read the PNG: ") + report.error); };
 
-    DecodedLayout layout;
+    PngLayout layout;
     if (!read_png_layout(structs.png, structs.info, layout)) throw failed();
     const std::size_t value_bytes = layout.sixteen_bits ? 2 : 1;
     const std::size_t row_bytes = std::size_t{layout.width} * static_cast<std::size_t>(layout.channels) * value_bytes;

@@ -87,10 +87,6 @@ struct DeclaredRaster {
     std::uint64_t coded_bytes = 0;        // the bytes the file has for them
 };
 
-std::uint32_t big_endian_32(const unsigned char* p) {
-    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
-}
-
 // PNG: the IHDR chunk. The image data is deflate-compressed scanlines, so it needs at least
 // 1/1032 of their size.
 std::optional<DeclaredRaster> png_header(const std::string& head, std::uint64_t file_size) {

@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "formats.hpp"
+#include "formats/gzip.hpp"
 #include "gridwarp/io/error.hpp"
 
 namespace gridwarp::io::detail {
@@ -19,10 +20,6 @@ namespace gridwarp::io::detail {
 namespace fs = std::filesystem;
 
 namespace {
-
-// Deflate cannot expand one input byte into more than 1032 output bytes (a 258-byte match costs
-// at least two bits), so fewer stored bytes than needed / 1032 cannot hold the voxels.
-constexpr std::uint64_t kMaxDeflateRatio = 1032;
 
 std::string lower(std::string_view text) {
     std::string result(text);

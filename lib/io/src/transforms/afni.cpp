@@ -16,6 +16,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "formats.hpp"
 #include "gridwarp/io/error.hpp"
 #include "transforms/text_fields.hpp"
 #include "transforms/transform_formats.hpp"
@@ -25,10 +26,6 @@ namespace gridwarp::io::detail {
 namespace fs = std::filesystem;
 
 namespace {
-
-bool ends_with(const std::string& name, const std::string& suffix) {
-    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // The signed permutation nearest to a 3x3 direction matrix (row-major, columns are the axes):
 // the axis-aligned grid AFNI puts in place of an oblique one.

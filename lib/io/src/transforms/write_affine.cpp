@@ -94,8 +94,8 @@ void write_text(const fs::path& file, const std::string& text) {
 std::string itk_text(const AffineMap& map) {
     const std::size_t d = map.dimension;
     std::string parameters;
-    for (double v : map.matrix) parameters += " " + exact_number(v);
-    for (double v : map.offset) parameters += " " + exact_number(v);
+    for (double v : map.matrix) parameters.append(" ").append(exact_number(v));
+    for (double v : map.offset) parameters.append(" ").append(exact_number(v));
     std::string fixed;
     for (std::size_t i = 0; i < d; ++i) fixed += " 0";
     return "#Insight Transform File V1.0\n#Transform 0\nTransform: AffineTransform_double_" + std::to_string(d) + "_" +
