@@ -1,0 +1,90 @@
+// The gridwarp program's command line: its logger, its commands and its exit statuses.
+#include "command_line.hpp"
+
+#include <CLI/CLI.hpp>
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/ansicolor_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli_common.hpp"
+#include "command_runner.hpp"
+
+namespace gridwarp::cli {
+
+namespace {
+
+// The message of a log line, its control characters written out.
+class EscapedMessage : public spdlog::custom_flag_formatter {
+public:
+    void format(const spdlog::details::log_msg& message, const std::tm&, spdlog::memory_buf_t& out) override {
+        const std::string text = escape_control_characters(std::string_view(message.payload.data(), message.payload.size()));
+        out.append(text.data(), text.data() + text.size());
+    }
+    std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<EscapedMessage>(); }
+};
+
+}  // namespace
+
+int run_command_line(int argc, char** argv, const char* version) {
+    // Messages go to stderr so that stdout stays clean for data (gridwarp info --json), through the
+    // descriptor taken before any reader can capture descriptor 2 (cli_common.hpp).
+    std::FILE* messages = ::fdopen(original_stderr(), "w");
+    auto sink = std::make_shared<spdlog::sinks::ansicolor_sink<spdlog::details::console_mutex>>(messages ? messages : stderr,
+                                                                                               spdlog::color_mode::automatic);
+    auto logger = std::make_shared<spdlog::logger>("gridwarp", std::move(sink));
+    // Every message is one line: the control characters of a name it quotes are written out.
+    auto formatter = std::make_unique<spdlog::pattern_formatter>();
+    formatter->add_flag<EscapedMessage>('*').set_pattern("gridwarp: %^%l%$: %*");
+    logger->set_formatter(std::move(formatter));
+    spdlog::set_default_logger(logger);
+
+    CLI::App app{"gridwarp: exact N-D grid sampling (ONNX GridSample / AffineGrid) for images, volumes and tensors"};
+    app.set_version_flag("--version", std::string("gridwarp ") + version);
+    app.require_subcommand(1);
+    // One line for command-line mistakes too, in the same form as every other error.
+    // A mistyped option or command is named, with the nearest known one, before what CLI11 says of
+    // its consequence (a required option seen as missing, an argument not expected).
+    app.failure_message([](const CLI::App* command, const CLI::Error& e) {
+        const auto used = command->get_subcommands();
+        const std::string help = used.empty() ? "gridwarp --help" : "gridwarp " + used.front()->get_name() + " --help";
+        const std::string unknown = unknown_argument(*command);
+        return "gridwarp: error: " + escape_control_characters(unknown.empty() ? std::string(e.what()) : unknown) +
+               " (see '" + help + "')\n";
+    });
+    app.footer("Run 'gridwarp COMMAND --help' for a command's options and examples.\nDocs: docs/cli.md");
+    register_sample_command(app);
+    register_grid_command(app);
+    register_affine_command(app);
+    register_resize_command(app);
+    register_flow_command(app);
+    register_resample_command(app);
+    register_info_command(app);
+    register_batch_command(app);
+    register_convert_transform_command(app);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // Every command-line mistake exits with 2, the usage-error status (docs/cli.md); --help and
+        // --version with 0.
+        return app.exit(e) == 0 ? 0 : 2;
+    } catch (const ExitStatus& e) {
+        if (*e.what()) spdlog::error("{}", e.what());
+        return e.code();
+    } catch (const std::exception& e) {
+        // Subcommand callbacks run inside parse(): every failure ends here as one line.
+        spdlog::error("{}", e.what());
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace gridwarp::cli
