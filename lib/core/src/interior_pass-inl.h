@@ -211,6 +211,37 @@ HWY_INLINE void store_first(D d, hn::Vec<D> v, hn::TFromD<D>* to, int lanes) {
     if (lanes > 0) std::memcpy(to, staged, sizeof(staged[0]) * static_cast<std::size_t>(lanes));
 }
 
+// hn::Combine without its zero extension of the lower half, which GCC keeps as a register move
+// although the upper half is overwritten at once.
+template <class D>
+HWY_INLINE hn::Vec<D> combine_halves(D d, hn::Vec<hn::Half<D>> high, hn::Vec<hn::Half<D>> low) {
+#if GRIDWARP_PASS_X86
+    using T = hn::TFromD<D>;
+    constexpr std::size_t kBytes = hn::MaxLanes(D()) * sizeof(T);
+    if constexpr (kBytes == 32) {
+        if constexpr (std::is_same_v<T, float>) {
+            return hn::Vec<D>{_mm256_insertf128_ps(_mm256_castps128_ps256(low.raw), high.raw, 1)};
+        } else if constexpr (std::is_same_v<T, double>) {
+            return hn::Vec<D>{_mm256_insertf128_pd(_mm256_castpd128_pd256(low.raw), high.raw, 1)};
+        } else {
+            return hn::Vec<D>{_mm256_inserti128_si256(_mm256_castsi128_si256(low.raw), high.raw, 1)};
+        }
+    }
+#if HWY_TARGET == HWY_AVX3
+    if constexpr (kBytes == 64) {
+        if constexpr (std::is_same_v<T, float>) {
+            return hn::Vec<D>{_mm512_insertf32x8(_mm512_castps256_ps512(low.raw), high.raw, 1)};
+        } else if constexpr (std::is_same_v<T, double>) {
+            return hn::Vec<D>{_mm512_insertf64x4(_mm512_castpd256_pd512(low.raw), high.raw, 1)};
+        } else {
+            return hn::Vec<D>{_mm512_inserti64x4(_mm512_castsi256_si512(low.raw), high.raw, 1)};
+        }
+    }
+#endif
+#endif
+    return hn::Combine(d, high, low);
+}
+
 // A vector of D from consecutive pieces (each a vector of a narrower descriptor), piece 0 in the
 // lowest lanes.
 template <class D, class Piece>
@@ -221,7 +252,7 @@ HWY_INLINE hn::Vec<D> join_pieces(D d, const Piece* piece) {
         return piece[0];
     } else {
         const hn::Half<D> half;
-        return hn::Combine(d, join_pieces(half, piece + kPieces / 2), join_pieces(half, piece));
+        return combine_halves(d, join_pieces(half, piece + kPieces / 2), join_pieces(half, piece));
     }
 }
 
@@ -280,7 +311,7 @@ HWY_INLINE void read_coordinates(const CoordinateReader<C>& reader, std::int64_t
         const hn::Half<GroupFloats> dh;
         const auto low = load_first(dd, row.base + index, lanes), high = load_first(dd, row.base + index + H, lanes - H);
         for (int k = 0; k < Rank; ++k) {
-            coordinate[k] = hn::Combine(d, hn::DemoteTo(dh, coordinate_of(high, k)), hn::DemoteTo(dh, coordinate_of(low, k)));
+            coordinate[k] = combine_halves(d, hn::DemoteTo(dh, coordinate_of(high, k)), hn::DemoteTo(dh, coordinate_of(low, k)));
         }
     }
 }
@@ -487,7 +518,7 @@ GRIDWARP_STAGE bool plan_group(const CoordinateReader<C>& reader, std::int64_t p
                 for (int k = 0; k < 2; ++k) holds[a][k] = (half_holds[0][a][k] & kHalfMask) | ((half_holds[1][a][k] & kHalfMask) << H);
             }
         }
-        hn::Store(hn::Combine(di, offset[1], offset[0]), di, group.offset);
+        hn::Store(combine_halves(di, offset[1], offset[0]), di, group.offset);
         group.interior = interior[0] | (interior[1] << H);
         group.fill_zeros = fill_zeros[0] | (fill_zeros[1] << H);
         group.fill_nonfinite = fill_nonfinite[0] | (fill_nonfinite[1] << H);
@@ -495,7 +526,7 @@ GRIDWARP_STAGE bool plan_group(const CoordinateReader<C>& reader, std::int64_t p
             const GroupFloats df;
             const hn::Half<GroupFloats> dh;
             for (int o = 0; o < kOuterTaps; ++o) {
-                for (int k = 0; k < K; ++k) group.weight[o][k] = hn::Combine(df, hn::DemoteTo(dh, weight[1][o][k]), hn::DemoteTo(dh, weight[0][o][k]));
+                for (int k = 0; k < K; ++k) group.weight[o][k] = combine_halves(df, hn::DemoteTo(dh, weight[1][o][k]), hn::DemoteTo(dh, weight[0][o][k]));
             }
         }
     }
@@ -554,7 +585,7 @@ GRIDWARP_STAGE bool plan_out_of_reach_group(const CoordinateReader<C>& reader, s
                 return false;
             }
         }
-        hn::Store(hn::Combine(di, offset[1], offset[0]), di, group.offset);
+        hn::Store(combine_halves(di, offset[1], offset[0]), di, group.offset);
     }
     group.interior = 0;
     group.fill_zeros = active_bits(lanes);  // (fill_nonfinite is left as it was: zeros padding does not read it)
@@ -924,14 +955,14 @@ GRIDWARP_STAGE unsigned sample_near_group(const CoordinateReader<C>& reader, std
         for (int a = 0; a < Rank; ++a) {
             for (int k = 0; k < K; ++k) {
                 inside[a][k] = (half_inside[0][a][k] & kHalfMask) | ((half_inside[1][a][k] & kHalfMask) << H);
-                index[a][k] = hn::Combine(di, half_index[1][a][k], half_index[0][a][k]);
+                index[a][k] = combine_halves(di, half_index[1][a][k], half_index[0][a][k]);
             }
         }
         if constexpr (K > 1) {
             const hn::Half<GroupFloats> dh;
             for (int o = 0; o < kOuterTaps; ++o) {
                 for (int k = 0; k < K; ++k) {
-                    weight[o][k] = hn::Combine(df, hn::DemoteTo(dh, half_weight[1][o][k]), hn::DemoteTo(dh, half_weight[0][o][k]));
+                    weight[o][k] = combine_halves(df, hn::DemoteTo(dh, half_weight[1][o][k]), hn::DemoteTo(dh, half_weight[0][o][k]));
                 }
             }
         }
@@ -950,6 +981,7 @@ GRIDWARP_STAGE unsigned sample_near_group(const CoordinateReader<C>& reader, std
             offset[o][k] = hn::Add(outer, hn::Mul(index[Rank - 1][k], hn::Set(di, static_cast<std::int32_t>(geometry.stride[Rank - 1]))));
         }
     }
+    [[maybe_unused]] const auto taken = hn::RebindMask(di, mask_of_bits(df, take));  // (border and reflection)
     for (std::int64_t c = 0; c < out.channels; ++c) {
         const float* in = input + c * out.input_channel_stride;
         FloatVec sum = hn::Zero(df);
@@ -960,11 +992,16 @@ GRIDWARP_STAGE unsigned sample_near_group(const CoordinateReader<C>& reader, std
                 tap_inside = inside[Rank - 2][o % K] & (Rank == 3 ? inside[0][o / K] : ~0u);
             }
             for (int k = 0; k < K; ++k) {
-                const unsigned read = std::is_same_v<Pad, ZerosPadding> ? (tap_inside & inside[Rank - 1][k]) : ~0u;
-                const auto reads = mask_of_bits(df, take & read);
-                // (Lanes not read gather offset 0, inside the input, and take the fill value.)
-                const IntVec at = hn::IfThenElseZero(hn::RebindMask(di, reads), offset[o][k]);
-                const FloatVec v = hn::IfThenElse(reads, hn::GatherIndex(df, in, at), hn::Set(df, out.fill_value));
+                FloatVec v;
+                if constexpr (std::is_same_v<Pad, ZerosPadding>) {
+                    const auto reads = mask_of_bits(df, take & tap_inside & inside[Rank - 1][k]);
+                    // (Lanes not read gather offset 0, inside the input, and take the fill value.)
+                    const IntVec at = hn::IfThenElseZero(hn::RebindMask(di, reads), offset[o][k]);
+                    v = hn::IfThenElse(reads, hn::GatherIndex(df, in, at), hn::Set(df, out.fill_value));
+                } else {
+                    // Every tap of a taken lane is read; the other lanes gather offset 0 and are not stored.
+                    v = hn::GatherIndex(df, in, hn::IfThenElseZero(taken, offset[o][k]));
+                }
                 if constexpr (K == 1) {
                     sum = v;
                 } else {
@@ -1113,7 +1150,7 @@ HWY_INLINE void store_group_bytes(std::uint8_t* output, const PointByteVec (&byt
         std::uint8_t* to = lanes >= kGroup ? output : staged;
         if constexpr (kInterleaveByLookup) {
             const PairBytes dp;
-            const PairByteVec source[2] = {hn::Combine(dp, bytes[1], bytes[0]), hn::Combine(dp, bytes[3], bytes[2])};
+            const PairByteVec source[2] = {combine_halves(dp, bytes[1], bytes[0]), combine_halves(dp, bytes[3], bytes[2])};
             PairByteVec part[2];
             for (int j = 0; j < 2; ++j) {
                 part[j] = hn::Or(hn::TableLookupBytesOr0(source[0], picks.interleave[j][0]),
