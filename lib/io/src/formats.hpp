@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "files/mapped_file.hpp"
 #include "gridwarp/io/image.hpp"
@@ -23,7 +24,7 @@ inline constexpr double kMaxGeometryMagnitude = 1e10;
 Shape nchw_strides(const Shape& spatial, std::int64_t channels, ChannelLayout layout);
 
 // Text and file names in lower case, for matching extensions.
-std::string lowercase(std::string text);
+std::string lowercase(std::string_view text);
 std::string lowercase_filename(const std::filesystem::path& file);
 bool ends_with(const std::string& text, const std::string& suffix);
 

@@ -133,9 +133,10 @@ Shape nchw_strides(const Shape& spatial, std::int64_t channels, ChannelLayout la
     return strides;
 }
 
-std::string lowercase(std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-    return text;
+std::string lowercase(std::string_view text) {
+    std::string lowered(text);
+    for (auto& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return lowered;
 }
 
 std::string lowercase_filename(const fs::path& file) { return lowercase(file.filename().string()); }

@@ -30,16 +30,6 @@ std::string format_float(float value) {
     return text;
 }
 
-std::string lowercase_name(const fs::path& file) {
-    std::string name = file.filename().string();
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return name;
-}
-
-bool has_suffix(const std::string& name, const std::string& suffix) {
-    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 std::int32_t read_i32(const char* p) {
     std::uint32_t v = static_cast<unsigned char>(p[0]) | (static_cast<std::uint32_t>(static_cast<unsigned char>(p[1])) << 8) |
                       (static_cast<std::uint32_t>(static_cast<unsigned char>(p[2])) << 16) |
@@ -167,9 +157,9 @@ FlowField read_volume_flow(const fs::path& file, const ReadOptions& options) {
 
 FlowField read_flow(const fs::path& file, const ReadOptions& options) {
     detail::require_readable_file(file);
-    const std::string name = lowercase_name(file);
-    if (has_suffix(name, ".flo")) return parse_flo(read_file_bytes(file), file);
-    if (has_suffix(name, ".png")) return read_kitti(file, options);
+    const std::string name = detail::lowercase_filename(file);
+    if (detail::ends_with(name, ".flo")) return parse_flo(read_file_bytes(file), file);
+    if (detail::ends_with(name, ".png")) return read_kitti(file, options);
     switch (kind_for_path(file)) {
         case FileKind::Tensor: return read_npy_flow(file);
         case FileKind::Volume: return read_volume_flow(file, options);

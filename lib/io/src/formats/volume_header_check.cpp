@@ -21,12 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string lower(std::string_view text) {
-    std::string result(text);
-    std::transform(result.begin(), result.end(), result.begin(), [](unsigned char c) { return std::tolower(c); });
-    return result;
-}
-
 std::string_view trim(std::string_view text) {
     const auto first = text.find_first_not_of(" \t\r");
     if (first == std::string_view::npos) return {};
@@ -313,7 +307,7 @@ std::vector<double> nrrd_vector(VolumeChecker& checker, const std::string& field
 }
 
 std::size_t nrrd_space_dimension(std::string_view space) {
-    const std::string name = lower(trim(space));
+    const std::string name = lowercase(trim(space));
     for (const char* three : {"right-anterior-superior", "ras", "left-anterior-superior", "las", "left-posterior-superior",
                               "lps", "scanner-xyz", "3d-right-handed", "3d-left-handed"}) {
         if (name == three) return 3;
@@ -349,7 +343,7 @@ DeclaredVolume parse_nrrd(std::string_view header, std::uint64_t header_end, con
         if (line.find(":=") != std::string_view::npos) continue;  // a key/value pair: ITK keeps it as metadata
         const auto colon = line.find(": ");
         if (colon == std::string_view::npos) throw FileError(file, "not a NRRD header line: " + shown(line));
-        const std::string field = lower(line.substr(0, colon));
+        const std::string field = lowercase(line.substr(0, colon));
         const std::string_view value = trim(line.substr(colon + 2));
         const auto items = words(value);
         auto need_dimension = [&] {
@@ -358,7 +352,7 @@ DeclaredVolume parse_nrrd(std::string_view header, std::uint64_t header_end, con
         if (field == "dimension") {
             dimension = checker.axis_count(field, value);
         } else if (field == "type") {
-            checker.volume().component_bytes = nrrd_type_bytes(lower(value));
+            checker.volume().component_bytes = nrrd_type_bytes(lowercase(value));
             if (checker.volume().component_bytes == 0) {
                 checker.fail(field, "expected a scalar type (int8 ... uint64, float, double), found " + shown(value));
             }
@@ -366,7 +360,7 @@ DeclaredVolume parse_nrrd(std::string_view header, std::uint64_t header_end, con
             need_dimension();
             checker.set_sizes(field, items, dimension);
         } else if (field == "encoding") {
-            const std::string name = lower(value);
+            const std::string name = lowercase(value);
             if (name == "raw") checker.volume().encoding = DataEncoding::Raw;
             else if (name == "gz" || name == "gzip") checker.volume().encoding = DataEncoding::Deflate;
             else if (name == "bz2" || name == "bzip2") checker.volume().encoding = DataEncoding::Bzip2;
@@ -390,7 +384,7 @@ DeclaredVolume parse_nrrd(std::string_view header, std::uint64_t header_end, con
             if (entries.size() != dimension) checker.fail(field, "expected " + std::to_string(dimension) + " entries, found " + std::to_string(entries.size()));
             std::vector<std::vector<double>> vectors;
             for (const auto item : entries) {
-                if (lower(item) == "none") continue;
+                if (lowercase(item) == "none") continue;
                 vectors.push_back(nrrd_vector(checker, field, item, space_dimension));
             }
             checker.check_directions(field, vectors);
@@ -482,7 +476,7 @@ DeclaredVolume parse_metaimage(std::string_view header, std::uint64_t header_end
             }
         };
         if (key == "ObjectType") {
-            if (lower(value) != "image") checker.fail(key, "expected Image, found " + shown(value));
+            if (lowercase(value) != "image") checker.fail(key, "expected Image, found " + shown(value));
         } else if (key == "NDims") {
             dimension = checker.axis_count(key, value);
         } else if (key == "DimSize") {
@@ -519,9 +513,9 @@ DeclaredVolume parse_metaimage(std::string_view header, std::uint64_t header_end
             if (!size || *size < 0) checker.fail(key, "expected a byte count, found " + shown(value));
             checker.volume().compressed_bytes = *size;
         } else if (key == "CompressedData") {
-            compressed = lower(value) == "true";
+            compressed = lowercase(value) == "true";
         } else if (key == "BinaryData") {
-            binary = lower(value) != "false";
+            binary = lowercase(value) != "false";
         } else if (key == "ElementDataFile") {
             data_file = value;
         }
@@ -535,7 +529,7 @@ DeclaredVolume parse_metaimage(std::string_view header, std::uint64_t header_end
     const auto items = words(*data_file);
     checker.set_data_file_field("ElementDataFile");
     const std::uint64_t most_files = volume.sizes.back();
-    if (lower(*data_file) == "local") {
+    if (lowercase(*data_file) == "local") {
         volume.data_files.push_back({file, header_size == -1 ? -1 : static_cast<std::int64_t>(header_end)});
         return volume;
     }

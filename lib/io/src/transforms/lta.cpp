@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "formats.hpp"
 #include "gridwarp/io/error.hpp"
 #include "transforms/text_fields.hpp"
 #include "transforms/transform_formats.hpp"
@@ -242,11 +243,7 @@ std::optional<std::string> grid_difference(const VolumeInfo& info, const Image* 
 }  // namespace
 
 bool detects_lta(const std::string& lowercase_name, std::string_view head) {
-    const std::string suffix = ".lta";
-    if (lowercase_name.size() >= suffix.size() &&
-        lowercase_name.compare(lowercase_name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-        return true;
-    }
+    if (ends_with(lowercase_name, ".lta")) return true;
     // By content: the two header lines every LTA starts with (after comments).
     bool type = false;
     TextLines lines(head);
