@@ -25,7 +25,7 @@ class CMakeBuild(build_ext):
         built = tree / "python" / "gridwarp"
         target = pathlib.Path(self.get_ext_fullpath(extension.name)).parent
         target.mkdir(parents=True, exist_ok=True)
-        for item in [*built.iterdir(), *(tree / "app").glob("gridwarp_*.so")]:
+        for item in [*built.iterdir(), *(tree / "app").glob("gridwarp_*.so"), tree / "app" / "gridwarp-hdf5-reader"]:
             shutil.copy2(item, target / item.name)
 
 

@@ -14,6 +14,7 @@ packages=(
   python3-pytest python3-torch            # its tests: pytest, and PyTorch as an oracle and a DLPack producer
   python3-nibabel python3-numpy  # NIfTI tests read gridwarp's outputs back with nibabel
   python3-scipy python3-pil python3-opencv  # oracles of the interpolation, image and resize tests
+  python3-h5py             # ITK .h5 transforms written in its layout (the untrusted-file tests)
   mrtrix3                  # ... and with MRtrix3; also a peer in bench_end_to_end
   slurm-wlm munge          # the slurm test starts a single-node cluster
 )

@@ -99,6 +99,8 @@ inline constexpr std::uint64_t kChannelGroupBytes = std::uint64_t{32} << 20;
 inline constexpr std::uint64_t kMinSeriesBlockBytes = std::uint64_t{64} << 10;
 
 TransformFile read_itk_transform(const std::filesystem::path& file, std::size_t dimension);  // ITK
+// An ITK HDF5 file, its structure checked first; runs only in the HDF5 reader's process.
+TransformFile read_itk_hdf5_transform(const std::filesystem::path& file, std::size_t dimension, const MemoryBudget& budget);
 void write_volume(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
 
 // What a raster decoder fills: `pages` items of height x width pixels, `channels` interleaved

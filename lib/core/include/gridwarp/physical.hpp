@@ -40,6 +40,8 @@ public:
 
     std::size_t dimension() const { return index_to_point_.dimension; }
     void apply(const double* in, double* out) const;
+    const ConstTensorView& vectors() const { return field_; }
+    const AffineMap& index_to_point() const { return index_to_point_; }
 
 private:
     ConstTensorView field_;

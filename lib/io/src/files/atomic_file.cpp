@@ -287,7 +287,12 @@ Staging make_staging(const fs::path& target) {
             const int cause = found ? ENOTDIR : errno;
             throw FileError(target, std::string("cannot create a file in its directory: ") + std::strerror(cause));
         }
-        return {directory / (staging_stem() + unique_suffix() + "-" + target.filename().string()), {}};
+        // The name's end, so that the extension survives, within the file system's name limit.
+        const std::string prefix = staging_stem() + unique_suffix() + "-";
+        const long name_max = ::pathconf(directory.c_str(), _PC_NAME_MAX);
+        const std::size_t room = (name_max > 0 ? static_cast<std::size_t>(name_max) : 255) - std::min<std::size_t>(prefix.size(), 255);
+        const std::string name = target.filename().string();
+        return {directory / (prefix + name.substr(name.size() > room ? name.size() - room : 0)), {}};
     }
     std::string pattern = (directory / (staging_stem() + "XXXXXX")).string();
     std::vector<char> buffer(pattern.begin(), pattern.end());

@@ -37,27 +37,29 @@ std::vector<fs::path> module_directories() {
 
 template <class Table>
 const Table& load(const char* module, const char* entry_point) {
-    std::string tried;
-    for (const auto& directory : module_directories()) {
-        const fs::path file = directory / (std::string(module) + ".so");
-        std::error_code error;
-        if (!fs::exists(file, error)) {
-            tried += (tried.empty() ? "" : ", ") + directory.string();
-            continue;
-        }
-        // Never unloaded: objects it made (pixel buffers, exceptions) may outlive any caller.
-        void* handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-        if (!handle) throw std::runtime_error(std::string("cannot load ") + file.string() + ": " + ::dlerror());
-        using Entry = const Table* (*)();
-        auto entry = reinterpret_cast<Entry>(::dlsym(handle, entry_point));
-        if (!entry) throw std::runtime_error(file.string() + " has no " + entry_point + " (a module from another gridwarp build?)");
-        return *entry();
-    }
-    throw std::runtime_error(std::string("gridwarp's module ") + module + ".so is needed for this file but was not found (looked in " +
-                             tried + "; set GRIDWARP_MODULE_DIR)");
+    const fs::path file = find_module_file(std::string(module) + ".so");
+    // Never unloaded: objects it made (pixel buffers, exceptions) may outlive any caller.
+    void* handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (!handle) throw std::runtime_error(std::string("cannot load ") + file.string() + ": " + ::dlerror());
+    using Entry = const Table* (*)();
+    auto entry = reinterpret_cast<Entry>(::dlsym(handle, entry_point));
+    if (!entry) throw std::runtime_error(file.string() + " has no " + entry_point + " (a module from another gridwarp build?)");
+    return *entry();
 }
 
 }  // namespace
+
+fs::path find_module_file(const std::string& file_name) {
+    std::string tried;
+    for (const auto& directory : module_directories()) {
+        const fs::path file = directory / file_name;
+        std::error_code error;
+        if (fs::exists(file, error)) return file;
+        tried += (tried.empty() ? "" : ", ") + directory.string();
+    }
+    throw std::runtime_error("gridwarp's module " + file_name + " is needed for this file but was not found (looked in " + tried +
+                             "; set GRIDWARP_MODULE_DIR)");
+}
 
 const RasterBackend& raster_backend() {
     static const RasterBackend& table = load<RasterBackend>("gridwarp_opencv", "gridwarp_opencv_backend_v1");

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "gridwarp/io/image.hpp"
@@ -32,6 +33,9 @@ struct ItkBackend {  // ITK: NRRD, MetaImage, transform files
 // Load the module on first use (thread-safe); throw std::runtime_error naming the module and where
 // it was looked for when it cannot be loaded.
 const RasterBackend& raster_backend();
+// Where a module file (or the HDF5 reader program, which lives beside the modules) is: the first
+// of the folders above that holds it; std::runtime_error naming the folders otherwise.
+std::filesystem::path find_module_file(const std::string& file_name);
 const ItkBackend& itk_backend();
 
 }  // namespace gridwarp::io::detail

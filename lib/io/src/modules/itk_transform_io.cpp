@@ -131,6 +131,97 @@ private:
     herr_t (*close_)(hid_t);
 };
 
+// What the file is made of, before anything is read from it: every link hard (a soft or external
+// link can name another file), every dataset's bytes inside the file (no external storage, no
+// virtual dataset) and stored (a dataset with no bytes on disk reads as its fill value, as large
+// as it declares), and everything the datasets declare within the budget, counted three times for
+// the parameters (ITK's list, its field image, gridwarp's copy). docs/reliability.md, "HDF5".
+struct Hdf5Census {
+    const fs::path& file;
+    std::string problem;
+    std::uint64_t links = 0;
+    std::uint64_t declared_bytes = 0;  // as the datasets' own types
+    std::uint64_t parameter_values = 0;
+};
+
+constexpr std::uint64_t kMostHdf5Links = 1 << 20;
+
+herr_t take_census(hid_t root, const char* name, const H5L_info_t* link, void* data) {
+    auto& census = *static_cast<Hdf5Census*>(data);
+    const std::string where = std::string("/") + name;
+    if (++census.links > kMostHdf5Links) {
+        census.problem = "more than " + std::to_string(kMostHdf5Links) + " links: not an ITK transform file";
+        return 1;
+    }
+    if (link->type != H5L_TYPE_HARD) {
+        census.problem = where + " is " + (link->type == H5L_TYPE_SOFT ? "a soft link" : link->type == H5L_TYPE_EXTERNAL ? "an external link" : "a user-defined link") +
+                         "; gridwarp reads only what the file itself holds";
+        return 1;
+    }
+    H5O_info_t object{};
+    if (H5Oget_info_by_name2(root, name, &object, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
+        census.problem = where + ": cannot read the object's header";
+        return 1;
+    }
+    if (object.type != H5O_TYPE_DATASET) return 0;
+    const Hdf5Handle set(H5Dopen2(root, name, H5P_DEFAULT), H5Dclose);
+    const Hdf5Handle creation(set.valid() ? H5Dget_create_plist(*set) : -1, H5Pclose);
+    const Hdf5Handle type(set.valid() ? H5Dget_type(*set) : -1, H5Tclose);
+    const Hdf5Handle space(set.valid() ? H5Dget_space(*set) : -1, H5Sclose);
+    if (!creation.valid() || !type.valid() || !space.valid()) {
+        census.problem = where + ": cannot read the dataset's description";
+        return 1;
+    }
+    if (H5Pget_external_count(*creation) != 0) {
+        census.problem = where + " keeps its data in external files; gridwarp reads only what the file itself holds";
+        return 1;
+    }
+    const H5D_layout_t layout = H5Pget_layout(*creation);
+    if (layout == H5D_VIRTUAL || layout < 0) {
+        census.problem = where + (layout < 0 ? ": an unreadable layout" : " is a virtual dataset; gridwarp reads only what the file itself holds");
+        return 1;
+    }
+    const hssize_t points = H5Sget_simple_extent_npoints(*space);
+    const std::size_t element_bytes = H5Tget_size(*type);
+    if (points < 0 || element_bytes == 0) {
+        census.problem = where + ": an unreadable size";
+        return 1;
+    }
+    const unsigned __int128 bytes = static_cast<unsigned __int128>(points) * element_bytes;
+    if (bytes > (std::uint64_t{1} << 62)) {
+        census.problem = where + " declares more than 2^62 bytes";
+        return 1;
+    }
+    const hsize_t stored = H5Dget_storage_size(*set);
+    if (points > 0 && stored == 0) {
+        census.problem = where + " declares " + std::to_string(points) + " values but stores none (it would read as its fill value)";
+        return 1;
+    }
+    // Unfiltered data is stored whole; a shortfall is read as the fill value.
+    if (H5Pget_nfilters(*creation) == 0 && H5Tis_variable_str(*type) <= 0 && stored < static_cast<hsize_t>(bytes)) {
+        census.problem = where + " stores " + std::to_string(stored) + " of the " + std::to_string(static_cast<std::uint64_t>(bytes)) +
+                         " bytes it declares (the rest would read as its fill value)";
+        return 1;
+    }
+    census.declared_bytes += static_cast<std::uint64_t>(bytes);
+    if (H5Tget_class(*type) == H5T_FLOAT) census.parameter_values += static_cast<std::uint64_t>(points);
+    return 0;
+}
+
+void check_hdf5_structure(const fs::path& file, const MemoryBudget& budget) {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    H5PLset_loading_state(0);  // a filter the file names never loads a plugin
+    const Hdf5Handle h5(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    if (!h5.valid()) throw FileError(file, "not an HDF5 file, or HDF5 cannot open it");
+    Hdf5Census census{file, {}, 0, 0, 0};
+    const herr_t visited = H5Lvisit(*h5, H5_INDEX_NAME, H5_ITER_NATIVE, take_census, &census);
+    if (!census.problem.empty()) throw FileError(file, census.problem);
+    if (visited < 0) throw FileError(file, "cannot list the file's objects: a damaged HDF5 file");
+    check_memory_budget(file, "its datasets as declared", census.declared_bytes, 1, budget);
+    check_memory_budget(file, "reading its " + std::to_string(census.parameter_values) + " parameters (three float64 copies)",
+                        census.parameter_values, 3 * sizeof(double), budget);
+}
+
 // What an ITK HDF5 transform file declares (/TransformGroup/N: TransformType, TransformParameters,
 // TransformFixedParameters, the last two also under the misspelled names ITK once wrote), read
 // without reading the parameters themselves: ITK's reader would allocate them, and the transform,
@@ -207,6 +298,11 @@ bool finite_map(const AffineMap& map) {
 }
 
 }  // namespace
+
+TransformFile read_itk_hdf5_transform(const fs::path& file, std::size_t dimension, const MemoryBudget& budget) {
+    check_hdf5_structure(file, budget);
+    return read_itk_transform(file, dimension);
+}
 
 TransformFile read_itk_transform(const fs::path& file, std::size_t dimension) {
     register_itk_transforms();

@@ -6,6 +6,7 @@
 #include "formats.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
+#include "transforms/hdf5_isolation.hpp"
 #include "transforms/transform_formats.hpp"
 
 namespace gridwarp::io::detail {
@@ -68,9 +69,10 @@ TransformFile read_itk(const TransformSpec& spec, const TransformContext& contex
     const std::size_t dimension = context.dimension;
     const std::string name = lowercase_filename(file);
     if (kind_for_path(file) == FileKind::Volume) return read_displacement_field(spec, context, options);
-    if (ends_with(name, ".h5") || ends_with(name, ".hdf5")) return itk_backend().read_transform(file, dimension);
+    if (ends_with(name, ".h5") || ends_with(name, ".hdf5")) return read_hdf5_transform(file, dimension, options);
     // Text and Matlab files are checked here before ITK may read them (ITK allocates whatever
-    // they declare), and their common linear kinds computed here; HDF5 is ITK's alone.
+    // they declare), and their common linear kinds computed here; HDF5 files are read by ITK in a
+    // process of their own.
     const std::string bytes = read_file_bytes(file);
     const bool text = ends_with(name, ".tfm") || has_itk_text_header(bytes);
     const bool matlab = !text && ends_with(name, ".mat") && !looks_like_text(bytes);

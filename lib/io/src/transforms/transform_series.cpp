@@ -14,8 +14,10 @@ namespace fs = std::filesystem;
 namespace {
 
 // The files of a folder that a list is made of, in name order: MCFLIRT's MAT_0000, MAT_0001, ...
-// sort as numbered. Hidden files and subfolders are not part of it.
-std::vector<fs::path> list_elements(const fs::path& folder) {
+// sort as numbered. Hidden files and subfolders are not part of it. Every other member must be a
+// regular file inside the folder once links are resolved (the containment rule of detached
+// headers, formats.hpp), checked before any is read.
+std::vector<fs::path> list_elements(const fs::path& folder, const ReadOptions& options) {
     std::vector<fs::path> files;
     std::error_code error;
     fs::directory_iterator entries(folder, error);
@@ -24,7 +26,14 @@ std::vector<fs::path> list_elements(const fs::path& folder) {
         const std::string name = entry.path().filename().string();
         if (name.empty() || name.front() == '.') continue;
         std::error_code kind_error;
-        if (!entry.is_regular_file(kind_error)) continue;
+        if (entry.is_directory(kind_error)) continue;
+        const fs::path real_folder = fs::weakly_canonical(folder, error), real_member = fs::weakly_canonical(entry.path(), kind_error);
+        if (!options.allow_outside_data_files && (error || kind_error || real_member.parent_path() != real_folder)) {
+            throw FileError(folder, "its member " + name + " leads outside the folder (--allow-outside-data-files allows it)");
+        }
+        if (!fs::is_regular_file(fs::status(entry.path(), kind_error))) {
+            throw FileError(folder, "its member " + name + " is not a regular file");
+        }
         files.push_back(entry.path());
     }
     std::sort(files.begin(), files.end(),
@@ -40,8 +49,13 @@ std::vector<TransformFile> read_transform_series(const TransformSpec& spec, cons
     element.per_volume = false;
     std::vector<TransformFile> series;
     std::error_code error;
-    if (fs::is_directory(spec.file, error)) {
-        for (const fs::path& file : list_elements(spec.file)) {
+    const auto status = fs::status(spec.file, error);
+    if (!fs::exists(status)) throw FileError(spec.file, "cannot open: no such file or folder");
+    if (!fs::is_directory(status) && !fs::is_regular_file(status)) {
+        throw FileError(spec.file, "not a regular file or a folder (a per-volume list is a file of transforms or a folder of them)");
+    }
+    if (fs::is_directory(status)) {
+        for (const fs::path& file : list_elements(spec.file, options)) {
             element.file = file;
             series.push_back(read_transform(element, context, options));
         }
