@@ -48,10 +48,8 @@ Tensor read_theta(const std::filesystem::path& file, std::int64_t rank, std::int
                                           " for a " + std::to_string(rank) + "-D input");
         }
         if (text.rows == static_cast<std::size_t>(rank + 1)) {
-            for (std::int64_t j = 0; j <= rank; ++j) {
-                if (text.values[static_cast<std::size_t>(rank * (rank + 1) + j)] != (j == rank ? 1.0 : 0.0)) {
-                    throw io::FileError(file, "the last row of a homogeneous theta must be 0 ... 0 1");
-                }
+            if (!io::is_homogeneous_last_row(&text.values[static_cast<std::size_t>(rank * (rank + 1))], static_cast<std::size_t>(rank + 1))) {
+                throw io::FileError(file, "the last row of a homogeneous theta must be 0 ... 0 1 (within 1e-6)");
             }
         }
         Tensor exact(DType::Float64, {1, rank, rank + 1});
@@ -93,10 +91,8 @@ std::vector<double> read_pixel_matrix(const std::filesystem::path& file, std::in
                                       std::to_string(rank) + "-D input");
     }
     if (m.rows == columns) {
-        for (std::size_t j = 0; j < columns; ++j) {
-            if (m.values[(columns - 1) * columns + j] != (j + 1 == columns ? 1.0 : 0.0)) {
-                throw io::FileError(file, "the last row of a homogeneous matrix must be 0 ... 0 1");
-            }
+        if (!io::is_homogeneous_last_row(&m.values[(columns - 1) * columns], columns)) {
+            throw io::FileError(file, "the last row of a homogeneous matrix must be 0 ... 0 1 (within 1e-6)");
         }
     }
     std::vector<double> matrix(m.values.begin(), m.values.begin() + static_cast<std::ptrdiff_t>((columns - 1) * columns));

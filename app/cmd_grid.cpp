@@ -36,10 +36,8 @@ Tensor theta_from_text(const std::filesystem::path& file, std::int64_t rank) {
         throw io::FileError(file, "theta is " + std::to_string(rows) + "x" + std::to_string(columns) + ", " + expected);
     }
     if (rows == rank + 1) {
-        for (std::int64_t j = 0; j <= rank; ++j) {
-            if (matrix.values[static_cast<std::size_t>(rank * columns + j)] != (j == rank ? 1.0 : 0.0)) {
-                throw io::FileError(file, "the last row of a homogeneous theta must be 0 ... 0 1");
-            }
+        if (!io::is_homogeneous_last_row(&matrix.values[static_cast<std::size_t>(rank * columns)], static_cast<std::size_t>(columns))) {
+            throw io::FileError(file, "the last row of a homogeneous theta must be 0 ... 0 1 (within 1e-6)");
         }
     }
     Tensor theta(DType::Float64, {1, rank, rank + 1});

@@ -237,6 +237,27 @@ class Formats(unittest.TestCase):
                 np.testing.assert_allclose(np.asanyarray(nib.load(out_got).dataobj), expected, rtol=0, atol=2e-3)
                 self.assertGreater(np.abs(expected).max(), 1.0)
 
+    def test_float32_last_row_as_freesurfer_writes_it(self):
+        # mri_concatenate_lta computes in float32: its last row can read 0 0 0 0.99999988 (1 - 2^-23)
+        # or 1.00000012. Within 1e-6 it is exactly 0 0 0 1; farther off it is refused.
+        case = self.cases[0]
+        exact = case.path("ras2ras.lta")
+        with open(exact) as f:
+            text = f.read()
+        expected, _ = self.resampled(case, exact, "row_exact.nii.gz")
+        last = " ".join("%.15e" % v for v in [0.0, 0.0, 0.0, 1.0])
+        self.assertIn(last, text)
+        for label, row in [("below", "0 0 0 0.99999988"), ("above", "0 0 0 1.00000012"), ("zeros", "1.2e-08 -3e-09 0 1")]:
+            with self.subTest(row=label):
+                case.write("row_" + label + ".lta", text.replace(last, row))
+                got, _ = self.resampled(case, case.path("row_" + label + ".lta"), "row_" + label + ".nii.gz")
+                np.testing.assert_array_equal(got, expected)
+        case.write("row_far.lta", text.replace(last, "0 0 0 1.001"))
+        result, out = case.resample(case.path("row_far.lta"), "row_far.nii.gz")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("last row of the LTA matrix must be 0 0 0 1", result.stderr)
+        self.assertFalse(os.path.exists(out))
+
     def test_lta_for_other_volumes_warns_once(self):
         case = self.cases[1]
         with open(case.path("ras2ras.lta")) as f:

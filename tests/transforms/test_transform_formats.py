@@ -116,6 +116,26 @@ class TransformFormats(unittest.TestCase):
         got = self.resample("a", "flirt_as_lps", os.path.join(DATA, "a_flirt.mat") + ",lps")
         self.assertGreater(np.abs(got - expected_output(moving, reference, self.world)).max(), 0.1)
 
+    def test_fsl_matrix_with_float32_last_row_as_convert_xfm_writes_it(self):
+        # convert_xfm computes in float32; "0 0 0 1.00000012" (1 + 2^-23) is its 0 0 0 1.
+        files = self.record["pairs"]["a"]
+        with open(os.path.join(DATA, "a_flirt.mat")) as f:
+            rows = f.read().strip().splitlines()
+        self.assertEqual(rows[-1].split(), ["0", "0", "0", "1"])
+        expected = self.resample("a", "flirt_exact", os.path.join(DATA, "a_flirt.mat") + ",fsl")
+        for label, last in [("above", "0  0  0  1.00000012  "), ("below", "0 0 0 0.99999988"), ("far", "0 0 0 1.0001")]:
+            with self.subTest(row=label):
+                matrix = self.path(f"flirt_row_{label}.mat")
+                with open(matrix, "w") as f:
+                    f.write("\n".join(rows[:-1] + [last]) + "\n")
+                if label != "far":
+                    np.testing.assert_array_equal(self.resample("a", f"flirt_row_{label}", matrix + ",fsl"), expected)
+                    continue
+                result = run("resample", "-i", os.path.join(DATA, files["moving"]), "-r", os.path.join(DATA, files["reference"]),
+                             "-o", self.path("far.nii"), "-t", matrix + ",fsl")
+                self.assertEqual(result.returncode, 1)
+                self.assertIn("last row of a homogeneous matrix must be 0 ... 0 1", result.stderr)
+
     def test_bare_matrix_is_refused_with_the_tags(self):
         matrix = self.path("registration.txt")
         with open(matrix, "w") as f:

@@ -37,6 +37,7 @@ SampleOptions sample_options(const std::string& mode, const std::string& padding
     options.align_corners = align_corners;
     options.fill = fill;
     if (threads && *threads < 0) throw py::value_error("threads: " + std::to_string(*threads) + " is negative; give 0 or None for every core");
+    if (threads && *threads > 4096) throw py::value_error("threads: " + std::to_string(*threads) + " is more than 4096 (the command's --threads range)");
     options.threads = threads.value_or(0);
     return options;
 }

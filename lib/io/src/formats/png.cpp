@@ -30,7 +30,9 @@ void put_big_endian_32(std::uint8_t* p, std::uint32_t value) {
 }
 
 // Every chunk up to IEND must lie inside the file and each critical chunk must carry its CRC
-// (what libpng treats as an error), so that these are reported with the chunk they concern.
+// (what libpng treats as an error), so that these are reported with the chunk they concern. The
+// header is one 13-byte IHDR, first, as libpng requires: the size guard (read_guards.cpp) and both
+// decoders then read the same one.
 void check_png_chunks(const fs::path& file, std::span<const std::uint8_t> bytes) {
     std::size_t at = sizeof kSignature;
     for (;;) {
@@ -40,6 +42,9 @@ void check_png_chunks(const fs::path& file, std::span<const std::uint8_t> bytes)
         if (std::size_t{length} > bytes.size() - at - 12) {
             throw FileError(file, "truncated PNG: its " + type + " chunk runs past the end of the file");
         }
+        const bool first = at == sizeof kSignature;
+        if (first && (type != "IHDR" || length != 13)) throw FileError(file, "corrupt PNG: it does not start with a 13-byte IHDR chunk");
+        if (!first && type == "IHDR") throw FileError(file, "corrupt PNG: a second IHDR chunk");
         if ((bytes[at + 4] & 0x20) == 0) {  // critical chunk (IHDR, PLTE, IDAT, IEND)
             const auto crc = static_cast<std::uint32_t>(libdeflate_crc32(0, bytes.data() + at + 4, std::size_t{length} + 4));
             if (crc != big_endian_32(bytes.data() + at + 8 + length)) throw FileError(file, "corrupt PNG: CRC error in its " + type + " chunk");
@@ -191,24 +196,29 @@ bool unfilter_rows_in_place(std::uint8_t* buffer, std::size_t rows, std::size_t 
 // refuse, which libpng then reads (and reports).
 std::optional<Image> read_common_png(std::span<const std::uint8_t> bytes) {
     std::vector<std::uint8_t> stream;
-    const std::uint8_t* header = nullptr;
+    const std::uint8_t* header = bytes.data() + sizeof kSignature + 8;  // the one IHDR (check_png_chunks)
     for (std::size_t at = sizeof kSignature; at + 12 <= bytes.size();) {
         const std::uint32_t length = big_endian_32(bytes.data() + at);
         const std::string_view type(reinterpret_cast<const char*>(bytes.data() + at + 4), 4);
         const std::uint8_t* data = bytes.data() + at + 8;
-        if (type == "IHDR" && length == 13) header = data;
         if (type == "tRNS") return std::nullopt;
         if (type == "IDAT") stream.insert(stream.end(), data, data + length);
         if (type == "IEND") break;
         at += std::size_t{length} + 12;
     }
-    if (!header) return std::nullopt;
     const std::uint32_t width = big_endian_32(header), height = big_endian_32(header + 4);
     const int depth = header[8], colour = header[9], interlace = header[12];
     const int channels = colour == 0 ? 1 : colour == 2 ? 3 : colour == 6 ? 4 : 0;
-    if (channels == 0 || (depth != 8 && depth != 16) || interlace != 0 || width == 0 || height == 0) return std::nullopt;
+    // PNG's sizes are below 2^31 (libpng refuses the rest): the products below fit in 64 bits.
+    constexpr std::uint32_t kMostExtent = 0x7fffffff;
+    if (channels == 0 || (depth != 8 && depth != 16) || interlace != 0 || width == 0 || height == 0 || width > kMostExtent ||
+        height > kMostExtent) {
+        return std::nullopt;
+    }
     const std::size_t value_bytes = depth / 8, pixel_bytes = value_bytes * static_cast<std::size_t>(channels);
-    const std::size_t row_bytes = pixel_bytes * width, filtered_bytes = (row_bytes + 1) * height;
+    const std::size_t row_bytes = pixel_bytes * width;
+    if (static_cast<unsigned __int128>(row_bytes + 1) * height > (std::uint64_t{1} << 62)) return std::nullopt;
+    const std::size_t filtered_bytes = (row_bytes + 1) * height;
 
     // Owned as the pixels' storage; the last `height` bytes are left over after unfiltering.
     const std::shared_ptr<std::uint8_t[]> buffer(new std::uint8_t[filtered_bytes]);

@@ -386,9 +386,14 @@ std::optional<Image> read_tiff(const fs::path& file, const ReadOptions& options)
     if (directories.empty()) throw FileError(file, "the TIFF holds only reduced-resolution images");
 
     const auto pages = static_cast<std::int64_t>(directories.size());
+    // Each product is checked: 32-bit sizes, samples and pages together can pass 2^64.
+    const std::string described = "a " + first->describe() + " TIFF of " + std::to_string(pages) + (pages == 1 ? " page" : " pages");
+    const unsigned __int128 all_bytes = static_cast<unsigned __int128>(first->width) * first->height *
+                                        static_cast<std::uint64_t>(first->channels) * static_cast<std::uint64_t>(pages) *
+                                        dtype_size(first->dtype);
+    if (all_bytes > (static_cast<unsigned __int128>(1) << 62)) throw FileError(file, described + " needs more memory than any machine can allocate");
     const std::uint64_t page_values = std::uint64_t{first->width} * first->height * static_cast<std::uint64_t>(first->channels);
-    check_memory_budget(file, "a " + first->describe() + " TIFF of " + std::to_string(pages) + (pages == 1 ? " page" : " pages"),
-                        page_values * static_cast<std::uint64_t>(pages), dtype_size(first->dtype), options.memory);
+    check_memory_budget(file, described, page_values * static_cast<std::uint64_t>(pages), dtype_size(first->dtype), options.memory);
 
     Image image = decoded_raster(first->dtype, first->height, first->width, first->channels, pages);
     image.exif_orientation = first->orientation;

@@ -3,6 +3,7 @@
 
 #include "formats.hpp"
 #include "gridwarp/io/error.hpp"
+#include "gridwarp/io/text_matrix.hpp"
 #include "transforms/transform_formats.hpp"
 
 namespace gridwarp::io::detail {
@@ -64,10 +65,8 @@ AffineMap homogeneous_matrix(const TextMatrix& m, std::size_t dimension, bool al
                                   std::to_string(d) + "-D images");
     }
     if (m.rows == d + 1) {
-        for (std::size_t j = 0; j <= d; ++j) {
-            if (m.values[d * (d + 1) + j] != (j == d ? 1.0 : 0.0)) {
-                throw FileError(file, "the last row of a homogeneous matrix must be 0 ... 0 1");
-            }
+        if (!is_homogeneous_last_row(&m.values[d * (d + 1)], d + 1)) {
+            throw FileError(file, "the last row of a homogeneous matrix must be 0 ... 0 1 (within 1e-6)");
         }
     }
     AffineMap map = AffineMap::identity(d);

@@ -17,6 +17,7 @@
 
 #include "formats.hpp"
 #include "gridwarp/io/error.hpp"
+#include "gridwarp/io/text_matrix.hpp"
 #include "transforms/text_fields.hpp"
 #include "transforms/transform_formats.hpp"
 
@@ -157,9 +158,7 @@ LtaFile parse_lta(std::string_view text, const fs::path& file) {
     if (!saw_nxforms) throw FileError(file, "no 'nxforms = 1' line: not a FreeSurfer LTA file");
     if (!lta.matrix) throw FileError(file, "no '1 4 4' matrix: the file is truncated or not an LTA file");
     const auto& m = *lta.matrix;
-    if (m[12] != 0 || m[13] != 0 || m[14] != 0 || m[15] != 1) {
-        throw FileError(file, "the last row of the LTA matrix must be 0 0 0 1");
-    }
+    if (!is_homogeneous_last_row(&m[12], 4)) throw FileError(file, "the last row of the LTA matrix must be 0 0 0 1 (within 1e-6)");
     for (const VolumeInfo* info : {&lta.src, &lta.dst}) {
         if (info->valid && (info->fields & kAllGeometry) != kAllGeometry) {
             throw FileError(file, std::string(info == &lta.src ? "src" : "dst") +

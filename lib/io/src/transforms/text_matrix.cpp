@@ -52,6 +52,13 @@ TextMatrix parse_text_matrix(std::string_view text, const std::filesystem::path&
     return matrix;
 }
 
+bool is_homogeneous_last_row(const double* row, std::size_t n) {
+    for (std::size_t j = 0; j < n; ++j) {
+        if (!(std::abs(row[j] - (j + 1 == n ? 1.0 : 0.0)) <= kLastRowTolerance)) return false;
+    }
+    return true;
+}
+
 TextMatrix read_text_matrix(const std::filesystem::path& file) { return parse_text_matrix(read_file_bytes(file), file); }
 
 TextMatrix read_matrix(const std::filesystem::path& file) {
