@@ -88,6 +88,12 @@ std::string CommandRunner::run(const std::vector<std::string>& args) {
     bad_arguments_ = false;
     try {
         app_.parse(static_cast<int>(argv.size()), argv.data());
+    } catch (const CLI::CallForHelp&) {
+        bad_arguments_ = true;
+        return "--help is not an option of an in-process run: see 'gridwarp " + args.front() + " --help' or docs/cli.md";
+    } catch (const CLI::CallForAllHelp&) {
+        bad_arguments_ = true;
+        return "--help-all is not an option of an in-process run: see 'gridwarp " + args.front() + " --help' or docs/cli.md";
     } catch (const CLI::ParseError& e) {
         bad_arguments_ = true;
         const std::string unknown = unknown_argument(app_);

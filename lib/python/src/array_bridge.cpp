@@ -86,6 +86,10 @@ BorrowedArray BorrowedArray::borrow(py::handle object, const char* role, bool wr
     const auto numpy = py::module_::import("numpy");
     py::object source = py::reinterpret_borrow<py::object>(object);
     py::object capsule;
+    // torch refuses to export such a tensor with its own RuntimeError; gridwarp computes no gradient.
+    if (py::hasattr(source, "requires_grad") && py::bool_(source.attr("requires_grad"))) {
+        throw py::type_error(std::string(role) + ": the tensor requires grad, and gridwarp computes no gradients; pass tensor.detach()");
+    }
     if (!py::isinstance<py::array>(source) && py::hasattr(source, "__dlpack__")) {
         try {
             capsule = source.attr("__dlpack__")();
@@ -110,7 +114,18 @@ BorrowedArray BorrowedArray::borrow(py::handle object, const char* role, bool wr
                                  std::to_string(tensor.device.device_type) + "); gridwarp samples CPU memory only");
         }
         const DType type = dtype_of_dlpack(tensor.dtype, role);
+        if (tensor.ndim < 0 || tensor.ndim > 64 || (tensor.ndim > 0 && tensor.shape == nullptr)) {
+            throw py::value_error(std::string(role) + ": the DLPack tensor declares " + std::to_string(tensor.ndim) + " dimensions");
+        }
         Shape shape(tensor.shape, tensor.shape + tensor.ndim);
+        unsigned __int128 bytes = dtype_size(type);
+        for (std::int64_t extent : shape) {
+            if (extent < 0) throw py::value_error(std::string(role) + ": the DLPack tensor has a negative extent, shape " + shape_to_string(shape));
+            bytes *= static_cast<std::uint64_t>(extent);
+            if (bytes > (static_cast<unsigned __int128>(1) << 62)) {
+                throw py::value_error(std::string(role) + ": the DLPack tensor's shape " + shape_to_string(shape) + " holds more than 2^62 bytes");
+            }
+        }
         Shape strides = tensor.strides != nullptr ? Shape(tensor.strides, tensor.strides + tensor.ndim) : contiguous_strides(shape);
         const bool usable = std::all_of(strides.begin(), strides.end(), [](std::int64_t s) { return s >= 0; }) &&
                             (tensor.byte_offset + reinterpret_cast<std::uintptr_t>(tensor.data)) % dtype_size(type) == 0;

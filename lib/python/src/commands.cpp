@@ -47,7 +47,8 @@ void run_command(const std::vector<std::string>& args) {
         cli::CommandRunner runner(args.front());
         error = runner.run(args);
     }
-    if (!error.empty()) throw py::value_error(error);
+    // One line, as the program prints it: a value holding a newline is quoted with \n.
+    if (!error.empty()) throw py::value_error(cli::escape_control_characters(error));
 }
 
 }  // namespace

@@ -123,9 +123,11 @@ py::object grid_sample(py::handle input, py::handle grid, const std::string& mod
 py::array affine_grid(py::handle theta, const std::vector<std::int64_t>& size, bool align_corners) {
     const BorrowedArray matrices = BorrowedArray::borrow(theta, "theta", false);
     Tensor grid;
-    {
+    try {
         py::gil_scoped_release released;
         grid = gridwarp::affine_grid(matrices.view(), size, align_corners);
+    } catch (const std::invalid_argument& e) {
+        throw py::value_error(std::string("size: ") + e.what());
     }
     return adopt_tensor(std::move(grid), "theta");
 }
