@@ -313,6 +313,14 @@ def package_transform_seeds():
         put("fuzz_package_transform", name, bytes([selector]) + matrix)
 
 
+def hdf5_transform_seeds():
+    # The hostile corpus's ITK-layout files (made with h5py): the valid one, and each structure the
+    # reader refuses, 3-D selector.
+    hostile = ROOT / "tests" / "data" / "hostile"
+    for name in ["control_valid.h5", "h5_soft_link.h5", "h5_partly_stored.h5", "h5_mutant_segfault.h5"]:
+        put("fuzz_hdf5_transform", name, bytes([2]) + (hostile / name).read_bytes())
+
+
 def main():
     shutil.rmtree(CORPUS, ignore_errors=True)
     npy_seeds()
@@ -325,6 +333,7 @@ def main():
     batch_seeds()
     volume_header_seeds()
     package_transform_seeds()
+    hdf5_transform_seeds()
     total = sum(f.stat().st_size for f in CORPUS.rglob("*") if f.is_file())
     for folder in sorted(CORPUS.iterdir()):
         files = list(folder.iterdir())

@@ -106,3 +106,14 @@ def test_file_function_messages_are_one_line(tmp_path):
     with pytest.raises(ValueError, match="--compression-level: Value 99 not in range"):
         gridwarp.affine(SAMPLES / "card.png", out, rotate=3, compression_level=99)
     assert not out.exists()
+
+
+def test_hostile_files_raise_and_the_interpreter_lives(tmp_path):
+    hostile = pathlib.Path(__file__).resolve().parents[1] / "data" / "hostile"
+    with pytest.raises(ValueError, match="png_second_ihdr.png: corrupt PNG: a second IHDR chunk"):
+        gridwarp.read(hostile / "png_second_ihdr.png")
+    with pytest.raises(ValueError, match=r"h5_mutant_segfault.h5: HDF5 crashed on it \(Segmentation fault\)"):
+        gridwarp.resample(SAMPLES / "brain.nii.gz", tmp_path / "out.nii", transforms=[hostile / "h5_mutant_segfault.h5"])
+    with pytest.raises(ValueError, match="h5_external_storage_passwd.h5: .* keeps its data in external files"):
+        gridwarp.resample(SAMPLES / "brain.nii.gz", tmp_path / "out.nii", transforms=[hostile / "h5_external_storage_passwd.h5"])
+    assert not (tmp_path / "out.nii").exists()
