@@ -6,7 +6,6 @@ limit still write (issue 57).
 Each refusal must exit 1 with one line "gridwarp: error: ..." naming the file, print nothing of any
 other file's content, and write nothing.
 """
-import argparse
 import os
 import shutil
 import subprocess
@@ -18,12 +17,10 @@ import h5py
 import nibabel as nib
 import numpy as np
 
-GRIDWARP = None
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from script_support import gridwarp, main, run  # noqa: E402
+
 SECRET = "gridwarp-secret-first-line"
-
-
-def run(*args, timeout=60):
-    return subprocess.run([GRIDWARP, *map(str, args)], capture_output=True, text=True, timeout=timeout)
 
 
 class Untrusted(unittest.TestCase):
@@ -159,7 +156,7 @@ class Hdf5InItsOwnProcess(unittest.TestCase):
         os.chmod(os.path.join(crash, "gridwarp-hdf5-reader"), 0o755)
         h5 = self.write("valid.h5", lambda g: g.create_dataset("TransformParameters", data=np.eye(4)[:3].T.ravel()))
         out = self.path("out.nii")
-        result = subprocess.run([GRIDWARP, "resample", "-i", self.path("in.nii"), "-t", h5, "-o", out], capture_output=True,
+        result = subprocess.run([gridwarp(), "resample", "-i", self.path("in.nii"), "-t", h5, "-o", out], capture_output=True,
                                 text=True, timeout=60, env=dict(os.environ, GRIDWARP_MODULE_DIR=crash))
         self.assertEqual(result.returncode, 1, result.stderr)
         lines = result.stderr.strip().splitlines()
@@ -169,8 +166,4 @@ class Hdf5InItsOwnProcess(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--gridwarp", required=True)
-    arguments, rest = parser.parse_known_args()
-    GRIDWARP = os.path.abspath(arguments.gridwarp)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    main()

@@ -113,11 +113,7 @@ ReaderRun run_reader(const fs::path& program, const std::vector<std::string>& ar
 }  // namespace
 
 TransformFile read_hdf5_transform(const fs::path& file, std::size_t dimension, const ReadOptions& options) {
-    // A FIFO or device would block or stream for ever; the reader only opens regular files.
-    std::error_code error;
-    const auto status = fs::status(file, error);
-    if (!fs::exists(status)) throw FileError(file, "cannot open: no such file");
-    if (!fs::is_regular_file(status)) throw FileError(file, "not a regular file");
+    require_readable_file(file);  // a FIFO would block the reader for its whole time limit
     const fs::path program = find_module_file(kHdf5ReaderProgram);
     // What it may hand back: the fields the budget lets it read (their vectors as float64), and
     // room for the affine steps; unbounded with the budget.

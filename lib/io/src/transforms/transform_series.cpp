@@ -22,13 +22,15 @@ std::vector<fs::path> list_elements(const fs::path& folder, const ReadOptions& o
     std::error_code error;
     fs::directory_iterator entries(folder, error);
     if (error) throw FileError(folder, "cannot list the folder: " + error.message());
+    const fs::path real_folder = fs::weakly_canonical(folder, error);
+    if (error) throw FileError(folder, "cannot resolve the folder: " + error.message());
     for (const fs::directory_entry& entry : entries) {
         const std::string name = entry.path().filename().string();
         if (name.empty() || name.front() == '.') continue;
         std::error_code kind_error;
         if (entry.is_directory(kind_error)) continue;
-        const fs::path real_folder = fs::weakly_canonical(folder, error), real_member = fs::weakly_canonical(entry.path(), kind_error);
-        if (!options.allow_outside_data_files && (error || kind_error || real_member.parent_path() != real_folder)) {
+        const fs::path real_member = fs::weakly_canonical(entry.path(), kind_error);
+        if (!options.allow_outside_data_files && (kind_error || real_member.parent_path() != real_folder)) {
             throw FileError(folder, "its member " + name + " leads outside the folder (--allow-outside-data-files allows it)");
         }
         if (!fs::is_regular_file(fs::status(entry.path(), kind_error))) {

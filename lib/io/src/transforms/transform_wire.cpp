@@ -78,12 +78,15 @@ std::string encode_transform_file(const TransformFile& transforms) {
             continue;
         }
         put_u64(out, kFieldStep);
+        // The reader's fields are C-ordered float64 already: written from where they are.
         const ConstTensorView& vectors = step.field->vectors();
-        const Tensor values = vectors.dtype == DType::Float64 ? Tensor::copy_of(vectors) : convert_to(vectors, DType::Float64);
-        put_u64(out, values.shape().size());
-        for (std::int64_t extent : values.shape()) put_u64(out, static_cast<std::uint64_t>(extent));
+        Tensor converted;
+        if (vectors.dtype != DType::Float64 || !is_c_ordered(vectors)) converted = convert_to(vectors, DType::Float64);
+        const ConstTensorView values = converted.data() ? converted.view() : vectors;
+        put_u64(out, values.shape.size());
+        for (std::int64_t extent : values.shape) put_u64(out, static_cast<std::uint64_t>(extent));
         put_map(out, step.field->index_to_point());
-        out.append(static_cast<const char*>(values.data()), values.nbytes());
+        out.append(static_cast<const char*>(values.data), static_cast<std::size_t>(values.numel()) * sizeof(double));
     }
     put_u64(out, transforms.warnings.size());
     for (const std::string& warning : transforms.warnings) {
