@@ -56,8 +56,30 @@ void add_sampling_options(CLI::App& command, SamplingFlags& flags) {
     command.add_flag("--align-corners", flags.align_corners,
                      "-1 and 1 are the centres of the corner pixels (default: their outer edges)");
     command.add_option("--fill", flags.fill, "Value read outside the input under zeros padding (default 0)");
+    command.add_option("--max-taps", flags.max_taps,
+                       "Gaussian and MultiLabel: most input values read in all (output values x taps per point, which "
+                       "grow with sigma and alpha); 0: no limit")
+        ->default_str("2^34");
     command.add_flag("--explain", flags.explain,
                      "Print what would be read, the mapping, the sampling and the output grid; write nothing");
+}
+
+void check_sampling_work(const SamplingFlags& flags, const SampleOptions& options, const ConstTensorView& input,
+                         const Shape& output_spatial) {
+    if (!interpolation_kind(options.mode).gaussian || flags.max_taps == 0 || input.rank() < 2) return;
+    unsigned __int128 output_values = static_cast<std::uint64_t>(input.shape[0] * input.shape[1]);
+    for (const auto extent : output_spatial) {
+        output_values = std::min<unsigned __int128>(output_values * static_cast<std::uint64_t>(extent), UINT64_MAX);
+    }
+    const std::uint64_t per_point = taps_per_point(options, input.rank() - 2);
+    const unsigned __int128 taps = static_cast<unsigned __int128>(per_point) * output_values;
+    if (taps > flags.max_taps) {
+        const auto total = static_cast<std::uint64_t>(std::min<unsigned __int128>(taps, UINT64_MAX));
+        throw std::invalid_argument("--mode " + flags.mode + " reads " + std::to_string(per_point) + " values per output value, " +
+                                    std::to_string(total) + " for " + std::to_string(static_cast<std::uint64_t>(output_values)) +
+                                    " output values: more than --max-taps " + std::to_string(flags.max_taps) +
+                                    "; lower sigma or alpha, or raise --max-taps (0: no limit)");
+    }
 }
 
 bool itk_padding(const SamplingFlags& flags) { return flags.padding == "itk"; }
@@ -100,13 +122,17 @@ AntialiasPlan plan_antialias(const SamplingFlags& flags, const SampleOptions& op
     return plan;
 }
 
-ConstTensorView antialiased(const ConstTensorView& input, const AntialiasPlan& plan, int threads, const std::filesystem::path& file,
-                            const io::MemoryBudget& budget, Tensor& storage) {
+ConstTensorView input_to_sample(const ConstTensorView& input, const AntialiasPlan& plan, const SampleOptions& options, bool volumes_apart,
+                                const std::filesystem::path& file, const io::MemoryBudget& budget, Tensor& storage) {
+    const auto values = static_cast<std::uint64_t>(input.numel());
+    const DType sampled_type = plan.filters ? lowpass_dtype(input.dtype) : input.dtype;
+    const std::uint64_t copied_values = volumes_apart && input.rank() >= 2 && input.shape[1] > 0 ? values / static_cast<std::uint64_t>(input.shape[1]) : values;
+    const std::uint64_t scratch = grid_sample_scratch_bytes(sampled_type, copied_values, 0, options);
+    if (scratch != 0) io::check_memory_budget(file, "the B-spline coefficient copy", scratch, 1, budget);
     if (!plan.filters) return input;
-    io::check_memory_budget(file, "the anti-aliasing copy (none with --antialias off)", static_cast<std::uint64_t>(input.numel()),
-                            dtype_size(lowpass_dtype(input.dtype)), budget);
+    io::check_memory_budget(file, "the anti-aliasing copy (none with --antialias off)", values, dtype_size(sampled_type), budget);
     spdlog::debug("anti-aliasing: {}", plan.explanation);
-    storage = lowpass_for_shrink(input, plan.factors, threads);
+    storage = lowpass_for_shrink(input, plan.factors, options.threads);
     return storage.view();
 }
 

@@ -35,6 +35,9 @@ void add_common_options(CLI::App& command, CommonOptions& options);
 // Applies the log level; call first in every run function.
 void apply_common_options(const CommonOptions& options);
 
+// The taps one command may read in all with Gaussian or MultiLabel, whose kernels widen with sigma and alpha.
+inline constexpr std::uint64_t kDefaultMaxTaps = std::uint64_t{1} << 34;
+
 struct SamplingFlags {
     std::string mode = "linear";
     std::string padding = "zeros";
@@ -42,9 +45,10 @@ struct SamplingFlags {
     double fill = 0.0;
     bool explain = false;
     std::string antialias = "auto";
+    std::uint64_t max_taps = kDefaultMaxTaps;
 };
 
-// --mode, --padding, --align-corners, --fill, --explain.
+// --mode, --padding, --align-corners, --fill, --max-taps, --explain.
 void add_sampling_options(CLI::App& command, SamplingFlags& flags);
 // Parses the names (aliases included) into library options; throws std::invalid_argument.
 // `--padding itk` (ITK's boundary rule, applied to positions by gridwarp::ItkBoundaryPositions) is
@@ -73,9 +77,15 @@ struct AntialiasPlan {
 AntialiasPlan plan_antialias(const SamplingFlags& flags, const SampleOptions& options, const PositionSource& positions,
                              const Shape& input_spatial, DType pixels);
 // The pixels to sample: `input` itself, or its low-passed copy, held in `storage`, where `plan`
-// filters; the copy must fit `budget` (io::FileError naming `file` otherwise).
-ConstTensorView antialiased(const ConstTensorView& input, const AntialiasPlan& plan, int threads, const std::filesystem::path& file,
-                            const io::MemoryBudget& budget, Tensor& storage);
+// filters. Every copy sampling makes of them (that one, and the B-spline coefficients of all
+// channels, or of one volume at a time where `volumes_apart`) must fit `budget` (io::FileError
+// naming `file` otherwise).
+ConstTensorView input_to_sample(const ConstTensorView& input, const AntialiasPlan& plan, const SampleOptions& options, bool volumes_apart,
+                                const std::filesystem::path& file, const io::MemoryBudget& budget, Tensor& storage);
+// Gaussian and MultiLabel: the output's values (N x C x points) times the taps per point must stay
+// within --max-taps; throws std::invalid_argument naming it. Other kinds read a fixed number of taps.
+void check_sampling_work(const SamplingFlags& flags, const SampleOptions& options, const ConstTensorView& input,
+                         const Shape& output_spatial);
 
 // --max-memory BYTES bounds every buffer whose size a file or the command line declares rather than
 // proves (docs/reliability.md). --max-voxels N, deprecated, bounds values instead; given alone it

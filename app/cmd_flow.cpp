@@ -101,6 +101,7 @@ void run_flow(const FlowCommand& command) {
     io::Image description = io::Image::describe_like(input, output_spatial);
     // Output pixel i samples input pixel i + flow(i): the output grid is the input's grid, resized.
     if (input.geometry) description.geometry = input.geometry;
+    check_sampling_work(command.sampling, options, input.nchw(), positions.output_shape());
     const AntialiasPlan antialias = plan_antialias(command.sampling, options, positions, input.spatial, input.dtype());
     if (command.sampling.explain) {
         Explanation explanation("flow");
@@ -114,7 +115,7 @@ void run_flow(const FlowCommand& command) {
         return;
     }
     Tensor filtered;
-    const ConstTensorView pixels = antialiased(input.nchw(), antialias, options.threads, command.input,
+    const ConstTensorView pixels = input_to_sample(input.nchw(), antialias, options, false, command.input,
                                                    to_memory_budget(command.volume.memory), filtered);
     sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), pixels, positions, options,
                      &progress);

@@ -183,6 +183,7 @@ void run_resample(const ResampleCommand& command) {
     if (sample_as_output && converted_volumes == volumes) {
         moving.pixels = convert_to(moving.pixels.view(), output_type);
     }
+    check_sampling_work(command.sampling, options, moving.nchw(), positions.output_shape());
     const AntialiasPlan antialias = plan_antialias(command.sampling, options, positions, moving.spatial, moving.dtype());
     if (command.sampling.explain) {
         Explanation explanation("resample");
@@ -232,7 +233,7 @@ void run_resample(const ResampleCommand& command) {
     if (!command.output_type.empty()) description.scaling.reset();  // the values themselves, in that type
     description.pixels = Tensor(output_type, Shape{0});
     Tensor filtered;
-    const ConstTensorView pixels = antialiased(moving.nchw(), antialias, options.threads, command.input,
+    const ConstTensorView pixels = input_to_sample(moving.nchw(), antialias, options, by_volume, command.input,
                                                    to_memory_budget(command.volume.memory), filtered);
     if (by_volume) {
         std::vector<const PositionSource*> sources;

@@ -138,6 +138,7 @@ void run_resize(const ResizeCommand& command) {
         }
         description.geometry = geometry;
     }
+    check_sampling_work(command.sampling, options, input.nchw(), positions.output_shape());
     const AntialiasPlan antialias = plan_antialias(command.sampling, options, positions, input.spatial, input.dtype());
     if (command.sampling.explain) {
         Explanation explanation("resize");
@@ -153,7 +154,7 @@ void run_resize(const ResizeCommand& command) {
         return;
     }
     Tensor filtered;
-    const ConstTensorView pixels = antialiased(input.nchw(), antialias, options.threads, command.input,
+    const ConstTensorView pixels = input_to_sample(input.nchw(), antialias, options, false, command.input,
                                                to_memory_budget(command.volume.memory), filtered);
     sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), pixels, positions, options,
                      &progress);

@@ -58,6 +58,10 @@ void run_sample(const SampleCommand& command) {
     } catch (const std::invalid_argument& e) {
         throw naming_files(e);
     }
+    check_sampling_work(command.sampling, options, input.view(), Shape(output_shape.begin() + 2, output_shape.end()));
+    io::check_memory_budget(command.input, "the B-spline coefficient copy",
+                            grid_sample_scratch_bytes(input.dtype(), static_cast<std::uint64_t>(input.numel()), static_cast<std::uint64_t>(shape_numel(output_shape)), options), 1,
+                            to_memory_budget(command.memory));
     io::PendingNpy output(command.output, input.dtype(), output_shape);  // sampled straight into its file's pages
     try {
         grid_sample_into(input.view(), grid.view(), output.tensor(), options);

@@ -321,6 +321,40 @@ def hdf5_transform_seeds():
         put("fuzz_hdf5_transform", name, bytes([2]) + (hostile / name).read_bytes())
 
 
+def raster_seeds():
+    # Selector % 3: .png, .jpg, .tif. OpenCV's encodings of small images, and the hostile corpus's
+    # hand-made headers (two IHDRs, a frame past 64 KiB of comments is too big a seed: its shape is
+    # one of a COM segment before the frame).
+    import cv2
+    image = (np.arange(6 * 5 * 3).reshape(6, 5, 3) * 7 % 256).astype(np.uint8)
+    for selector, extension in ((0, ".png"), (1, ".jpg"), (2, ".tif")):
+        for channels in (1, 3):
+            ok, encoded = cv2.imencode(extension, image[:, :, 0] if channels == 1 else image)
+            assert ok
+            put("fuzz_raster", f"opencv_c{channels}{extension}", bytes([selector]) + encoded.tobytes())
+    ok, encoded = cv2.imencode(".png", (image.astype(np.uint16) * 257))
+    put("fuzz_raster", "opencv_16bit.png", bytes([0]) + encoded.tobytes())
+    ok, encoded = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_PROGRESSIVE, 1])
+    put("fuzz_raster", "progressive.jpg", bytes([1]) + encoded.tobytes())
+    ok, encoded = cv2.imencode(".jpg", image)
+    jpeg = encoded.tobytes()
+    put("fuzz_raster", "comment_first.jpg", bytes([1]) + jpeg[:2] + b"\xff\xfe\x00\x10" + bytes(14) + jpeg[2:])
+    hostile = ROOT / "tests" / "data" / "hostile"
+    for name, selector in (("png_second_ihdr.png", 0), ("png_ihdr_not_first.png", 0), ("tiff_product_wraps_2_64.tif", 2)):
+        put("fuzz_raster", name, bytes([selector]) + (hostile / name).read_bytes())
+
+
+def per_volume_seeds():
+    # Selector % 3: ITK text list, AFNI .1D rows, folder of FSL matrices split at "\n--\n".
+    affine = "#Transform {}\nTransform: AffineTransform_double_3_3\nParameters: 1 0 0 0 1 0 0 0 1 {} 0 0\nFixedParameters: 0 0 0\n"
+    text = "#Insight Transform File V1.0\n" + "".join(affine.format(i, 0.5 * i) for i in range(3))
+    put("fuzz_per_volume", "itk_list.txt", bytes([0]) + text.encode())
+    put("fuzz_per_volume", "volreg.1D", bytes([1]) + b"1 0 0 0 0 1 0 0 0 0 1 0\n1 0 0 0.5 0 1 0 0 0 0 1 0\n")
+    matrix = b"0.99 -0.1 0.02 3.5\n0.1 0.98 0.0 -2\n-0.02 0.01 1.01 7.25\n0 0 0 1\n"
+    put("fuzz_per_volume", "mcflirt_folder", bytes([2]) + matrix + b"\n--\n" + matrix + b"\n--\n@MAT_0000\n--\n/\n")
+    put("fuzz_per_volume", "link_out", bytes([2]) + matrix + b"\n--\n@/etc/passwd\n")
+
+
 def main():
     shutil.rmtree(CORPUS, ignore_errors=True)
     npy_seeds()
@@ -334,6 +368,8 @@ def main():
     volume_header_seeds()
     package_transform_seeds()
     hdf5_transform_seeds()
+    raster_seeds()
+    per_volume_seeds()
     total = sum(f.stat().st_size for f in CORPUS.rglob("*") if f.is_file())
     for folder in sorted(CORPUS.iterdir()):
         files = list(folder.iterdir())

@@ -22,8 +22,6 @@
 
 namespace gridwarp::detail {
 
-namespace {
-
 double gaussian_alpha(const SampleOptions& options) {
     return options.gaussian_alpha.value_or(options.mode == Interpolation::Gaussian ? kDefaultGaussianAlpha : kDefaultMultiLabelAlpha);
 }
@@ -31,6 +29,8 @@ double gaussian_alpha(const SampleOptions& options) {
 double gaussian_sigma(const SampleOptions& options, int axis) {
     return options.gaussian_sigma.empty() ? 1.0 : options.gaussian_sigma[static_cast<std::size_t>(axis)];
 }
+
+namespace {
 
 // The padding applied to the point itself (the taps never leave the input): zeros, a point beyond
 // the input's extent [-1/2, d - 1/2] takes the fill; border clamps it to that extent; reflection

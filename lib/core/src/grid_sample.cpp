@@ -156,6 +156,31 @@ void grid_sample(const ConstTensorView& input, const PositionSource& positions, 
     sample(Task{input, positions, output, options});
 }
 
+std::uint64_t taps_per_point(const SampleOptions& options, std::int64_t spatial_rank) {
+    const auto saturated = [](unsigned __int128 taps) { return static_cast<std::uint64_t>(std::min<unsigned __int128>(taps, UINT64_MAX)); };
+    unsigned __int128 taps = 1;
+    if (interpolation_kind(options.mode).gaussian) {
+        detail::check_gaussian_options(options, spatial_rank);
+        const double alpha = detail::gaussian_alpha(options);
+        for (std::int64_t axis = 0; axis < spatial_rank; ++axis) {
+            taps = saturated(taps * static_cast<std::uint64_t>(
+                                        gaussian_taps_per_axis(detail::gaussian_sigma(options, static_cast<int>(axis)), alpha)));
+        }
+        return static_cast<std::uint64_t>(taps);
+    }
+    const auto per_axis = static_cast<std::uint64_t>(taps_per_axis(options.mode, options.spline_order));
+    for (std::int64_t axis = 0; axis < spatial_rank; ++axis) taps = saturated(taps * per_axis);
+    return static_cast<std::uint64_t>(taps);
+}
+
+std::uint64_t grid_sample_scratch_bytes(DType pixels, std::uint64_t values, std::uint64_t output_values, const SampleOptions& options) {
+    if (!needs_prefilter(options.mode, options.spline_order) || pixels == DType::String) return 0;
+    const DType coefficients = detail::coefficient_dtype(pixels);
+    const unsigned __int128 bytes = static_cast<unsigned __int128>(values) * dtype_size(coefficients) +
+                                    (coefficients == pixels ? 0 : static_cast<unsigned __int128>(output_values) * dtype_size(coefficients));
+    return static_cast<std::uint64_t>(std::min<unsigned __int128>(bytes, UINT64_MAX));
+}
+
 Tensor grid_sample(const ConstTensorView& input, const PositionSource& positions, const SampleOptions& options) {
     Tensor output(input.dtype, grid_sample_output_shape(input, positions));
     grid_sample(input, positions, output.view(), options);

@@ -96,5 +96,8 @@ void sample_by_fast_path(const Task& task);
 void sample_separable(const Task& task);                      // separable_path.cpp: B-splines, windowed sincs
 void sample_gaussian(const Task& task);                       // gaussian_path.cpp: Gaussian, MultiLabel
 void check_gaussian_options(const SampleOptions& options, std::int64_t spatial_rank);
+// Gaussian and MultiLabel: the cut-off in sigmas, and sigma in pixels along spatial axis `axis`.
+double gaussian_alpha(const SampleOptions& options);
+double gaussian_sigma(const SampleOptions& options, int axis);
 
 }  // namespace gridwarp::detail

@@ -35,26 +35,33 @@ public:
     }
     ~ScratchFile() {
         std::error_code error;
-        std::filesystem::remove(path_, error);
+        std::filesystem::remove_all(path_, error);
     }
     ScratchFile(const ScratchFile&) = delete;
     ScratchFile& operator=(const ScratchFile&) = delete;
 
-    const std::filesystem::path& write(std::string_view bytes) const {
-        std::ofstream out(path_, std::ios::binary | std::ios::trunc);
-        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-        out.close();
-        if (!out) std::abort();  // the harness itself failed: stop rather than fuzz nothing
-        return path_;
-    }
+    const std::filesystem::path& write(std::string_view bytes) const;
     const std::filesystem::path& path() const { return path_; }
 
 private:
     std::filesystem::path path_;
 };
 
+// Writes `bytes` to `path`, or stops the run: the harness itself failed.
+inline void write_file(const std::filesystem::path& path, std::string_view bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) std::abort();
+}
+
 inline std::string_view as_text(const std::uint8_t* data, std::size_t size) {
     return {reinterpret_cast<const char*>(data), size};
+}
+
+inline const std::filesystem::path& ScratchFile::write(std::string_view bytes) const {
+    write_file(path_, bytes);
+    return path_;
 }
 
 }  // namespace gridwarp::fuzz

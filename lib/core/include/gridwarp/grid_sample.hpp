@@ -58,6 +58,15 @@ void set_sampling_mode(SampleOptions& options, std::string_view text);
 void set_gaussian_sigma(SampleOptions& options, std::string_view text, const std::vector<double>& spacing,
                         std::int64_t spatial_rank);
 
+// Input values each output point reads along all `spatial_rank` axes under these options (for
+// Gaussian and MultiLabel, from their sigma and alpha; saturated at 2^64 - 1). Throws
+// std::invalid_argument for options grid_sample would refuse.
+std::uint64_t taps_per_point(const SampleOptions& options, std::int64_t spatial_rank);
+// Bytes grid_sample allocates besides its output to sample `values` input values of `pixels`: the
+// B-spline coefficients of prefiltered kinds (and their sampled copy when the output type
+// differs: at most `output_values` of it); 0 for the kinds that read the input itself.
+std::uint64_t grid_sample_scratch_bytes(DType pixels, std::uint64_t values, std::uint64_t output_values, const SampleOptions& options);
+
 // Output shape (N, C, O1..Or) for an input and a position source; checks that they fit.
 Shape grid_sample_output_shape(const ConstTensorView& input, const PositionSource& positions);
 

@@ -39,7 +39,9 @@ Image read_npy_image(const fs::path& file, const ReadOptions&, bool) {
 Image read_raster_image(const fs::path& file, const ReadOptions& options, bool) { return read_raster_checked(file, options); }
 
 std::optional<Image> decode_png(const fs::path& file, const ReadOptions&, std::string_view, std::uint64_t) { return read_png(file); }
-std::optional<Image> decode_jpeg(const fs::path& file, const ReadOptions&, std::string_view, std::uint64_t) { return read_jpeg(file); }
+std::optional<Image> decode_jpeg(const fs::path& file, const ReadOptions& options, std::string_view, std::uint64_t) {
+    return read_jpeg(file, options.memory);
+}
 std::optional<Image> decode_tiff(const fs::path& file, const ReadOptions& options, std::string_view, std::uint64_t) {
     return read_tiff(file, options);
 }

@@ -48,6 +48,7 @@ void on_jpeg_message(j_common_ptr info, int level) {
 struct JpegLayout {
     JDIMENSION width = 0, height = 0;
     int components = 0;
+    int precision = 0;
     bool decodable = false;  // by this reader (else left to OpenCV)
 };
 
@@ -57,9 +58,18 @@ bool read_jpeg_header(jpeg_decompress_struct* info, ErrorManager* errors, const 
     if (setjmp(errors->jump)) return false;
     jpeg_mem_src(info, bytes, size);
     jpeg_read_header(info, TRUE);
+    layout->width = info->image_width;
+    layout->height = info->image_height;
     layout->components = info->num_components;
+    layout->precision = info->data_precision;
     layout->decodable = (info->num_components == 1 || info->num_components == 3) && info->data_precision == 8;
-    if (!layout->decodable) return true;
+    return true;
+}
+
+// Allocates the decoder's buffers (whole coefficient planes for a progressive file): called once
+// the declared size has passed the memory budget.
+bool start_jpeg_decompress(jpeg_decompress_struct* info, ErrorManager* errors, JpegLayout* layout) {
+    if (setjmp(errors->jump)) return false;
     // OpenCV's choice for IMREAD_UNCHANGED: grey stays grey, three components become BGR.
     info->out_color_space = info->num_components == 1 ? JCS_GRAYSCALE : JCS_EXT_BGR;
     jpeg_start_decompress(info);
@@ -133,15 +143,22 @@ struct Decompressor {
 
 }  // namespace
 
-std::optional<Image> read_jpeg(const fs::path& file) {
+std::optional<Image> read_jpeg(const fs::path& file, const MemoryBudget& budget) {
     const std::string bytes = read_file_bytes(file);
     Decompressor decompressor;
     const auto failed = [&] { return FileError(file, std::string("cannot read the JPEG: ") + decompressor.errors.message); };
     JpegLayout layout;
     const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
     if (!read_jpeg_header(&decompressor.info, &decompressor.errors, data, static_cast<unsigned long>(bytes.size()), &layout)) throw failed();
-    if (!layout.decodable) return std::nullopt;
     if (layout.width == 0 || layout.height == 0) throw FileError(file, "cannot read the JPEG: it declares an empty image");
+    // The frame libjpeg found is the one checked here, whatever the size guard saw before it.
+    const std::string shape = std::to_string(layout.width) + "x" + std::to_string(layout.height);
+    check_memory_budget(file, "a " + shape + " JPEG with " + std::to_string(layout.components) + " channels",
+                        std::uint64_t{layout.width} * layout.height * static_cast<std::uint64_t>(layout.components),
+                        layout.precision > 8 ? 2 : 1, budget);
+    if (decompressor.errors.warned) throw FileError(file, std::string("cannot read the image: corrupt JPEG (") + decompressor.errors.message + ")");
+    if (!layout.decodable) return std::nullopt;
+    if (!start_jpeg_decompress(&decompressor.info, &decompressor.errors, &layout)) throw failed();
 
     Image image = decoded_raster(DType::UInt8, layout.height, layout.width, layout.components);
     const std::size_t row_bytes = std::size_t{layout.width} * static_cast<std::size_t>(layout.components);

@@ -14,7 +14,7 @@ namespace gridwarp::io::detail {
 // the forms left to OpenCV (four components: CMYK or YCCK; other precisions). Throws FileError for a
 // damaged file: libjpeg's warnings (a premature end, corrupt data) refuse it, as they did through
 // OpenCV, where they were caught on stderr.
-std::optional<Image> read_jpeg(const std::filesystem::path& file);
+std::optional<Image> read_jpeg(const std::filesystem::path& file, const MemoryBudget& budget);
 
 // OpenCV's JPEG quality when none is given.
 inline constexpr int kDefaultJpegQuality = 95;

@@ -115,39 +115,81 @@ std::optional<DeclaredRaster> png_header(const std::string& head, std::uint64_t 
     return raster;
 }
 
-// JPEG: the frame header (SOFn). Huffman coding spends at least one bit on every 8x8 block's DC
-// coefficient, so the coded data is at least (blocks / 8) bytes. (Arithmetic coding has no such
-// bound: only the size limit applies to it.)
-std::optional<DeclaredRaster> jpeg_header(const std::string& head, std::uint64_t file_size) {
-    const auto* p = reinterpret_cast<const unsigned char*>(head.data());
-    if (head.size() < 4 || p[0] != 0xFF || p[1] != 0xD8) return std::nullopt;
-    std::size_t at = 2;
-    while (at + 4 <= head.size()) {
-        if (p[at] != 0xFF) return std::nullopt;
-        const unsigned marker = p[at + 1];
-        if (marker == 0xFF) {  // fill byte
-            ++at;
-            continue;
+// Sequential reads of a file past the head already in memory, through a window of its own.
+class FileBytes {
+  public:
+    FileBytes(const fs::path& file, const std::string& head, std::uint64_t file_size)
+        : file_(file), head_(head), file_size_(file_size) {}
+
+    std::uint64_t size() const { return file_size_; }
+
+    // The byte at `offset` (< size()), or -1 where the file cannot be read.
+    int at(std::uint64_t offset) {
+        if (offset < head_.size()) return static_cast<unsigned char>(head_[offset]);
+        if (offset < window_start_ || offset >= window_start_ + window_.size()) {
+            if (!in_.is_open()) in_.open(file_, std::ios::binary);
+            window_.resize(kWindowBytes);
+            in_.clear();
+            in_.seekg(static_cast<std::streamoff>(offset));
+            in_.read(window_.data(), static_cast<std::streamsize>(window_.size()));
+            window_.resize(static_cast<std::size_t>(std::max<std::streamsize>(in_.gcount(), 0)));
+            window_start_ = offset;
+            if (window_.empty()) return -1;
         }
-        const std::size_t length = (std::size_t{p[at + 2]} << 8) | p[at + 3];
+        return static_cast<unsigned char>(window_[offset - window_start_]);
+    }
+
+  private:
+    static constexpr std::size_t kWindowBytes = 1 << 16;
+    const fs::path& file_;
+    const std::string& head_;
+    std::uint64_t file_size_;
+    std::ifstream in_;
+    std::string window_;
+    std::uint64_t window_start_ = 0;
+};
+
+// JPEG: the frame header (SOFn), found as libjpeg finds it: walking the marker segments from the
+// start of the file, skipping stray bytes and fill bytes between them, wherever the frame sits.
+// Huffman coding spends at least one bit on every 8x8 block's DC coefficient, so the coded data is
+// at least (blocks / 8) bytes. (Arithmetic coding has no such bound: only the size limit applies.)
+std::optional<DeclaredRaster> jpeg_header(FileBytes& bytes) {
+    if (bytes.size() < 4 || bytes.at(0) != 0xFF || bytes.at(1) != 0xD8) return std::nullopt;
+    const auto byte_at = [&](std::uint64_t offset) { return offset < bytes.size() ? bytes.at(offset) : -1; };
+    std::uint64_t at = 2;
+    for (;;) {
+        while (byte_at(at) >= 0 && byte_at(at) != 0xFF) ++at;  // stray bytes (libjpeg warns and skips them)
+        while (byte_at(at) == 0xFF) ++at;                      // fill bytes
+        const int marker = byte_at(at);
+        if (marker < 0) return std::nullopt;
+        ++at;
+        if ((marker >= 0xD0 && marker <= 0xD7) || marker == 0x01) continue;  // no length
+        if (marker == 0xD9 || marker == 0xDA) return std::nullopt;            // end of image, or a scan before any frame
+        const int high = byte_at(at), low = byte_at(at + 1);
+        if (high < 0 || low < 0) return std::nullopt;
+        const std::uint64_t length = (std::uint64_t(high) << 8) | std::uint64_t(low);
+        if (length < 2) return std::nullopt;
         const bool frame = marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
         if (frame) {
-            if (at + 10 > head.size()) return std::nullopt;
+            int field[6];
+            for (int i = 0; i < 6; ++i) {
+                field[i] = byte_at(at + 2 + std::uint64_t(i));
+                if (field[i] < 0) return std::nullopt;
+            }
             DeclaredRaster raster;
             raster.format = "JPEG";
-            raster.height = (std::uint64_t{p[at + 5]} << 8) | p[at + 6];
-            raster.width = (std::uint64_t{p[at + 7]} << 8) | p[at + 8];
-            raster.channels = p[at + 9];
-            raster.value_bytes = p[at + 4] > 8 ? 2 : 1;  // sample precision: 12-bit JPEGs decode to 16 bits
+            raster.value_bytes = field[0] > 8 ? 2 : 1;  // sample precision: 12-bit JPEGs decode to 16 bits
+            raster.height = (std::uint64_t(field[1]) << 8) | std::uint64_t(field[2]);
+            raster.width = (std::uint64_t(field[3]) << 8) | std::uint64_t(field[4]);
+            raster.channels = std::uint64_t(field[5]);
             const bool huffman = marker <= 0xC7;
             const std::uint64_t blocks = ((raster.width + 7) / 8) * ((raster.height + 7) / 8);
             raster.least_coded_bytes = huffman ? blocks / 8 : 0;
-            raster.coded_bytes = file_size > at ? file_size - at : 0;
+            raster.coded_bytes = bytes.size() - at;
             return raster;
         }
-        at += 2 + length;
+        at += length;
     }
-    return std::nullopt;
 }
 
 std::uint32_t little_endian_32(const unsigned char* p) {
@@ -224,8 +266,9 @@ Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
     }
     const std::span head_bytes(reinterpret_cast<const std::uint8_t*>(head.data()), head.size());
     require_signature_of_extension(file, head_bytes);
+    FileBytes file_bytes(file, head, file_size);
     auto declared = png_header(head, file_size);
-    if (!declared) declared = jpeg_header(head, file_size);
+    if (!declared) declared = jpeg_header(file_bytes);
     if (!declared) declared = bmp_header(head, file_size);
     if (declared) {
         const std::string shape = std::to_string(declared->width) + "x" + std::to_string(declared->height);
