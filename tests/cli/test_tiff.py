@@ -91,6 +91,35 @@ def handmade_tiff(path, samples_by_plane, bits, photometric, *, tile=None, sampl
         f.write(struct.pack("<H", len(tags)) + b"".join(entries) + b"\0\0\0\0" + overflow)
 
 
+def paged_tiff(path, pages, big=False):
+    """Uncompressed 8-bit grey pages, one strip each, in a classic or BigTIFF file built byte by byte.
+    `pages` is a list of ((H, W) uint8 plane, {tag: (type, [values])}) for the tags beyond the
+    layout's (orientation, subfile type, with the type they are stored as)."""
+    word, entry_size, count_format = ("Q", 20, "<Q") if big else ("I", 12, "<H")
+    body = bytearray(b"II+\0" + struct.pack("<HHQ", 8, 0, 0) if big else b"II*\0" + struct.pack("<I", 0))
+    link_at = 8 if big else 4  # where the offset of the next directory goes
+    for plane, extra in pages:
+        plane = np.ascontiguousarray(plane, np.uint8)
+        height, width = plane.shape
+        strip_at = len(body)
+        body += plane.tobytes()
+        body += b"\0" * (len(body) % 2)
+        tags = {256: (4, [width]), 257: (4, [height]), 258: (3, [8]), 259: (3, [1]), 262: (3, [1]),
+                273: (4, [strip_at]), 277: (3, [1]), 278: (4, [height]), 279: (4, [plane.size])}
+        tags.update(extra)
+        ifd_at = len(body)
+        struct.pack_into("<" + word, body, link_at, ifd_at)
+        body += struct.pack(count_format, len(tags))
+        for tag in sorted(tags):
+            kind, values = tags[tag]
+            packed = struct.pack("<" + ("H" if kind == 3 else "I") * len(values), *values)
+            body += struct.pack("<HHQ" if big else "<HHI", tag, kind, len(values)) + packed.ljust(entry_size - (12 if big else 8), b"\0")
+        link_at = len(body)
+        body += struct.pack("<" + word, 0)
+    with open(path, "wb") as f:
+        f.write(body)
+
+
 class Tiff(FolderTestCase):
     def test_common_forms_decode_as_opencv_does(self):
         grey = smooth(37, 53, 1, 255, np.uint8)[:, :, 0]
@@ -164,6 +193,51 @@ class Tiff(FolderTestCase):
         result = run("affine", "-i", self.path("turned.tif"), "-o", out, "--scale", "1", "--mode", "nearest", "--keep-orientation", "-q")
         self.assertEqual(result.returncode, 0, result.stderr)
         np.testing.assert_array_equal(np.load(out), as_npy_image(stored))
+
+    def test_orientation_is_the_tag_of_the_page_read(self):
+        stored = smooth(6, 9, 1, 255, np.uint8)[:, :, 0]
+        thumbnail = stored[::3, ::3]
+        turned = as_npy_image(np.rot90(stored, -1))  # orientation 6: shown turned 90 degrees clockwise
+        cases = {
+            # A reduced-resolution preview first (NewSubfileType 1), turned; the page itself is not.
+            "thumbnail_first.tif": ([(thumbnail, {254: (4, [1]), 274: (3, [6])}), (stored, {274: (3, [1])})], False, stored),
+            "thumbnail_first_untagged_page.tif": ([(thumbnail, {254: (4, [1]), 274: (3, [6])}), (stored, {})], False, stored),
+            "long_typed.tif": ([(stored, {274: (4, [6])})], False, turned),
+            "bigtiff.tif": ([(stored, {274: (3, [6])})], True, turned),
+            "bigtiff_long_typed.tif": ([(stored, {274: (4, [6])})], True, turned),
+        }
+        for name, (pages, big, expected) in cases.items():
+            with self.subTest(name):
+                paged_tiff(self.path(name), pages, big=big)
+                with Image.open(self.path(name)) as image:  # Pillow reads it
+                    self.assertEqual(image.size, (pages[0][0].shape[1], pages[0][0].shape[0]))
+                expected_image = expected if expected is turned else as_npy_image(expected)
+                np.testing.assert_array_equal(self.decoded(self.path(name)), expected_image)
+
+    def test_damaged_ccitt_and_jpeg_strips_are_refused(self):
+        # libtiff reports damage inside these codecs' data as warnings, not errors.
+        rng = np.random.default_rng(5)
+        Image.fromarray(rng.random((64, 64)) > 0.5).save(self.path("fax.tif"), compression="group4")
+        Image.fromarray((rng.random((64, 64, 3)) * 255).astype(np.uint8)).save(self.path("photo.tif"), compression="jpeg")
+        for name in ("fax.tif", "photo.tif"):
+            with self.subTest(name):
+                with Image.open(self.path(name)) as image:
+                    offset, size = image.tag_v2[273][0], image.tag_v2[279][0]
+                with open(self.path(name), "rb") as f:
+                    data = bytearray(f.read())
+                for at in range(offset + size // 2, offset + size - 2):  # the strip's second half
+                    data[at] = (data[at] * 7 + 13) & 0xFF
+                damaged = self.path("damaged_" + name)
+                with open(damaged, "wb") as f:
+                    f.write(data)
+                self.assertEqual(run("info", self.path(name)).returncode, 0)
+                out = self.path("out_" + name + ".png")
+                result = run("affine", "-i", damaged, "-o", out, "--scale", "1")
+                self.assertNotEqual(result.returncode, 0)
+                self.assertIn(damaged, result.stderr)
+                self.assertIn("damaged", result.stderr)
+                self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+                self.assertFalse(os.path.exists(out))
 
     def test_written_tiffs_read_back_in_opencv_and_pillow(self):
         cases = {

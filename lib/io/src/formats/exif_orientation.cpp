@@ -138,9 +138,6 @@ int read_exif_orientation(const std::filesystem::path& file) {
     if (signature[0] == 0xFF && signature[1] == 0xD8) return jpeg_orientation(reader);
     if (std::memcmp(signature, "\x89PNG\r\n\x1a\n", 8) == 0) return png_orientation(reader);
     if (std::memcmp(signature, "RIFF", 4) == 0 && std::memcmp(signature + 8, "WEBP", 4) == 0) return webp_orientation(reader);
-    if (std::memcmp(signature, "II*\0", 4) == 0 || std::memcmp(signature, "MM\0*", 4) == 0) {
-        return tiff_orientation([&](std::uint64_t offset, std::size_t size, std::uint8_t* out) { return reader.read(offset, size, out); });
-    }
     return 0;
 }
 

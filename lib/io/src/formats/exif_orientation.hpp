@@ -7,8 +7,9 @@
 
 namespace gridwarp::io::detail {
 
-// The orientation a JPEG (APP1 Exif), PNG (eXIf), WebP (EXIF) or TIFF (IFD0) file declares, 1 to 8,
-// or 0 where it declares none or the tag cannot be read (a damaged tag is ignored, as viewers do).
+// The orientation a JPEG (APP1 Exif), PNG (eXIf) or WebP (EXIF) file declares, 1 to 8, or 0 where it
+// declares none or the tag cannot be read (a damaged tag is ignored, as viewers do). A TIFF's is its
+// page's own tag, read through libtiff (read_tiff_orientation).
 int read_exif_orientation(const std::filesystem::path& file);
 
 // Turns the pixels of a 2-D interleaved raster ((N,) H, W, C; every page alike) the way orientation 2..8 asks (Pillow's

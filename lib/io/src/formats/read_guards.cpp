@@ -20,6 +20,7 @@
 
 #include "modules/backends.hpp"
 #include "formats/exif_orientation.hpp"
+#include "formats/tiff.hpp"
 #include "formats.hpp"
 #include "formats/format_table.hpp"
 #include "gridwarp/io/error.hpp"
@@ -309,7 +310,12 @@ Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
         const std::string messages = capture_stderr([&] { image = raster_backend().read(file); });
         if (!messages.empty()) throw FileError(file, "the image decoder reported: " + first_message_line(messages));
     }
-    image.exif_orientation = read_exif_orientation(file);
+    // A TIFF's orientation is its page's tag, which gridwarp's reader has already taken.
+    if (!has_tiff_signature(head_bytes)) {
+        image.exif_orientation = read_exif_orientation(file);
+    } else if (!native_decoder) {
+        image.exif_orientation = read_tiff_orientation(file);
+    }
     // OpenCV's TIFF decoder turns 8-bit TIFFs by their orientation itself; other formats it reads as stored.
     const bool decoder_turned = !native_decoder && (image.format == "tif" || image.format == "tiff");
     if (!options.keep_orientation && !decoder_turned) apply_exif_orientation(image, image.exif_orientation);

@@ -20,10 +20,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The first error libtiff reports. Its warnings concern tags (unknown ones, odd counts) and are
-// dropped: damage to the pixels is always an error.
+// The first error libtiff reports, and the first warning while pixels are decoded. Warnings about
+// directories concern tags (unknown ones, odd counts) and are dropped; a codec warns of damaged
+// data (CCITT's premature end of line, libjpeg's corrupt data), which refuses the file.
 struct TiffReport {
     std::string error;
+    bool decoding = false;
+    std::string decoding_warning;
 };
 
 int on_tiff_error(TIFF*, void* user_data, const char* module, const char* format, va_list arguments) {
@@ -37,7 +40,16 @@ int on_tiff_error(TIFF*, void* user_data, const char* module, const char* format
     return 1;
 }
 
-int on_tiff_warning(TIFF*, void*, const char*, const char*, va_list) { return 1; }
+int on_tiff_warning(TIFF*, void* user_data, const char* module, const char* format, va_list arguments) {
+    auto* report = static_cast<TiffReport*>(user_data);
+    if (report->decoding && report->decoding_warning.empty()) {
+        char text[512];
+        std::vsnprintf(text, sizeof text, format, arguments);
+        report->decoding_warning = text;
+        if (report->decoding_warning.empty()) report->decoding_warning = module ? module : "a warning";
+    }
+    return 1;
+}
 
 struct OpenOptions {
     TIFFOpenOptions* options = TIFFOpenOptionsAlloc();
@@ -54,7 +66,7 @@ struct TiffHandle {
 void set_handlers(OpenOptions& options, TiffReport& report, std::uint64_t max_allocation) {
     if (!options.options) throw std::bad_alloc();
     TIFFOpenOptionsSetErrorHandlerExtR(options.options, on_tiff_error, &report);
-    TIFFOpenOptionsSetWarningHandlerExtR(options.options, on_tiff_warning, nullptr);
+    TIFFOpenOptionsSetWarningHandlerExtR(options.options, on_tiff_warning, &report);
     const auto limit = static_cast<tmsize_t>(std::min<std::uint64_t>(max_allocation, INT64_MAX));
     TIFFOpenOptionsSetMaxSingleMemAlloc(options.options, limit);
 }
@@ -68,7 +80,7 @@ struct PageLayout {
     Photometric photometric = Photometric::Grey;
     bool tiled = false;
     std::uint32_t chunk_width = 0, chunk_height = 0;  // a tile's, or a strip's (width x rows per strip)
-    int orientation = 1;
+    int orientation = 0;  // the page's tag; 0: none (shown as stored, as 1)
     DType dtype = DType::UInt8;  // of each value in the image (1/2/4-bit samples become uint8)
     int channels = 1;            // in the image
     std::array<const std::uint16_t*, 3> colour_map{};  // red, green, blue (palette pages)
@@ -121,7 +133,7 @@ std::optional<PageLayout> page_layout(TIFF* tif) {
     PageLayout page;
     std::uint16_t photometric = 0, sample_format = SAMPLEFORMAT_UINT, compression = COMPRESSION_NONE, extra_count = 0;
     std::uint16_t* extras = nullptr;
-    std::uint16_t orientation = ORIENTATION_TOPLEFT;
+    std::uint16_t orientation = 0;
     if (!TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &page.width) || !TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &page.height) ||
         !TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &photometric)) {
         return std::nullopt;
@@ -132,8 +144,7 @@ std::optional<PageLayout> page_layout(TIFF* tif) {
     TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &page.planar);
     TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
     TIFFGetFieldDefaulted(tif, TIFFTAG_EXTRASAMPLES, &extra_count, &extras);
-    TIFFGetFieldDefaulted(tif, TIFFTAG_ORIENTATION, &orientation);
-    page.orientation = orientation;
+    if (TIFFGetField(tif, TIFFTAG_ORIENTATION, &orientation) && orientation >= 1 && orientation <= 8) page.orientation = orientation;
     const auto dtype = sample_dtype(sample_format, page.bits);
     if (!dtype || page.width == 0 || page.height == 0) return std::nullopt;
     page.dtype = *dtype;
@@ -365,7 +376,7 @@ std::optional<Image> read_tiff(const fs::path& file, const ReadOptions& options)
                 if (directories.empty()) return std::nullopt;
                 throw FileError(file, "page " + std::to_string(number) + " is stored in a form that gridwarp reads only as a single page");
             }
-            if (first && (!page->same_image_as(*first) || (!options.keep_orientation && page->orientation != first->orientation))) {
+            if (first && (!page->same_image_as(*first) || (!options.keep_orientation && std::max(page->orientation, 1) != std::max(first->orientation, 1)))) {
                 throw FileError(file, "page " + std::to_string(number) + " is " + page->describe() + " (orientation " +
                                           std::to_string(page->orientation) + "), page 1 " + first->describe() + " (orientation " +
                                           std::to_string(first->orientation) + "): the pages of a TIFF are read as one stack");
@@ -409,12 +420,36 @@ std::optional<Image> read_tiff(const fs::path& file, const ReadOptions& options)
         const auto page = page_layout(tif);
         if (!page || !page->same_image_as(*first)) throw damaged("page " + std::to_string(p + 1) + " changed while it was read");
         report.error.clear();
-        if (!decode_samples(tif, *page, pixels + page_bytes * p)) {
-            throw damaged((pages == 1 ? std::string("its") : "page " + std::to_string(p + 1) + "'s") + " image data is truncated or corrupt");
+        report.decoding = true;
+        const bool decoded = decode_samples(tif, *page, pixels + page_bytes * p);
+        report.decoding = false;
+        const std::string whose = pages == 1 ? std::string("its") : "page " + std::to_string(p + 1) + "'s";
+        if (!decoded) throw damaged(whose + " image data is truncated or corrupt");
+        if (!report.decoding_warning.empty()) {
+            throw FileError(file, "cannot read the TIFF: " + whose + " image data is damaged (libtiff: " + report.decoding_warning + ")");
         }
         present_page(*page, pixels + page_bytes * p);
     }
     return image;
+}
+
+int read_tiff_orientation(const fs::path& file) {
+    TiffReport report;
+    OpenOptions open_options;
+    set_handlers(open_options, report, std::uint64_t{1} << 26);
+    TiffHandle handle;
+    handle.tif = TIFFOpenExt(file.c_str(), "rm", open_options.options);
+    if (!handle.tif) return 0;
+    // A bounded walk: a directory chain can loop or run long, and a preview is rarely past the second.
+    for (int directory = 0; directory < 64; ++directory) {
+        if (!is_reduced_resolution(handle.tif)) {
+            std::uint16_t orientation = 0;
+            if (!TIFFGetField(handle.tif, TIFFTAG_ORIENTATION, &orientation)) return 0;
+            return orientation >= 1 && orientation <= 8 ? orientation : 0;
+        }
+        if (!TIFFReadDirectory(handle.tif)) return 0;
+    }
+    return 0;
 }
 
 namespace {

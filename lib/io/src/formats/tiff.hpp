@@ -22,6 +22,11 @@ bool has_tiff_signature(std::span<const std::uint8_t> head);
 // count than the first, and for pages that need more than options.memory.
 std::optional<Image> read_tiff(const std::filesystem::path& file, const ReadOptions& options);
 
+// The orientation tag (1 to 8) of the first page that is not a reduced-resolution image, as libtiff
+// reads it (classic or BigTIFF, SHORT or LONG); 0 where there is none or the file cannot be read.
+// read_tiff's images carry their page's already; this is for the forms left to OpenCV.
+int read_tiff_orientation(const std::filesystem::path& file);
+
 // Writes each item (N) of `image` as a page, LZW-compressed (with horizontal differencing for
 // integers): 1 channel grey, 2 grey and an unspecified sample, 3 RGB (from BGR), 4 RGB and alpha.
 // Throws FileError, writing nothing, for a type TIFF readers do not share (bool, bfloat16, float16,
