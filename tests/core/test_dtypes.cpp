@@ -152,6 +152,36 @@ TEST_CASE("nearest copies values exactly for every type", "[dtype][nearest]") {
     CHECK(std::signbit(fy.data_as<float>()[1]));
 }
 
+TEST_CASE("64-bit integers on pixel positions are copied under linear and cubic", "[dtype][integer]") {
+    // Past 2^53 a double cannot hold these: a weight-1 tap must copy, not convert and round.
+    const std::int64_t big = (std::int64_t{1} << 62) + 1;
+    Tensor x(DType::Int64, {1, 1, 4});
+    const std::int64_t values[4] = {big, std::numeric_limits<std::int64_t>::min() + 1, (std::int64_t{1} << 53) + 1,
+                                    std::numeric_limits<std::int64_t>::max()};
+    for (int i = 0; i < 4; ++i) x.data_as<std::int64_t>()[i] = values[i];
+    Tensor u(DType::UInt64, {1, 1, 4});
+    const std::uint64_t unsigned_values[4] = {std::numeric_limits<std::uint64_t>::max(), (std::uint64_t{1} << 63) + 3, 1,
+                                              (std::uint64_t{1} << 60) + 7};
+    for (int i = 0; i < 4; ++i) u.data_as<std::uint64_t>()[i] = unsigned_values[i];
+    for (const auto mode : {Interpolation::Linear, Interpolation::Cubic}) {
+        for (const auto padding : {Padding::Zeros, Padding::Border, Padding::Reflection}) {
+            const Tensor grid = positions({0.0, 1.0, 2.0, 3.0}, 4);
+            const Tensor y = grid_sample(x.view(), grid.view(), with(mode, 0.0, padding));
+            const Tensor uy = grid_sample(u.view(), grid.view(), with(mode, 0.0, padding));
+            for (int i = 0; i < 4; ++i) {
+                CHECK(y.data_as<std::int64_t>()[i] == values[i]);
+                CHECK(uy.data_as<std::uint64_t>()[i] == unsigned_values[i]);
+            }
+        }
+    }
+    // Between pixels the weighted sum in double still applies: halfway between 2^62+1 and 2^62+1.
+    Tensor pair(DType::Int64, {1, 1, 2});
+    pair.data_as<std::int64_t>()[0] = big;
+    pair.data_as<std::int64_t>()[1] = big;
+    CHECK(grid_sample(pair.view(), positions({0.5}, 2).view(), with(Interpolation::Linear)).data_as<std::int64_t>()[0] ==
+          std::int64_t{1} << 62);
+}
+
 TEST_CASE("float16 and bfloat16 compute in float32 and round to nearest even on store", "[dtype][half]") {
     SECTION("float16: the midpoint of 1 and 1+2^-10 is a tie that rounds to 1") {
         const Tensor x = tensor_from(DType::Float16, {1, 1, 3}, {1.0, 1.0 + std::ldexp(1.0, -10), 1.0 + std::ldexp(2.0, -10)});

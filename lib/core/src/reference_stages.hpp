@@ -206,6 +206,16 @@ S gather_point(const Plan<C>& plan, std::int64_t p, const S* input, const S& fil
     const std::int64_t taps = Taps > 0 ? Taps : plan.taps_per_point;
     const std::int64_t* offset = plan.offset.data() + p * taps;
     const C* weight = plan.weight.data() + p * taps;
+    if constexpr (std::is_same_v<S, std::int64_t> || std::is_same_v<S, std::uint64_t>) {
+        // A point on a pixel reads that pixel alone, with weight 1: copied, since a double holds
+        // 64-bit integers exactly only up to 2^53 (identities, integer shifts, quarter turns).
+        std::int64_t only = -1;
+        for (std::int64_t t = 0; t < taps; ++t) {
+            if (weight[t] == C(0)) continue;
+            only = only == -1 && weight[t] == C(1) ? t : -2;
+        }
+        if (only >= 0) return offset[only] >= 0 ? input[offset[only]] : fill_stored;
+    }
     V sum = V(0);
     for (std::int64_t t = 0; t < taps; ++t) {
         const R w = static_cast<R>(weight[t]);
