@@ -113,6 +113,41 @@ class FnirtField(unittest.TestCase):
         self.assertFalse(np.array_equal(np.asanyarray(nib.load(self.path("wrong.nii.gz")).dataobj),
                                         np.asanyarray(nib.load(self.path("right.nii.gz")).dataobj)))
 
+    def test_untagged_fields_not_in_itk_form_are_refused(self):
+        # FNIRT's field as FSL writes it without the intent (4-D, intent 0), the same as 5-D with no
+        # intent, a 4-D "vector" that ITK would read as a time series, and NiftyReg's field: none is
+        # ITK's by its header, and read as ITK's each would warp to a wrong image with exit 0.
+        _, reference, field = self.make(np.diag([2.0, 2.0, 2.0, 1.0]), np.diag([2.0, 2.0, 2.0, 1.0]))
+        cases = {
+            "fnirt_intent0.nii.gz": (field, None, ""),
+            "five_d_intent0.nii.gz": (field[:, :, :, None, :], None, ""),
+            "four_d_vector.nii.gz": (field, 1007, ""),
+            "niftyreg.nii.gz": (field[:, :, :, None, :], 1007, "NREG_TRANS"),
+        }
+        for name, (data, intent, intent_name) in cases.items():
+            with self.subTest(name):
+                image = nib.Nifti1Image(data, reference.affine)
+                if intent is not None:
+                    image.header["intent_code"] = intent
+                image.header["intent_name"] = intent_name.encode()
+                nib.save(image, self.path(name))
+                out = self.path("out_" + name)
+                result = run("resample", "-i", self.path("moving.nii.gz"), "-r", self.path("reference.nii.gz"), "-o", out,
+                             "-t", self.path(name))
+                self.assertEqual(result.returncode, 1, result.stderr)
+                self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+                self.assertIn(name, result.stderr)
+                self.assertIn("NiftyReg" if intent_name else ",fsl", result.stderr)
+                self.assertFalse(os.path.exists(out))
+        # ITK's own form is read untagged; the tag reads the 4-D intent-0 one as FSL's.
+        itk = nib.Nifti1Image(np.zeros((17, 19, 15, 1, 3), np.float32), reference.affine)
+        itk.header.set_intent("vector")
+        nib.save(itk, self.path("itk.nii.gz"))
+        for spec in (self.path("itk.nii.gz"), self.path("fnirt_intent0.nii.gz") + ",fsl"):
+            result = run("resample", "-i", self.path("moving.nii.gz"), "-r", self.path("reference.nii.gz"), "-o",
+                         self.path("ok.nii.gz"), "-t", spec)
+            self.assertEqual(result.returncode, 0, result.stderr)
+
     def test_coefficients_refused(self):
         _, reference, field = self.make(np.diag([2.0, 2.0, 2.0, 1.0]), np.diag([2.0, 2.0, 2.0, 1.0]))
         save(self.path("coef.nii.gz"), field, reference.affine, intent=2007)

@@ -41,7 +41,7 @@ void limit_resources(std::uint64_t budget) {
     // sanitizer job's build, docs/reliability.md), where the budget check still applies.
 #ifndef GRIDWARP_ADDRESS_SANITIZER
     if (budget != 0) {
-        const rlim_t data = budget + (rlim_t{1} << 30);  // the libraries' own data besides the checked buffers
+        const rlim_t data = budget + gridwarp::io::detail::kHdf5ReaderLibraryBytes;
         const rlimit memory{data, data};
         ::setrlimit(RLIMIT_DATA, &memory);
     }

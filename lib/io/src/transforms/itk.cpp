@@ -1,5 +1,6 @@
 // ITK and ANTs transform files, and displacement field images (the ITK/ANTs convention: vectors in
 // LPS millimetres, interpolated through the field's own geometry).
+#include <algorithm>
 #include <stdexcept>
 
 #include "modules/backends.hpp"
@@ -17,6 +18,29 @@ namespace {
 
 bool has_itk_text_header(std::string_view head) { return head.rfind("#Insight Transform File", 0) == 0; }
 
+// A NIfTI vector image is ITK's displacement field, untagged, only as ITK writes one: 5-D, one
+// vector of `dimension` components per voxel (dim[4] = 1, dim[5] = dimension), intent vector or
+// displacement vector. FSL's 4-D fields and NiftyReg's (intent name NREG_TRANS) hold other
+// vectors, and nothing in the values tells them apart: refused, naming the tag that reads them.
+void require_itk_field_header(const fs::path& file, const NiftiHeader& header, std::size_t dimension) {
+    const bool vector_intent = header.intent_code == 1006 || header.intent_code == 1007;
+    if (vector_intent && header.intent_name == "NREG_TRANS") {
+        throw FileError(file, "a NiftyReg deformation or displacement field (intent name NREG_TRANS): its vectors are "
+                              "NiftyReg's, which gridwarp does not read; reg_transform can convert it");
+    }
+    const bool itk_layout = header.dim[0] == 5 && header.dim[4] == 1 && header.dim[5] == static_cast<std::int64_t>(dimension);
+    if (itk_layout && vector_intent) return;
+    std::string shape;
+    for (std::int64_t axis = 1; axis <= std::clamp<std::int64_t>(header.dim[0], 0, 7); ++axis) {
+        if (!shape.empty()) shape += 'x';
+        shape += std::to_string(header.dim[static_cast<std::size_t>(axis)]);
+    }
+    throw FileError(file, "not tagged, and not an ITK displacement field by its header (" + std::to_string(header.dim[0]) +
+                              "-D " + shape + ", intent " + std::to_string(header.intent_code) + "; ITK writes 5-D, one " +
+                              std::to_string(dimension) + "-vector per voxel, intent 1007): if FSL wrote it, add ,fsl; "
+                              "if ITK's vectors are stored otherwise, add ,itk");
+}
+
 TransformFile read_displacement_field(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options) {
     const fs::path& file = spec.file;
     const std::size_t dimension = context.dimension;
@@ -25,6 +49,7 @@ TransformFile read_displacement_field(const TransformSpec& spec, const Transform
     if (image.nifti && image.nifti->intent_code >= kFnirtDisplacementField && image.nifti->intent_code <= 2018) {
         return read_fnirt_field(std::move(image), spec, context, options);
     }
+    if (image.nifti && spec.format != TransformFormat::Itk) require_itk_field_header(file, *image.nifti, dimension);
     if (image.channels == static_cast<std::int64_t>(dimension) && image.layout == ChannelLayout::Planar) {
         image = interleaved(std::move(image));  // NIfTI stores vector components as volumes
     }
