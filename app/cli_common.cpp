@@ -67,18 +67,11 @@ void add_sampling_options(CLI::App& command, SamplingFlags& flags) {
 void check_sampling_work(const SamplingFlags& flags, const SampleOptions& options, const ConstTensorView& input,
                          const Shape& output_spatial) {
     if (!interpolation_kind(options.mode).gaussian || flags.max_taps == 0 || input.rank() < 2) return;
-    unsigned __int128 output_values = static_cast<std::uint64_t>(input.shape[0] * input.shape[1]);
-    for (const auto extent : output_spatial) {
-        output_values = std::min<unsigned __int128>(output_values * static_cast<std::uint64_t>(extent), UINT64_MAX);
-    }
-    const std::uint64_t per_point = taps_per_point(options, input.rank() - 2);
-    const unsigned __int128 taps = static_cast<unsigned __int128>(per_point) * output_values;
+    const std::uint64_t taps = taps_in_all(options, input.shape, output_spatial);
     if (taps > flags.max_taps) {
-        const auto total = static_cast<std::uint64_t>(std::min<unsigned __int128>(taps, UINT64_MAX));
-        throw std::invalid_argument("--mode " + flags.mode + " reads " + std::to_string(per_point) + " values per output value, " +
-                                    std::to_string(total) + " for " + std::to_string(static_cast<std::uint64_t>(output_values)) +
-                                    " output values: more than --max-taps " + std::to_string(flags.max_taps) +
-                                    "; lower sigma or alpha, or raise --max-taps (0: no limit)");
+        throw std::invalid_argument("--mode " + flags.mode + " reads " + std::to_string(taps_per_point(options, input.rank() - 2)) +
+                                    " values per output value, " + std::to_string(taps) + " in all: more than --max-taps " +
+                                    std::to_string(flags.max_taps) + "; lower sigma or alpha, or raise --max-taps (0: no limit)");
     }
 }
 

@@ -35,9 +35,6 @@ void add_common_options(CLI::App& command, CommonOptions& options);
 // Applies the log level; call first in every run function.
 void apply_common_options(const CommonOptions& options);
 
-// The taps one command may read in all with Gaussian or MultiLabel, whose kernels widen with sigma and alpha.
-inline constexpr std::uint64_t kDefaultMaxTaps = std::uint64_t{1} << 34;
-
 struct SamplingFlags {
     std::string mode = "linear";
     std::string padding = "zeros";

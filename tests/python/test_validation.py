@@ -78,6 +78,15 @@ def test_sizes_and_threads_as_the_command_takes_them():
         gridwarp.grid_sample(x, grid, threads=-1)
 
 
+def test_gaussian_work_is_bounded_as_the_command_bounds_it():
+    # Gaussian[200, 1]: 401^2 taps per point, 160801 x 120 x 160 = 3.1e9 in all, over max_taps 2^30.
+    x, grid = np.zeros((1, 1, 120, 160), np.float32), np.zeros((1, 120, 160, 2), np.float32)
+    with pytest.raises(ValueError, match="^mode Gaussian\\[200,1\\] reads 160801 values per output value.*max_taps"):
+        gridwarp.grid_sample(x, grid, mode="Gaussian[200,1]", max_taps=2 ** 30)
+    assert gridwarp.grid_sample(x[:, :, :4, :4], grid[:, :2, :2], mode="Gaussian[200,1]").shape == (1, 1, 2, 2)
+    assert gridwarp.grid_sample(x, grid, mode="Gaussian").shape == (1, 1, 120, 160)
+
+
 def test_affine_grid_overflow_in_a_child_interpreter():
     # A crash would show as a signal, not as the exception's message.
     code = ("import gridwarp, numpy as np\n"

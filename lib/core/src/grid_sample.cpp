@@ -156,29 +156,48 @@ void grid_sample(const ConstTensorView& input, const PositionSource& positions, 
     sample(Task{input, positions, output, options});
 }
 
+namespace {
+
+// a x b, or 2^64 - 1 where that overflows.
+std::uint64_t saturating_product(std::uint64_t a, std::uint64_t b) {
+    std::uint64_t product = 0;
+    return __builtin_mul_overflow(a, b, &product) ? UINT64_MAX : product;
+}
+
+}  // namespace
+
 std::uint64_t taps_per_point(const SampleOptions& options, std::int64_t spatial_rank) {
-    const auto saturated = [](unsigned __int128 taps) { return static_cast<std::uint64_t>(std::min<unsigned __int128>(taps, UINT64_MAX)); };
-    unsigned __int128 taps = 1;
+    std::uint64_t taps = 1;
     if (interpolation_kind(options.mode).gaussian) {
         detail::check_gaussian_options(options, spatial_rank);
         const double alpha = detail::gaussian_alpha(options);
         for (std::int64_t axis = 0; axis < spatial_rank; ++axis) {
-            taps = saturated(taps * static_cast<std::uint64_t>(
-                                        gaussian_taps_per_axis(detail::gaussian_sigma(options, static_cast<int>(axis)), alpha)));
+            const auto per_axis = gaussian_taps_per_axis(detail::gaussian_sigma(options, static_cast<int>(axis)), alpha);
+            taps = saturating_product(taps, static_cast<std::uint64_t>(per_axis));
         }
-        return static_cast<std::uint64_t>(taps);
+        return taps;
     }
     const auto per_axis = static_cast<std::uint64_t>(taps_per_axis(options.mode, options.spline_order));
-    for (std::int64_t axis = 0; axis < spatial_rank; ++axis) taps = saturated(taps * per_axis);
-    return static_cast<std::uint64_t>(taps);
+    for (std::int64_t axis = 0; axis < spatial_rank; ++axis) taps = saturating_product(taps, per_axis);
+    return taps;
+}
+
+std::uint64_t taps_in_all(const SampleOptions& options, const Shape& input_shape, const Shape& output_spatial) {
+    if (input_shape.size() < 2) return 0;
+    std::uint64_t taps = taps_per_point(options, static_cast<std::int64_t>(input_shape.size()) - 2);
+    const auto times = [&](std::int64_t extent) { taps = saturating_product(taps, static_cast<std::uint64_t>(std::max<std::int64_t>(extent, 0))); };
+    times(input_shape[0]);
+    times(input_shape[1]);
+    for (const auto extent : output_spatial) times(extent);
+    return taps;
 }
 
 std::uint64_t grid_sample_scratch_bytes(DType pixels, std::uint64_t values, std::uint64_t output_values, const SampleOptions& options) {
     if (!needs_prefilter(options.mode, options.spline_order) || pixels == DType::String) return 0;
-    const DType coefficients = detail::coefficient_dtype(pixels);
-    const unsigned __int128 bytes = static_cast<unsigned __int128>(values) * dtype_size(coefficients) +
-                                    (coefficients == pixels ? 0 : static_cast<unsigned __int128>(output_values) * dtype_size(coefficients));
-    return static_cast<std::uint64_t>(std::min<unsigned __int128>(bytes, UINT64_MAX));
+    const std::uint64_t value_bytes = dtype_size(detail::coefficient_dtype(pixels));
+    const std::uint64_t converted = detail::coefficient_dtype(pixels) == pixels ? 0 : output_values;
+    const std::uint64_t copies = values > UINT64_MAX - converted ? UINT64_MAX : values + converted;
+    return saturating_product(copies, value_bytes);
 }
 
 Tensor grid_sample(const ConstTensorView& input, const PositionSource& positions, const SampleOptions& options) {

@@ -76,7 +76,7 @@ py::object grid_sample_text(py::handle input, const ConstTensorView& grid, const
 }
 
 py::object grid_sample(py::handle input, py::handle grid, const std::string& mode, const std::string& padding_mode,
-                       bool align_corners, double fill, std::optional<int> threads, py::handle out) {
+                       bool align_corners, double fill, std::optional<int> threads, py::handle out, std::uint64_t max_taps) {
     SampleOptions options = sample_options(mode, padding_mode, align_corners, fill, threads);
     if (holds_text(input)) {
         const BorrowedArray g = BorrowedArray::borrow(grid, "grid", false);
@@ -86,6 +86,14 @@ py::object grid_sample(py::handle input, py::handle grid, const std::string& mod
     const BorrowedArray g = BorrowedArray::borrow(grid, "grid", false);
     set_gaussian_sigma(options, mode, {}, x.view().rank() - 2);
     const Shape shape = grid_sample_output_shape(x.view(), g.view());
+    if (interpolation_kind(options.mode).gaussian && max_taps != 0) {
+        const std::uint64_t taps = taps_in_all(options, x.view().shape, Shape(shape.begin() + 2, shape.end()));
+        if (taps > max_taps) {
+            throw py::value_error("mode " + mode + " reads " + std::to_string(taps_per_point(options, x.view().rank() - 2)) +
+                                  " values per output value, " + std::to_string(taps) + " in all: more than max_taps " +
+                                  std::to_string(max_taps) + "; lower sigma or alpha, or raise max_taps (0: no limit)");
+        }
+    }
 
     py::object result;
     std::optional<BorrowedArray> target;
@@ -108,7 +116,7 @@ py::object grid_sample(py::handle input, py::handle grid, const std::string& mod
             result = py::reinterpret_borrow<py::object>(out);
         } else {
             // Strides the core cannot write through: sample into a new array and assign it.
-            result = grid_sample(input, grid, mode, padding_mode, align_corners, fill, threads, py::none());
+            result = grid_sample(input, grid, mode, padding_mode, align_corners, fill, threads, py::none(), max_taps);
             out.attr("__setitem__")(py::ellipsis(), result);
             return py::reinterpret_borrow<py::object>(out);
         }
@@ -142,7 +150,7 @@ PYBIND11_MODULE(_gridwarp, module) {
     module.doc() = "gridwarp's sampler: ONNX GridSample and AffineGrid, exact, on NumPy arrays and DLPack tensors";
     module.def("grid_sample", &grid_sample, py::arg("input"), py::arg("grid"), py::arg("mode") = "bilinear",
                py::arg("padding_mode") = "zeros", py::arg("align_corners") = false, py::kw_only(), py::arg("fill") = 0.0,
-               py::arg("threads") = py::none(), py::arg("out") = py::none(),
+               py::arg("threads") = py::none(), py::arg("out") = py::none(), py::arg("max_taps") = gridwarp::kDefaultMaxTaps,
                R"(Samples input (N, C, D1..Dr) at the normalized positions of grid (N, O1..Or, r).
 
 ONNX GridSample (opsets 16, 20, 22) with PyTorch's argument names, for any number of spatial
@@ -158,6 +166,8 @@ align_corners: -1 and 1 are the centres of the corner pixels (True) or their out
 fill: read for taps outside the input under zeros padding and written for non-finite positions.
 threads: worker threads; None or 0 uses every core. The GIL is released while sampling.
 out: an array of the result's shape and the input's dtype to write into (returned).
+max_taps: Gaussian and MultiLabel only: the most input values read in all (output values times
+    values per point, which grow with sigma and alpha), 2**34 by default; 0: no limit.
 
 Returns a NumPy array (N, C, O1..Or) of the input's dtype. Raises ValueError for arguments the
 operator refuses and TypeError for types it cannot take.)");

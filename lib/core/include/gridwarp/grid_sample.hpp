@@ -62,6 +62,12 @@ void set_gaussian_sigma(SampleOptions& options, std::string_view text, const std
 // Gaussian and MultiLabel, from their sigma and alpha; saturated at 2^64 - 1). Throws
 // std::invalid_argument for options grid_sample would refuse.
 std::uint64_t taps_per_point(const SampleOptions& options, std::int64_t spatial_rank);
+// Input values sampling an input of shape (N, C, D1..Dr) at `output_spatial` points reads in all:
+// N x C x points x taps_per_point (saturated at 2^64 - 1).
+std::uint64_t taps_in_all(const SampleOptions& options, const Shape& input_shape, const Shape& output_spatial);
+// The default bound on taps_in_all for Gaussian and MultiLabel, whose kernels widen with sigma and
+// alpha (the command's --max-taps, the Python package's max_taps=).
+inline constexpr std::uint64_t kDefaultMaxTaps = std::uint64_t{1} << 34;
 // Bytes grid_sample allocates besides its output to sample `values` input values of `pixels`: the
 // B-spline coefficients of prefiltered kinds (and their sampled copy when the output type
 // differs: at most `output_values` of it); 0 for the kinds that read the input itself.
