@@ -163,7 +163,7 @@ TEST_CASE("64-bit integers on pixel positions are copied under linear and cubic"
     const std::uint64_t unsigned_values[4] = {std::numeric_limits<std::uint64_t>::max(), (std::uint64_t{1} << 63) + 3, 1,
                                               (std::uint64_t{1} << 60) + 7};
     for (int i = 0; i < 4; ++i) u.data_as<std::uint64_t>()[i] = unsigned_values[i];
-    for (const auto mode : {Interpolation::Linear, Interpolation::Cubic}) {
+    for (const auto mode : {Interpolation::Linear, Interpolation::Cubic, Interpolation::LanczosSinc, Interpolation::BlackmanSinc}) {
         for (const auto padding : {Padding::Zeros, Padding::Border, Padding::Reflection}) {
             const Tensor grid = positions({0.0, 1.0, 2.0, 3.0}, 4);
             const Tensor y = grid_sample(x.view(), grid.view(), with(mode, 0.0, padding));
@@ -173,6 +173,22 @@ TEST_CASE("64-bit integers on pixel positions are copied under linear and cubic"
                 CHECK(uy.data_as<std::uint64_t>()[i] == unsigned_values[i]);
             }
         }
+    }
+    // A 3-D identity (the separable path's interior sums) copies too.
+    const std::int64_t d = 9;  // d - 1 a power of two: the normalized positions are exact
+    Tensor volume(DType::Int64, {1, 1, d, d, d});
+    std::vector<double> identity;
+    for (std::int64_t i = 0; i < d * d * d; ++i) {
+        volume.data_as<std::int64_t>()[i] = (std::int64_t{1} << 61) + 3 * i + 1;
+        const std::int64_t z = i / (d * d), y = i / d % d, x = i % d;
+        for (const std::int64_t u : {x, y, z}) identity.push_back(2.0 * static_cast<double>(u) / static_cast<double>(d - 1) - 1.0);
+    }
+    const Tensor identity_grid = tensor_from(DType::Float64, {1, d, d, d, 3}, identity);
+    for (const auto mode : {Interpolation::Linear, Interpolation::Cubic, Interpolation::LanczosSinc}) {
+        const Tensor same = grid_sample(volume.view(), identity_grid.view(), with(mode, 0.0, Padding::Border));
+        std::int64_t differing = 0;
+        for (std::int64_t i = 0; i < d * d * d; ++i) differing += same.data_as<std::int64_t>()[i] != volume.data_as<std::int64_t>()[i];
+        CHECK(differing == 0);
     }
     // Between pixels the weighted sum in double still applies: halfway between 2^62+1 and 2^62+1.
     Tensor pair(DType::Int64, {1, 1, 2});

@@ -339,8 +339,11 @@ void run_separable(const Task& task) {
     const InputGeometry geometry{rank, input.shape.data() + 2, input.strides.data() + 2, options.align_corners,
                                  task.positions.space()};
     const AxisPlanners<C> planners = select_axis_planners<C>(options);
+    // A point on a pixel copies a 64-bit integer (a double holds them exactly only up to 2^53):
+    // its weights are then one 1 per axis, read with every offset planned.
+    constexpr bool kCopiesOnPixel = std::is_same_v<S, std::int64_t> || std::is_same_v<S, std::uint64_t>;
     // The interior sums below take base and weights; the sums by the rule take offsets.
-    const bool interior_sums = rank == 3 && (taps == 4 || taps == 6);
+    const bool interior_sums = !kCopiesOnPixel && rank == 3 && (taps == 4 || taps == 6);
     const Fill<S> fill(options.fill);
     const auto fill_value = Fill<S>(options.outside_tap_value.value_or(options.fill)).value;
     using V = typename compute_type<S>::type;
@@ -389,6 +392,22 @@ void run_separable(const Task& task) {
         if (rank == 3 && taps == 6) return separable_sum<6, 3, V>(channel_in, offset, weight, taps, rank, 0, 0, false, fill_value);
         return separable_sum<0, 0, V>(channel_in, offset, weight, taps, rank, 0, 0, false, fill_value);
     };
+    const auto pixel_of_point = [&](const S* channel_in, const AxisTaps<C>& plan, std::int64_t p) -> const S* {
+        const std::int64_t* offset = plan.offset.data() + p * rank * taps;
+        const C* weight = plan.weight.data() + p * rank * taps;
+        std::int64_t at = 0;
+        for (int a = 0; a < rank; ++a) {
+            int only = -1;
+            for (int k = 0; k < taps; ++k) {
+                if (weight[a * taps + k] == C(0)) continue;
+                if (only != -1 || weight[a * taps + k] != C(1)) return nullptr;
+                only = k;
+            }
+            if (only < 0 || offset[a * taps + only] < 0) return nullptr;
+            at += offset[a * taps + only];
+        }
+        return channel_in + at;
+    };
     for_each_chunk(task, chunk, make_scratch, [&](Scratch& scratch, std::int64_t n, const std::int64_t* outer, std::int64_t start,
                                                   std::int64_t count, std::int64_t out_offset) {
         task.positions.row(n, outer, start, count, scratch.xyz.data());
@@ -398,6 +417,14 @@ void run_separable(const Task& task) {
             const S* channel_in = in_data + n * input.strides[0] + c * input.strides[1];
             S* channel_out = out_data + out_offset + c * output.strides[1];
             for (std::int64_t p = 0; p < count; ++p) {
+                if constexpr (kCopiesOnPixel) {
+                    if (!scratch.plan.fill[static_cast<std::size_t>(p)]) {
+                        if (const S* pixel = pixel_of_point(channel_in, scratch.plan, p)) {
+                            channel_out[p * out_stride] = *pixel;
+                            continue;
+                        }
+                    }
+                }
                 channel_out[p * out_stride] = scratch.plan.fill[static_cast<std::size_t>(p)]
                                                   ? fill.stored
                                                   : store<S>(sum_point(channel_in, scratch, p));
