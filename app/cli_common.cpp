@@ -77,19 +77,47 @@ void check_sampling_work(const SamplingFlags& flags, const SampleOptions& option
 
 bool itk_padding(const SamplingFlags& flags) { return flags.padding == "itk"; }
 
-void add_antialias_option(CLI::App& command, SamplingFlags& flags) {
+void add_antialias_option(CLI::App& command, SamplingFlags& flags, const std::string& by_default) {
+    flags.antialias = by_default;
     command.add_option("--antialias", flags.antialias,
-                       "auto (default) or on: low-pass the input along the axes the map shrinks before sampling "
-                       "(never for nearest and label modes); off: sample the input as it is")
+                       "auto or on: low-pass the input along the axes the map shrinks before sampling (never for nearest "
+                       "and label modes); off: sample the input as it is")
         ->check(CLI::IsMember({"auto", "on", "off"}))
-        ->capture_default_str();
+        ->capture_default_str()
+        ->each([&flags](const std::string&) { flags.antialias_given = true; });
 }
+
+namespace {
+
+// Label modes, nearest and types without a blend must keep input values: never filtered.
+bool keeps_input_values(const SampleOptions& options, DType pixels) {
+    return options.generic_label || interpolation_kind(options.mode).keeps_values ||
+           (options.mode == Interpolation::BSpline && options.spline_order == 0) || pixels == DType::Bool || pixels == DType::String;
+}
+
+// Off by the command's default: one info line where the map shrinks an axis 2x or more, which
+// aliases visibly, naming the flag that filters.
+void note_unfiltered_shrink(const SampleOptions& options, const PositionSource& positions, const Shape& input_spatial, DType pixels) {
+    if (keeps_input_values(options, pixels)) return;
+    const std::vector<double> factors = shrink_factors(positions, input_spatial, options.align_corners);
+    double largest = 0.0;
+    for (std::size_t axis = 0; axis < factors.size(); ++axis) {
+        if (input_spatial[axis] >= 2) largest = std::max(largest, factors[axis]);
+    }
+    if (largest >= 2.0) {
+        spdlog::info("the map shrinks the input {:.3g}x without a low-pass, as antsApplyTransforms and OpenCV sample; "
+                     "--antialias on filters it first", largest);
+    }
+}
+
+}  // namespace
 
 AntialiasPlan plan_antialias(const SamplingFlags& flags, const SampleOptions& options, const PositionSource& positions,
                              const Shape& input_spatial, DType pixels) {
     AntialiasPlan plan;
     if (flags.antialias == "off") {
-        plan.explanation = "off";
+        plan.explanation = flags.antialias_given ? "off" : "off (the default here; --antialias on filters where the map shrinks)";
+        if (!flags.antialias_given) note_unfiltered_shrink(options, positions, input_spatial, pixels);
         return plan;
     }
     if (itk_padding(flags) && flags.antialias == "auto") {
@@ -97,9 +125,7 @@ AntialiasPlan plan_antialias(const SamplingFlags& flags, const SampleOptions& op
         return plan;
     }
     // Labels and nearest values must stay input values; a blend of them means nothing.
-    const bool label_like = options.generic_label || interpolation_kind(options.mode).keeps_values ||
-                            (options.mode == Interpolation::BSpline && options.spline_order == 0) || pixels == DType::Bool ||
-                            pixels == DType::String;
+    const bool label_like = keeps_input_values(options, pixels);
     if (label_like) {
         if (flags.antialias == "on") {
             throw std::invalid_argument("--antialias on: " + describe_sampling(options) +

@@ -42,6 +42,7 @@ struct SamplingFlags {
     double fill = 0.0;
     bool explain = false;
     std::string antialias = "auto";
+    bool antialias_given = false;  // on the command line (else the command's default)
     std::uint64_t max_taps = kDefaultMaxTaps;
 };
 
@@ -60,8 +61,10 @@ bool itk_padding(const SamplingFlags& flags);
 void set_gaussian_sigma(SampleOptions& options, const SamplingFlags& flags, const std::vector<double>& spacing,
                         std::int64_t spatial_rank);
 
-// --antialias auto|on|off: for the commands whose maps may shrink (affine, flow, resample).
-void add_antialias_option(CLI::App& command, SamplingFlags& flags);
+// --antialias auto|on|off: for the commands whose maps may shrink. `resize` filters by default, as
+// Pillow, libvips and ImageMagick do; affine, flow and resample sample the input as it is by
+// default, as ONNX GridSample, OpenCV's warps and antsApplyTransforms do (docs/semantics.md).
+void add_antialias_option(CLI::App& command, SamplingFlags& flags, const std::string& by_default);
 // What --antialias does to an input of `input_spatial` and `pixels` type sampled at `positions`
 // (docs/semantics.md, "Anti-aliasing"): the shrink factor of each axis, whether the input is
 // low-passed (gridwarp::lowpass_for_shrink) before sampling, and why, for --explain. Throws

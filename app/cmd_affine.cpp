@@ -334,7 +334,7 @@ std::shared_ptr<void> register_affine_command(CLI::App& app) {
                     "crops or pads the centre. To resize, use gridwarp resize");
     sub->add_option("--crop", command->crop, "Cut the box X,Y[,Z],W,H[,D] (input pixels, x first: the corner, then the size)");
     add_sampling_options(*sub, command->sampling);
-    add_antialias_option(*sub, command->sampling);
+    add_antialias_option(*sub, command->sampling, "off");
     add_volume_options(*sub, command->volume, true);
     add_common_options(*sub, command->common);
     sub->footer(

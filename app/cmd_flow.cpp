@@ -134,7 +134,7 @@ std::shared_ptr<void> register_flow_command(CLI::App& app) {
     sub->add_option("--units", command->units, "pixels (voxels) or normalized")->capture_default_str();
     sub->add_flag("--absolute", command->absolute, "The flow holds sampling positions, not displacements");
     add_sampling_options(*sub, command->sampling);
-    add_antialias_option(*sub, command->sampling);
+    add_antialias_option(*sub, command->sampling, "off");
     add_volume_options(*sub, command->volume, true);
     add_common_options(*sub, command->common);
     sub->footer(

@@ -275,7 +275,7 @@ std::shared_ptr<void> register_resample_command(CLI::App& app) {
     sub->add_option("-u,--output-data-type", command->output_type,
                     "antsApplyTransforms' name for --output-type (char, uchar, short, int, float, double, default)")
         ->excludes(output_type);
-    add_antialias_option(*sub, command->sampling);
+    add_antialias_option(*sub, command->sampling, "off");
     add_volume_options(*sub, command->volume, true);
     add_common_options(*sub, command->common);
     sub->footer(

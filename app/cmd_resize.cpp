@@ -173,7 +173,7 @@ std::shared_ptr<void> register_resize_command(CLI::App& app) {
     sub->add_option("--voxel-size", command->voxel_size,
                     "Voxel size in mm, one for all axes or X,Y,Z: the grid keeps the field of view centred (volumes)");
     add_sampling_options(*sub, command->sampling);
-    add_antialias_option(*sub, command->sampling);
+    add_antialias_option(*sub, command->sampling, "auto");
     add_volume_options(*sub, command->volume, true);
     add_common_options(*sub, command->common);
     sub->footer(

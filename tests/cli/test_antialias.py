@@ -112,7 +112,7 @@ class FourMillimetreGrid(FolderTestCase):
         coarse[:3, 3] = 1.5  # voxel centres at 1.5, 5.5, ...: the same extent
         nib.save(nib.Nifti1Image(np.zeros((n // 4,) * 3, np.float32), coarse), cls.path("grid4.nii"))
         for source in ("fine", "smooth"):
-            for name, extra in (("auto", []), ("off", ["--antialias", "off"])):
+            for name, extra in (("auto", ["--antialias", "auto"]), ("off", [])):
                 result = run("resample", "-i", cls.path(f"{source}.nii"), "-r", cls.path("grid4.nii"), "-o",
                              cls.path(f"{source}_{name}.nii"), *extra)
                 assert result.returncode == 0, result.stderr
@@ -142,6 +142,12 @@ class FourMillimetreGrid(FolderTestCase):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-3)
 
 
+def results_of(case, command, *args):
+    result = run(command, "-i", case.path("zone.png"), "-o", case.path("note.png"), *args)
+    case.assertEqual(result.returncode, 0, result.stderr)
+    return result.stderr
+
+
 class NotFiltered(FolderTestCase):
     @classmethod
     def setUpClass(cls):
@@ -155,6 +161,31 @@ class NotFiltered(FolderTestCase):
             self.assertEqual(result.returncode, 0, result.stderr)
             results.append(np.asarray(Image.open(self.path(f"{name}.png"))))
         np.testing.assert_array_equal(results[0], results[1])
+
+    def test_affine_flow_and_resample_do_not_filter_by_default(self):
+        # As ONNX GridSample, OpenCV's warps and antsApplyTransforms: a 4x shrink is sampled as it is,
+        # with one info line naming the flag; under 2x, not a word.
+        # resize filters by default, as Pillow, libvips and ImageMagick do.
+        for command, args, default_is in (("affine", ["--scale", "0.25"], "off"), ("resize", ["--size", "32,32"], "on")):
+            results = {}
+            for name, extra in (("default", []), ("off", ["--antialias", "off"]), ("on", ["--antialias", "on"])):
+                out = self.path(f"{command}_{name}.png")
+                result = run(command, "-i", self.path("zone.png"), "-o", out, *args, *extra)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                results[name] = np.asarray(Image.open(out))
+            np.testing.assert_array_equal(results["default"], results[default_is])
+            self.assertFalse(np.array_equal(results["off"], results["on"]))
+        self.assertIn("shrinks the input 4x without a low-pass", results_of(self, "affine", "--scale", "0.25"))
+        self.assertIn("--antialias on", results_of(self, "affine", "--scale", "0.25"))
+        self.assertNotIn("low-pass", results_of(self, "affine", "--scale", "0.6"))
+        self.assertNotIn("low-pass", results_of(self, "affine", "--scale", "0.25", "--antialias", "off"))
+        h = w = 64
+        flow = np.stack(np.mgrid[0:h, 0:w].astype(np.float32)[::-1], axis=-1) * 3  # output i reads input 4i
+        np.save(self.path("quarter.npy"), flow)
+        result = run("flow", "-i", self.path("zone.png"), "-f", self.path("quarter.npy"), "-o", self.path("q.png"))
+        self.assertIn("shrinks the input 4x without a low-pass", result.stderr)
+        result = run("resample", "-i", self.path("zone.png"), "-o", self.path("r.png"), "--explain")
+        self.assertIn("anti-aliasing: off (the default here", result.stdout)
 
     def test_rotation_and_enlargement_are_untouched(self):
         self.same("--rotate", "33")
@@ -191,7 +222,8 @@ class NotFiltered(FolderTestCase):
         y, x = np.mgrid[0:h, 0:w].astype(np.float32)
         flow = np.stack([x, y], axis=-1)  # displacement x: output i reads input 2i
         np.save(self.path("halve.npy"), flow)
-        result = run("flow", "-i", self.path("zone.png"), "-f", self.path("halve.npy"), "-o", self.path("f.png"), "--explain")
+        result = run("flow", "-i", self.path("zone.png"), "-f", self.path("halve.npy"), "-o", self.path("f.png"), "--explain",
+                     "--antialias", "on")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("anti-aliasing: Lanczos-3 low-pass along y (factor 2), x (factor 2)", result.stdout)
 
