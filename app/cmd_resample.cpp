@@ -24,6 +24,8 @@ struct ResampleCommand {
     std::vector<std::string> transforms;
     std::string output_type;
     int dimensionality = 0;  // antsApplyTransforms' -d; 0: not given
+    int input_image_type = 0;  // antsApplyTransforms' -e
+    bool single_precision = false;  // antsApplyTransforms' --float
     SamplingFlags sampling;
     VolumeFlags volume;
     CommonOptions common;
@@ -42,6 +44,10 @@ void run_resample(const ResampleCommand& command) {
     CommandProgress progress("resample", command.common);
     progress.phase("reading", 0, 3);
     SampleOptions options = to_sample_options(command.sampling, command.common, /*accepts_itk_padding=*/true);
+    if (command.input_image_type == 2) {
+        throw std::invalid_argument("-e 2: antsApplyTransforms reorients diffusion tensors, which gridwarp does not; "
+                                    "-e 1 resamples their components without reorienting them");
+    }
     std::vector<TransformArgument> transforms;
     std::vector<std::filesystem::path> inputs{command.input};
     bool per_volume = false;
@@ -272,12 +278,22 @@ std::shared_ptr<void> register_resample_command(CLI::App& app) {
     sub->add_option("-d,--dimensionality", command->dimensionality,
                     "antsApplyTransforms' -d: 2 or 3, checked against the moving image (the image says it; optional)")
         ->check(CLI::IsMember({2, 3}));
+    sub->add_option("-e,--input-image-type", command->input_image_type,
+                    "antsApplyTransforms' -e: 0 scalar, 1 vector (each component resampled), 3 time series (each "
+                    "volume resampled), 4 multichannel; gridwarp reads what the file holds, so these only document it. "
+                    "2 (tensors, reoriented) is refused")
+        ->check(CLI::IsMember({0, 1, 2, 3, 4}));
+    sub->add_flag("--float", command->single_precision,
+                  "antsApplyTransforms' --float, accepted: gridwarp already computes float32 and 8/16-bit inputs in "
+                  "float32 and keeps the input's type (see --output-type)");
     sub->add_option("-u,--output-data-type", command->output_type,
                     "antsApplyTransforms' name for --output-type (char, uchar, short, int, float, double, default)")
         ->excludes(output_type);
     add_antialias_option(*sub, command->sampling, "off");
     add_volume_options(*sub, command->volume, true);
     add_common_options(*sub, command->common);
+    // antsApplyTransforms writes "-v 1" and "-v 0": the flag takes an optional value here.
+    sub->get_option("--verbose")->expected(0, 1)->check(CLI::IsMember({"0", "1", "true", "false"}));
     sub->footer(
         "Examples:\n"
         "  gridwarp resample -i moving.nii.gz -r fixed.nii.gz -o moved.nii.gz -t affine.mat\n"

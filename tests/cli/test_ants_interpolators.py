@@ -366,7 +366,11 @@ class AgainstItk(Volumes):
         self.assertEqual(nib.load(out).get_data_dtype(), np.float32)
         self.assert_close(load(out), self.itk("bspline[3]"), RELATIVE, what="-n BSpline[3]")
         for ants, ours in ((["-f", "7", "-u", "float", "--interpolation", "Linear"], ["--fill", "7", "--output-type", "float"]),
-                           (["--default-value", "-3", "--output-data-type", "double"], ["--fill", "-3", "--output-type", "double"])):
+                           (["--default-value", "-3", "--output-data-type", "double"], ["--fill", "-3", "--output-type", "double"]),
+                           # A full antsApplyTransforms line: -e 0|3, -v 0|1 and --float change nothing here.
+                           (["-e", "0", "-v", "1", "--float", "-n", "Linear", "-u", "float"], ["--mode", "linear", "--output-type", "float"]),
+                           (["-e", "3", "-v", "0", "--float", "-u", "float"], ["--output-type", "float"]),
+                           (["--input-image-type", "1", "--verbose", "0", "-u", "float"], ["--output-type", "float"])):
             with self.subTest(ants=ants):
                 outputs = []
                 for spelling in (ants, ours):
@@ -378,6 +382,13 @@ class AgainstItk(Volumes):
                 self.assertEqual(outputs[0].get_data_dtype(), outputs[1].get_data_dtype())
                 self.assertNotEqual(outputs[0].get_data_dtype(), np.int16)
                 self.assertTrue(np.array_equal(outputs[0].get_fdata(), outputs[1].get_fdata()))
+        tensors = run("resample", "-d", "3", "-e", "2", "-i", self.path("f32.nii.gz"), "-o", self.path("tensors.nii"))
+        self.assertEqual(tensors.returncode, 1, tensors.stderr)
+        self.assertIn("-e 2", tensors.stderr)
+        self.assertEqual(len(tensors.stderr.strip().splitlines()), 1, tensors.stderr)
+        for bad in (["-e", "7"], ["-v", "2"]):
+            result = run("resample", "-i", self.path("f32.nii.gz"), "-o", self.path("bad.nii"), *bad)
+            self.assertEqual(result.returncode, 2, result.stderr)
         both = run("resample", "-i", self.path("f32.nii.gz"), "-o", self.path("both.nii"), "-t", self.path("rigid.tfm"), "-n",
                    "Linear", "--mode", "nearest")
         self.assertEqual(both.returncode, 2, both.stderr)
