@@ -1,4 +1,5 @@
 #include "cli_common.hpp"
+#include "suggestions.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -43,16 +44,56 @@ void apply_common_options(const CommonOptions& options) {
     }
 }
 
+CLI::Validator mode_check() {
+    return CLI::Validator(
+        [](const std::string& text) -> std::string {
+            SampleOptions options;
+            try {
+                set_sampling_mode(options, text);
+                return "";
+            } catch (const std::invalid_argument& e) {
+                std::vector<std::string> names{"GenericLabel"};
+                for (const InterpolationKind& kind : interpolation_kinds()) {
+                    names.emplace_back(kind.name);
+                    for (std::size_t at = 0; at < kind.aliases.size();) {
+                        const std::size_t end = std::min(kind.aliases.find(' ', at), kind.aliases.size());
+                        names.emplace_back(kind.aliases.substr(at, end - at));
+                        at = end + 1;
+                    }
+                }
+                const std::string word = text.substr(0, text.find('['));
+                const std::string hint = did_you_mean(word, names);
+                return hint.empty() ? std::string(e.what()) : "unknown interpolation mode '" + text + "'" + hint;
+            }
+        },
+        "MODE");
+}
+
+CLI::Validator padding_check(bool accepts_itk) {
+    return CLI::Validator(
+        [accepts_itk](const std::string& text) -> std::string {
+            std::vector<std::string> names{"zeros", "border", "reflection"};
+            if (accepts_itk) names.emplace_back("itk");
+            if (std::find(names.begin(), names.end(), text) != names.end()) return "";
+            std::string list;
+            for (const auto& name : names) list += (list.empty() ? "" : ", ") + name;
+            return "unknown padding '" + text + "'" + did_you_mean(text, names) + ": expected " + list;
+        },
+        "PADDING");
+}
+
 void add_sampling_options(CLI::App& command, SamplingFlags& flags) {
     command.add_option("--mode", flags.mode,
                        "Interpolation, any case: linear, nearest or cubic (aliases bilinear, trilinear, bicubic; ANTs' Linear, "
                        "NearestNeighbor), BSpline[0-5] (default 3), LanczosWindowedSinc, HammingWindowedSinc, CosineWindowedSinc, "
                        "WelchWindowedSinc, BlackmanWindowedSinc (aliases lanczos, hamming, ...), Gaussian[sigma,alpha], or for label maps "
                        "GenericLabel[kind] and MultiLabel[sigma,alpha] (sigma in mm, default the spacing; alpha default 1 and 4)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(mode_check());
     command.add_option("--padding", flags.padding,
                        "Outside the input: zeros, border or reflection; resample also takes itk (ITK's boundary rule)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(padding_check(true));
     command.add_flag("--align-corners", flags.align_corners,
                      "-1 and 1 are the centres of the corner pixels (default: their outer edges)");
     command.add_option("--fill", flags.fill, "Value read outside the input under zeros padding (default 0)");

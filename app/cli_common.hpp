@@ -46,6 +46,11 @@ struct SamplingFlags {
     std::uint64_t max_taps = kDefaultMaxTaps;
 };
 
+// --mode's and --padding's values, checked when the command line is read (a usage error, exit 2, with
+// the nearest name where one is near).
+CLI::Validator mode_check();
+CLI::Validator padding_check(bool accepts_itk);
+
 // --mode, --padding, --align-corners, --fill, --max-taps, --explain.
 void add_sampling_options(CLI::App& command, SamplingFlags& flags);
 // Parses the names (aliases included) into library options; throws std::invalid_argument.

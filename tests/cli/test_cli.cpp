@@ -473,6 +473,14 @@ TEST_CASE("command-line mistakes exit with 2 and name the nearest option or comm
         require_usage_error(run_gridwarp({"affine", "--rotat", "5"}), {"unknown option '--rotat'", "did you mean '--rotate'"});
     }
     SECTION("an option nothing is near") { require_usage_error(with({"--zzzzzzzz"}), {"unknown option '--zzzzzzzz'"}); }
+    SECTION("a mistyped mode or padding, with the nearest name") {
+        require_usage_error(with({"--mode", "cubc"}), {"--mode", "'cubc'", "did you mean 'cubic'"});
+        require_usage_error(with({"--mode", "lanczoz"}), {"did you mean 'lanczos'"});
+        require_usage_error(with({"--mode", "xyzzy"}), {"--mode", "'xyzzy'", "BSpline"});
+        require_usage_error(with({"--padding", "zero"}), {"--padding", "'zero'", "did you mean 'zeros'"});
+        require_usage_error(run_gridwarp({"resample", "-i", good.input.string(), "-o", output.string(), "-n", "BSpine[3]"}),
+                            {"--interpolation", "did you mean 'BSpline'"});
+    }
     SECTION("a mistyped command") {
         require_usage_error(run_gridwarp({"afine", "-i", "x.png"}), {"unknown command 'afine'", "did you mean 'affine'"});
         require_usage_error(run_gridwarp({"resampel"}), {"did you mean 'resample'"});
