@@ -2,6 +2,7 @@
 // the same field of view: edge-clamped and anti-aliased by default.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <sstream>
@@ -20,6 +21,7 @@ struct ResizeCommand {
     std::string size;
     std::string scale;
     std::string voxel_size;
+    std::string fit;
     SamplingFlags sampling;
     VolumeFlags volume;
     CommonOptions common;
@@ -53,6 +55,49 @@ std::vector<double> parse_list(const std::string& option, const std::string& tex
     return values;
 }
 
+// --size: "W,H[,D]" or "WxH[xD]", where all but one axis may be left empty ("512x", "x512",
+// "256xx"): those take the given axis' factor, rounded half away from zero, at least 1.
+std::vector<double> parse_size(const std::string& text, const std::vector<double>& extents) {
+    const std::size_t rank = extents.size();
+    const char separator = text.find(',') != std::string::npos ? ',' : 'x';
+    std::vector<std::string> items{""};
+    for (const char c : text) {
+        if (c == separator) {
+            items.emplace_back();
+        } else {
+            items.back() += c;
+        }
+    }
+    const auto given = static_cast<std::size_t>(std::count_if(items.begin(), items.end(), [](const std::string& item) { return !item.empty(); }));
+    if (items.size() != rank || given == 0 || (given != rank && given != 1)) {
+        throw std::invalid_argument("--size: expected " + std::to_string(rank) + " sizes for a " + std::to_string(rank) +
+                                    "-D input, or one with the others left empty to keep the aspect (" +
+                                    (rank == 2 ? "512x or x512" : "256xx") + "), got '" + text + "'");
+    }
+    std::string joined;
+    for (const auto& item : items) {
+        if (!item.empty()) joined += (joined.empty() ? "" : ",") + item;
+    }
+    const std::vector<double> values = parse_list("--size", joined, given, false);
+    if (given == rank) return values;
+    const std::size_t axis = static_cast<std::size_t>(std::find_if(items.begin(), items.end(), [](const std::string& item) { return !item.empty(); }) - items.begin());
+    const double factor = values.front() / extents[axis];
+    std::vector<double> sizes(rank);
+    for (std::size_t k = 0; k < rank; ++k) sizes[k] = k == axis ? values.front() : std::max(1.0, std::round(extents[k] * factor));
+    return sizes;
+}
+
+// --fit: the largest size inside the box that keeps the aspect (the axis that fills its side first
+// gets it exactly; the others extent x factor, rounded half away from zero, at least 1).
+std::vector<double> fit_in_box(const std::string& text, const std::vector<double>& extents) {
+    const std::vector<double> box = parse_list("--fit", text, extents.size(), false);
+    double factor = box.front() / extents.front();
+    for (std::size_t k = 0; k < box.size(); ++k) factor = std::min(factor, box[k] / extents[k]);
+    std::vector<double> sizes(box.size());
+    for (std::size_t k = 0; k < box.size(); ++k) sizes[k] = std::clamp(std::round(extents[k] * factor), 1.0, box[k]);
+    return sizes;
+}
+
 // Along each axis (x first) output index j reads input index a j + b.
 struct AxisMap {
     std::vector<std::int64_t> size;
@@ -79,10 +124,12 @@ AxisMap plan_resize(const ResizeCommand& command, const io::Image& input, bool a
         }
         return map;
     }
-    const std::vector<double> sizes = command.size.empty() ? parse_list("--scale", command.scale, rank, true)
-                                                           : parse_list("--size", command.size, rank, false);
+    const bool by_scale = !command.scale.empty();
+    const std::vector<double> sizes = by_scale              ? parse_list("--scale", command.scale, rank, true)
+                                      : command.fit.empty() ? parse_size(command.size, extents)
+                                                            : fit_in_box(command.fit, extents);
     for (std::size_t k = 0; k < rank; ++k) {
-        const double size = command.size.empty() ? std::max(1.0, std::round(extents[k] * sizes[k])) : sizes[k];
+        const double size = by_scale ? std::max(1.0, std::round(extents[k] * sizes[k])) : sizes[k];
         if (size != std::floor(size)) throw std::invalid_argument("--size: expected whole numbers of pixels, got '" + command.size + "'");
         map.size.push_back(static_cast<std::int64_t>(size));
         if (align_corners) {
@@ -101,8 +148,9 @@ void run_resize(const ResizeCommand& command) {
     apply_common_options(command.common);
     CommandProgress progress("resize", command.common);
     progress.phase("reading", 0, 3);
-    const int given = (command.size.empty() ? 0 : 1) + (command.scale.empty() ? 0 : 1) + (command.voxel_size.empty() ? 0 : 1);
-    if (given != 1) throw std::invalid_argument("give exactly one of --size, --scale or --voxel-size");
+    const int given = (command.size.empty() ? 0 : 1) + (command.scale.empty() ? 0 : 1) + (command.voxel_size.empty() ? 0 : 1) +
+                      (command.fit.empty() ? 0 : 1);
+    if (given != 1) throw std::invalid_argument("give exactly one of --size, --fit, --scale or --voxel-size");
     SampleOptions options = to_sample_options(command.sampling, command.common);
     check_output_differs(command.output, {command.input});
 
@@ -113,7 +161,8 @@ void run_resize(const ResizeCommand& command) {
     set_gaussian_sigma(options, command.sampling, input.geometry ? input.geometry->spacing : std::vector<double>{}, rank);
     const AxisMap map = plan_resize(command, input, options.align_corners);
     Shape output_spatial(map.size.rbegin(), map.size.rend());
-    check_output_size(command.output, !command.size.empty() ? "--size" : !command.scale.empty() ? "--scale" : "--voxel-size", map.size,
+    check_output_size(command.output,
+                      !command.size.empty() ? "--size" : !command.fit.empty() ? "--fit" : !command.scale.empty() ? "--scale" : "--voxel-size", map.size,
                       static_cast<std::uint64_t>(input.batch * input.channels), dtype_size(input.dtype()),
                       to_memory_budget(command.volume.memory));
 
@@ -168,7 +217,11 @@ std::shared_ptr<void> register_resize_command(CLI::App& app) {
     CLI::App* sub = app.add_subcommand("resize", "Resize an image or volume to a size, a scale or a voxel size, same field of view");
     sub->add_option("-i,--input", command->input, "Image, volume or .npy tensor")->required();
     sub->add_option("-o,--output", command->output, "Output file; its extension picks the format")->required();
-    sub->add_option("--size", command->size, "Output size W,H[,D] (or WxH[xD]) in pixels");
+    sub->add_option("--size", command->size,
+                    "Output size W,H[,D] (or WxH[xD]) in pixels; leave all but one empty to keep the aspect: 512x, x512");
+    sub->add_option("--fit", command->fit,
+                    "The largest size inside the box WxH[xD] that keeps the aspect (as displayed: EXIF orientation applied); "
+                    "enlarges too");
     sub->add_option("--scale", command->scale, "Factor or percentage, one for all axes or one per axis: 0.5, 50%, 2,2,1");
     sub->add_option("--voxel-size", command->voxel_size,
                     "Voxel size in mm, one for all axes or X,Y,Z: the grid keeps the field of view centred (volumes)");
@@ -179,6 +232,8 @@ std::shared_ptr<void> register_resize_command(CLI::App& app) {
     sub->footer(
         "Examples:\n"
         "  gridwarp resize -i photo.jpg -o thumb.jpg --size 320x240\n"
+        "  gridwarp resize -i photo.jpg -o long_side_512.jpg --fit 512x512\n"
+        "  gridwarp resize -i photo.jpg -o width_800.jpg --size 800x\n"
         "  gridwarp resize -i photo.jpg -o half.jpg --scale 50%\n"
         "  gridwarp resize -i t1.nii.gz -o t1_2mm.nii.gz --voxel-size 2 --mode cubic\n"
         "  gridwarp resize -i labels.nii.gz -o labels_1mm.nii.gz --voxel-size 1 --mode GenericLabel");

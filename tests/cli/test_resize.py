@@ -83,9 +83,42 @@ class Resize(FolderTestCase):
         self.assertLessEqual(np.abs(ours - theirs).max(), 1)
         self.assertLess(abs(ours[0].mean() - theirs[0].mean()), 0.5)
 
+    def test_fit_and_one_sided_sizes_keep_the_aspect(self):
+        def size_of(path):
+            return tuple(cv2.imread(path, cv2.IMREAD_UNCHANGED).shape[1::-1])
+
+        def half_up(value):  # round half away from zero, as the docs state
+            return int(np.floor(value + 0.5))
+
+        width, height = size_of(CARD)
+        for args, expected in ((["--size", "160x"], (160, half_up(height * 160 / width))),
+                               (["--size", "x77"], (half_up(width * 77 / height), 77)),
+                               (["--size", ",50"], (half_up(width * 50 / height), 50)),
+                               (["--fit", "100x100"], (100, half_up(height * 100 / width))),
+                               (["--fit", "1000x100"], (half_up(width * 100 / height), 100)),
+                               (["--fit", "1000x1000"], (1000, half_up(height * 1000 / width)))):
+            with self.subTest(args=args):
+                self.assertEqual(size_of(self.resize(CARD, self.path("fit.png"), *args)), expected)
+        # The box holds the image as displayed: a JPEG stored 60x20 with EXIF orientation 6 shows 20x60.
+        stored = np.full((20, 60, 3), 128, np.uint8)
+        exif = (b"Exif\0\0II*\0" + (8).to_bytes(4, "little") + (1).to_bytes(2, "little") +
+                (0x0112).to_bytes(2, "little") + (3).to_bytes(2, "little") + (1).to_bytes(4, "little") +
+                (6).to_bytes(2, "little") + b"\0\0" + (0).to_bytes(4, "little"))
+        encoded = cv2.imencode(".jpg", stored)[1].tobytes()
+        with open(self.path("turned.jpg"), "wb") as f:
+            f.write(encoded[:2] + b"\xff\xe1" + (len(exif) + 2).to_bytes(2, "big") + exif + encoded[2:])
+        self.assertEqual(size_of(self.resize(self.path("turned.jpg"), self.path("turned_fit.png"), "--fit", "10x10")), (3, 10))
+        volume = nib.load(self.resize(self.path("vol.nii"), self.path("vol_fit.nii"), "--size", "20xx"))
+        self.assertEqual(volume.shape, (20, half_up(37 * 20 / 41), half_up(23 * 20 / 41)))
+        for bad in (["--size", "512"], ["--size", "x"], ["--size", "10x20x"], ["--fit", "100"]):
+            result = run("resize", "-i", CARD, "-o", self.path("bad.png"), *bad)
+            self.assertNotEqual(result.returncode, 0)
+            self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+            self.assertIn(bad[0], result.stderr)
+
     def test_refusals_are_one_line(self):
         cases = [
-            (["--size", "10,10", "--scale", "2"], "exactly one of --size, --scale or --voxel-size"),
+            (["--size", "10,10", "--scale", "2"], "exactly one of --size, --fit, --scale or --voxel-size"),
             (["--scale", "abc"], "--scale"),
             (["--size", "10"], "--size"),
             (["--voxel-size", "1"], "--voxel-size needs a volume"),
