@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cctype>
 #include <charconv>
 #include <chrono>
@@ -392,6 +393,35 @@ private:
     std::map<io::FileIdentity, std::size_t> written_;  // -> the row that writes it
 };
 
+// SIGINT and SIGTERM during a batch: no new job starts; the running ones finish, and the report
+// and summary are written. The handler then gives the signal back its default, so that a second
+// one ends the process at once.
+volatile std::sig_atomic_t interrupted_by = 0;
+
+extern "C" void on_batch_interrupt(int signal) {
+    interrupted_by = signal;
+    std::signal(signal, SIG_DFL);
+}
+
+class InterruptHandlers {
+public:
+    InterruptHandlers() {
+        interrupted_by = 0;
+        previous_int_ = std::signal(SIGINT, on_batch_interrupt);
+        previous_term_ = std::signal(SIGTERM, on_batch_interrupt);
+    }
+    ~InterruptHandlers() {
+        std::signal(SIGINT, previous_int_);
+        std::signal(SIGTERM, previous_term_);
+    }
+    InterruptHandlers(const InterruptHandlers&) = delete;
+    InterruptHandlers& operator=(const InterruptHandlers&) = delete;
+
+private:
+    void (*previous_int_)(int) = SIG_DFL;
+    void (*previous_term_)(int) = SIG_DFL;
+};
+
 void run_batch(const BatchCommand& command) {
     if (in_process_commands().count(command.command) == 0) {
         throw ExitStatus(2, "batch: COMMAND must be affine, resize, flow, resample or sample, got '" + command.command + "'");
@@ -455,8 +485,11 @@ void run_batch(const BatchCommand& command) {
     };
     // A job's options as the report records them: what decides its outputs (not --threads).
     auto recorded_options = [&](const Job& job) {
+        static const std::set<std::string> kNotDecidingOutputs{"threads", "quiet", "verbose"};
         nlohmann::ordered_json recorded = nlohmann::ordered_json::object();
-        for (const auto& [name, values] : merged_values(defaults, job)) recorded[name] = values;
+        for (const auto& [name, values] : merged_values(defaults, job)) {
+            if (kNotDecidingOutputs.count(name) == 0) recorded[name] = values;
+        }
         return recorded;
     };
     // --resume with a --report from an earlier run: the options each finished job's outputs were made with.
@@ -523,18 +556,46 @@ void run_batch(const BatchCommand& command) {
     std::string mode = command.progress;
     if (mode.empty()) mode = ::isatty(original_stderr()) ? "bar" : "none";
     Progress progress(mode, jobs.size());
+    // The report gets a line as each job ends, flushed, so that a killed batch leaves what it did
+    // (--resume reads it); at the end, interrupted or not, it is written again whole, in row order.
+    std::ofstream report;
+    std::mutex report_mutex;
+    if (!command.report.empty()) {
+        report.open(command.report, std::ios::trunc);
+        if (!report) throw ExitStatus(2, "batch: --report " + command.report.string() + ": cannot write it");
+    }
+    const auto report_text = [&](std::size_t k) {
+        const Outcome& o = outcomes[k];
+        nlohmann::ordered_json line;
+        line["row"] = jobs[k].row;
+        line["inputs"] = inputs_of(jobs[k]);
+        line["outputs"] = outputs_of(jobs[k]);
+        line["options"] = recorded_options(jobs[k]);
+        line["status"] = o.status;
+        line["error"] = o.error;
+        line["seconds"] = o.seconds;
+        return line.dump() + "\n";
+    };
+    const auto report_line = [&](std::size_t k) {
+        if (command.report.empty()) return;
+        const std::string text = report_text(k);
+        const std::lock_guard<std::mutex> lock(report_mutex);
+        report << text << std::flush;
+    };
+    const InterruptHandlers interrupt_handlers;
     std::atomic<std::size_t> next{0};
     std::atomic<bool> stop{false};
     auto worker = [&] {
         CommandRunner runner(command.command);
         for (;;) {
             const std::size_t k = next.fetch_add(1);
-            if (k >= jobs.size() || stop.load()) return;
+            if (k >= jobs.size() || stop.load() || interrupted_by != 0) return;
             const Job& job = jobs[k];
             Outcome& outcome = outcomes[k];
             if (command.resume && outputs_exist(job)) {
                 outcome.status = "skipped";
                 progress.finished(job.row, outcome.status, "", 0.0);
+                report_line(k);
                 continue;
             }
             const auto start = std::chrono::steady_clock::now();
@@ -546,6 +607,7 @@ void run_batch(const BatchCommand& command) {
             outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             outcome.status = outcome.error.empty() ? "done" : "failed";
             progress.finished(job.row, outcome.status, outcome.error, outcome.seconds);
+            report_line(k);
             if (!outcome.error.empty() && command.fail_fast) stop = true;
         }
     };
@@ -565,31 +627,26 @@ void run_batch(const BatchCommand& command) {
             if (first_errors.size() < 5) first_errors.push_back("row " + std::to_string(jobs[k].row) + ": " + escape_control_characters(o.error));
         }
     }
-    if (!command.report.empty()) {
+    if (report.is_open()) {
+        report.close();
         io::write_file_atomically(command.report, [&](std::ostream& out) {
-            for (std::size_t k = 0; k < jobs.size(); ++k) {
-                const Outcome& o = outcomes[k];
-                nlohmann::ordered_json line;
-                line["row"] = jobs[k].row;
-                line["inputs"] = inputs_of(jobs[k]);
-                line["outputs"] = outputs_of(jobs[k]);
-                line["options"] = recorded_options(jobs[k]);
-                line["status"] = o.status;
-                line["error"] = o.error;
-                line["seconds"] = o.seconds;
-                out << line.dump() << "\n";
-            }
+            for (std::size_t k = 0; k < jobs.size(); ++k) out << report_text(k);
         });
     }
     std::string summary = "batch: " + std::to_string(jobs.size()) + " job(s): " + std::to_string(done) + " done, " +
                           std::to_string(skipped) + " skipped, " + std::to_string(failed) + " failed";
-    if (not_run > 0) summary += ", " + std::to_string(not_run) + " not run (--fail-fast)";
+    const int signal = interrupted_by;
+    if (not_run > 0) {
+        summary += ", " + std::to_string(not_run) + " not run (" +
+                   (signal != 0 ? std::string(signal == SIGINT ? "interrupted" : "terminated") + "; --resume continues" : "--fail-fast") + ")";
+    }
     if (const std::size_t shared = io::shared_file_hits(); shared > 0) {
         summary += "; " + std::to_string(shared) + " reads of shared files answered from memory";
     }
     summary += "\n";
     for (const auto& error : first_errors) summary += "  " + error + "\n";
     write_to_original_stderr(summary);
+    if (signal != 0) throw ExitStatus(128 + signal, "");
     if (failed > 0) throw ExitStatus(3, "");
 }
 
