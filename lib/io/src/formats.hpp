@@ -47,6 +47,8 @@ void require_companion_inside(const std::filesystem::path& named, const std::fil
 Image read_raster(const std::filesystem::path& file);                           // OpenCV
 void write_raster(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image,
                   const WriteOptions& options);
+// Whether OpenCV has an encoder for the file's extension.
+bool has_raster_writer(const std::filesystem::path& file);
 Image read_volume(const std::filesystem::path& file, bool with_pixels = true);  // ITK
 // The guarded entry points (read_guards.cpp): the header checked against the file, then the
 // decoder run with its stderr captured; anything it prints fails the read.

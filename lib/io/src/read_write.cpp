@@ -5,6 +5,7 @@
 
 #include "files/shared_files_internal.hpp"
 #include "formats.hpp"
+#include "modules/backends.hpp"
 #include "formats/format_table.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
@@ -59,6 +60,24 @@ void check_write_options(const fs::path& target, const WriteOptions& options) {
     }
     if (extension == "png" && options.compression_level > 9) {
         throw FileError(target, "a .png takes compression levels 0 to 9, not " + std::to_string(options.compression_level));
+    }
+    // Names no row of the format table claims go to OpenCV: refused here, before any work, where it
+    // has no encoder either, listing what gridwarp writes.
+    const detail::FormatHandler& format = detail::format_for_path(target);
+    if (std::all_of(format.suffixes.begin(), format.suffixes.end(), [](std::string_view s) { return s.empty(); }) &&
+        !detail::raster_backend().has_writer(target)) {
+        std::string known;
+        for (const detail::FormatHandler& row : detail::format_table()) {
+            if (!row.write) continue;
+            for (std::string_view suffix : row.suffixes) {
+                if (suffix.empty()) continue;
+                if (!known.empty()) known += ' ';
+                known += suffix;
+            }
+        }
+        const std::string named = extension.empty() ? std::string("a name without an extension") : "'." + extension + "'";
+        throw FileError(target, "no format is written as " + named + ": name it with one of " + known +
+                                    " (or another extension OpenCV writes: .pgm, .ppm, .exr, ...)");
     }
 }
 

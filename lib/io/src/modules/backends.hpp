@@ -22,6 +22,7 @@ struct RasterBackend {  // OpenCV
     Image (*read)(const std::filesystem::path& file);
     void (*write)(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image,
                   const WriteOptions& options);
+    bool (*has_writer)(const std::filesystem::path& file);
 };
 
 struct ItkBackend {  // ITK: NRRD, MetaImage, transform files

@@ -141,6 +141,11 @@ Image read_raster(const fs::path& file) {
     return image;
 }
 
+bool has_raster_writer(const fs::path& file) {
+    silence_opencv();
+    return cv::haveImageWriter(file.string());
+}
+
 void write_raster(const fs::path& temporary, const fs::path& target, const Image& image, const WriteOptions& options) {
     silence_opencv();
     if (image.batch != 1 || image.spatial.size() != 2) {

@@ -59,7 +59,14 @@ std::vector<TransformFile> read_transform_series(const TransformSpec& spec, cons
     if (fs::is_directory(status)) {
         for (const fs::path& file : list_elements(spec.file, options)) {
             element.file = file;
-            series.push_back(read_transform(element, context, options));
+            try {
+                series.push_back(read_transform(element, context, options));
+            } catch (const FileError& e) {
+                if (spec.format != TransformFormat::Detect) throw;
+                // MCFLIRT's MAT_0000, ... are bare 4x4 text, which only a tag assigns to FSL.
+                throw FileError(spec.file, std::string(e.what()) + " (a folder of MCFLIRT matrices: -t " + spec.file.string() +
+                                               ",fsl,per-volume)");
+            }
         }
         if (series.empty()) throw FileError(spec.file, "the folder holds no transform files (a per-volume list needs one per volume)");
         return series;

@@ -1,0 +1,50 @@
+#!/usr/bin/python3
+"""Messages that say what to do: an output name no format writes lists the extensions gridwarp
+writes (before any work, no file left); a folder of bare MCFLIRT matrices names the tag that reads
+it; an image command given a volume it cannot write as an image gives its size x first.
+
+    /usr/bin/python3 tests/cli/test_messages.py --gridwarp build/app/gridwarp
+"""
+import os
+import sys
+
+import nibabel as nib
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from script_support import FolderTestCase, main, run  # noqa: E402
+
+CARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "card.png")
+
+
+class Messages(FolderTestCase):
+    def one_line(self, result, *needles):
+        self.assertNotEqual(result.returncode, 0)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+        for needle in needles:
+            self.assertIn(needle, result.stderr)
+
+    def test_unknown_output_extension_lists_the_formats(self):
+        for name, said in (("out.xyz", "'.xyz'"), ("out", "a name without an extension")):
+            with self.subTest(name):
+                result = run("affine", "-i", CARD, "-o", self.path(name), "--rotate", "3")
+                self.one_line(result, self.path(name), said, ".png", ".nii.gz", ".tif", ".npy")
+                self.assertFalse(os.path.exists(self.path(name)))
+                self.assertFalse([f for f in os.listdir(self.folder) if f.startswith(name) or "gridwarp" in f])
+
+    def test_folder_of_bare_matrices_names_the_fsl_tag(self):
+        os.makedirs(self.path("mats"))
+        for volume in range(2):
+            np.savetxt(os.path.join(self.path("mats"), f"MAT_{volume:04d}"), np.eye(4), fmt="%.6f")
+        nib.save(nib.Nifti1Image(np.zeros((5, 5, 5, 2), np.float32), np.eye(4)), self.path("series.nii.gz"))
+        result = run("resample", "-i", self.path("series.nii.gz"), "-o", self.path("moved.nii.gz"), "-t",
+                     self.path("mats") + ",per-volume")
+        self.one_line(result, self.path("mats") + ",fsl,per-volume")
+        result = run("resample", "-i", self.path("series.nii.gz"), "-o", self.path("moved.nii.gz"), "-t",
+                     self.path("mats") + ",fsl,per-volume")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        os.remove(self.path("moved.nii.gz"))
+
+
+if __name__ == "__main__":
+    main()
