@@ -116,7 +116,8 @@ AxisMap plan_resize(const ResizeCommand& command, const io::Image& input, bool a
         const std::vector<double> voxel = parse_list("--voxel-size", command.voxel_size, rank, true);
         for (std::size_t k = 0; k < rank; ++k) {
             const double spacing = input.geometry->spacing[k];
-            const double size = std::max(1.0, std::round(extents[k] * spacing / voxel[k]));
+            // mrgrid's count: extent / voxel rounded with ties down (16.5 -> 16), at least 1.
+            const double size = std::max(1.0, std::ceil(extents[k] * spacing / voxel[k] - 0.5));
             const double step = voxel[k] / spacing;
             map.size.push_back(static_cast<std::int64_t>(size));
             map.step.push_back(step);

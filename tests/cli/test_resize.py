@@ -62,6 +62,18 @@ class Resize(FolderTestCase):
         ours, theirs = nib.load(out), nib.load(peer)
         self.assertEqual(ours.shape, theirs.shape)
         np.testing.assert_allclose(ours.affine, theirs.affine, atol=1e-4)
+        # Ties: 33, 41 and 25 voxels of 2 mm at 4 mm are 16.5, 20.5 and 12.5 voxels.
+        nib.save(nib.Nifti1Image(np.zeros((33, 41, 25), np.float32), np.diag([2.0, 2.0, 2.0, 1.0])), self.path("ties.nii"))
+        out = self.resize(self.path("ties.nii"), self.path("ties4.nii"), "--voxel-size", "4")
+        subprocess.run(["mrgrid", self.path("ties.nii"), "regrid", "-voxel", "4", peer, "-force", "-quiet"], check=True)
+        self.assertEqual(nib.load(out).shape, nib.load(peer).shape)
+        np.testing.assert_allclose(nib.load(out).affine, nib.load(peer).affine, atol=1e-4)
+
+    def test_voxel_size_rounds_ties_down(self):
+        # The rule mrgrid follows (observed with Debian's mrtrix3 3.0.3): 16.5 -> 16, 20.5 -> 20, 12.5 -> 12; 6.67 -> 7.
+        nib.save(nib.Nifti1Image(np.zeros((33, 41, 25), np.float32), np.diag([2.0, 2.0, 2.0, 1.0])), self.path("ties.nii"))
+        self.assertEqual(nib.load(self.resize(self.path("ties.nii"), self.path("t4.nii"), "--voxel-size", "4")).shape, (16, 20, 12))
+        self.assertEqual(nib.load(self.resize(self.path("ties.nii"), self.path("t3.nii"), "--voxel-size", "3")).shape, (22, 27, 17))
 
     def test_size_factor_and_percentage_agree(self):
         by_size = self.resize(CARD, self.path("s.png"), "--size", "150,100")
