@@ -160,7 +160,12 @@ void run_resize(const ResizeCommand& command) {
     warn_if_label_map(command.input, input, options);
     const auto rank = static_cast<std::int64_t>(input.spatial.size());
     set_gaussian_sigma(options, command.sampling, input.geometry ? input.geometry->spacing : std::vector<double>{}, rank);
-    const AxisMap map = plan_resize(command, input, options.align_corners);
+    AxisMap map;
+    try {
+        map = plan_resize(command, input, options.align_corners);
+    } catch (const std::invalid_argument& e) {
+        throw ExitStatus(2, e.what());  // a value the command line got wrong, as CLI11's own checks
+    }
     Shape output_spatial(map.size.rbegin(), map.size.rend());
     check_output_size(command.output,
                       !command.size.empty() ? "--size" : !command.fit.empty() ? "--fit" : !command.scale.empty() ? "--scale" : "--voxel-size", map.size,

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Messages that say what to do: an output name no format writes lists the extensions gridwarp
 writes (before any work, no file left); a folder of bare MCFLIRT matrices names the tag that reads
-it; an image command given a volume it cannot write as an image gives its size x first.
+it; an image command given a volume it cannot write as an image gives its size x first; a --size
+of the wrong arity exits 2 with the spelling that keeps the aspect.
 
     /usr/bin/python3 tests/cli/test_messages.py --gridwarp build/app/gridwarp
 """
@@ -44,6 +45,20 @@ class Messages(FolderTestCase):
                      self.path("mats") + ",fsl,per-volume")
         self.assertEqual(result.returncode, 0, result.stderr)
         os.remove(self.path("moved.nii.gz"))
+
+
+class Sizes(FolderTestCase):
+    def test_a_volume_written_as_an_image_is_described_x_first(self):
+        nib.save(nib.Nifti1Image(np.zeros((176, 240, 256), np.uint8), np.eye(4)), self.path("t1.nii.gz"))
+        result = run("affine", "-i", self.path("t1.nii.gz"), "-o", self.path("t1.png"), "--rotate", "0")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("size 176 x 240 x 256", result.stderr)
+        self.assertFalse(os.path.exists(self.path("t1.png")))
+
+    def test_a_size_of_the_wrong_arity_is_a_usage_error_with_the_spelling_that_works(self):
+        result = run("resize", "-i", CARD, "-o", self.path("r.png"), "--size", "512")
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("512x or x512", result.stderr)
 
 
 if __name__ == "__main__":
