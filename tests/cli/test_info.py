@@ -54,7 +54,7 @@ class Info(FolderTestCase):
         # Every page is read: a PNG cannot hold them, and the command says so in one line.
         result = run("affine", "-i", self.path("pages.tif"), "-o", self.path("first.png"), "--rotate", "0")
         self.assertNotEqual(result.returncode, 0)
-        self.assertIn("N=3", result.stderr)
+        self.assertIn("got 3 item(s) of size 12 x 10", result.stderr)
         self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
         self.assertFalse(os.path.exists(self.path("first.png")))
         pages[0].save(self.path("one.tif"))
