@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <vector>
 
@@ -146,6 +147,44 @@ struct Hdf5Census {
 
 constexpr std::uint64_t kMostHdf5Links = 1 << 20;
 
+constexpr std::uint64_t kMostVariableLengthElements = 4096;
+constexpr std::uint32_t kMostVariableLengthBytes = 1 << 16;
+
+// A variable-length dataset (ITK's type and version strings) stores per element a sequence length
+// (4 bytes, little-endian), then the global heap address of the bytes and their index there.
+// libhdf5 allocates that length before it reads, whatever the heap holds, so the lengths are read
+// here from the file itself: each at most 64 KiB (ITK's strings are under 100 bytes), their sum
+// counted in the budget. Only contiguous storage (as ITK and h5py write strings) can be read so.
+std::string variable_length_problem(hid_t set, H5D_layout_t layout, std::uint64_t points, const fs::path& file,
+                                    std::uint64_t& lengths) {
+    if (layout != H5D_CONTIGUOUS) return " holds variable-length values stored other than contiguously, which ITK never writes";
+    if (points > kMostVariableLengthElements) return " holds more than 4096 variable-length values";
+    const Hdf5Handle owner(H5Iget_file_id(set), H5Fclose);
+    const Hdf5Handle creation(owner.valid() ? H5Fget_create_plist(*owner) : -1, H5Pclose);
+    std::size_t address_bytes = 0, size_bytes = 0;
+    if (!creation.valid() || H5Pget_sizes(*creation, &address_bytes, &size_bytes) < 0 || address_bytes == 0 || address_bytes > 8) {
+        return ": cannot read the file's address size";
+    }
+    const haddr_t offset = H5Dget_offset(set);
+    if (points == 0) return "";
+    if (offset == HADDR_UNDEF) return ": variable-length values whose storage cannot be located";
+    const std::size_t descriptor = 4 + address_bytes + 4;
+    std::string bytes(static_cast<std::size_t>(points) * descriptor, '\0');
+    std::ifstream in(file, std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(offset));
+    in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!in) return ": its variable-length values lie past the end of the file";
+    for (std::uint64_t element = 0; element < points; ++element) {
+        const auto* p = reinterpret_cast<const unsigned char*>(bytes.data()) + element * descriptor;
+        const std::uint32_t length = std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24);
+        if (length > kMostVariableLengthBytes) {
+            return " declares a variable-length value of " + std::to_string(length) + " bytes (at most 65536 in an ITK transform file)";
+        }
+        lengths += length;
+    }
+    return "";
+}
+
 herr_t take_census(hid_t root, const char* name, const H5L_info_t* link, void* data) {
     auto& census = *static_cast<Hdf5Census*>(data);
     const std::string where = std::string("/") + name;
@@ -202,6 +241,15 @@ herr_t take_census(hid_t root, const char* name, const H5L_info_t* link, void* d
         census.problem = where + " stores " + std::to_string(stored) + " of the " + std::to_string(static_cast<std::uint64_t>(bytes)) +
                          " bytes it declares (the rest would read as its fill value)";
         return 1;
+    }
+    if (H5Tis_variable_str(*type) > 0 || H5Tget_class(*type) == H5T_VLEN) {
+        std::uint64_t lengths = 0;
+        census.problem = variable_length_problem(*set, layout, static_cast<std::uint64_t>(points), census.file, lengths);
+        if (!census.problem.empty()) {
+            census.problem = where + census.problem;
+            return 1;
+        }
+        census.declared_bytes += lengths;
     }
     census.declared_bytes += static_cast<std::uint64_t>(bytes);
     if (H5Tget_class(*type) == H5T_FLOAT) census.parameter_values += static_cast<std::uint64_t>(points);
