@@ -11,6 +11,9 @@
 #include <fstream>
 #include <string>
 #include <string_view>
+#include <numeric>
+
+#include "gridwarp/io/image.hpp"
 
 namespace gridwarp::fuzz {
 
@@ -53,6 +56,15 @@ inline void write_file(const std::filesystem::path& path, std::string_view bytes
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     out.close();
     if (!out) std::abort();
+}
+
+// Reads every byte of an accepted image's pixels, so that the sanitizers see any the decoder left
+// unwritten or out of bounds.
+inline void read_every_pixel(const io::Image& image) {
+    const auto* pixels = static_cast<const std::uint8_t*>(image.pixels.data());
+    const auto bytes = static_cast<std::size_t>(image.pixels.numel()) * dtype_size(image.dtype());
+    volatile unsigned sum = std::accumulate(pixels, pixels + bytes, 0u);
+    (void)sum;
 }
 
 inline std::string_view as_text(const std::uint8_t* data, std::size_t size) {
