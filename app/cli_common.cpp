@@ -417,13 +417,25 @@ BasicTensorView<Pointer> channel_range(const BasicTensorView<Pointer>& view, std
     return result;
 }
 
+// Samples with `sample` and writes, as write_sampled does, logging "wrote FILE (...)".
+void write_windows(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options, int threads,
+                   const io::WindowSampler& sample, CommandProgress* progress) {
+    // (An output written a block at a time is sampled and written together: "sampling" to the end.)
+    if (progress) progress->phase("sampling", 1, 3);
+    const std::string summary = std::string(io::file_kind_name(description.kind)) + " " + std::string(dtype_name(description.dtype())) +
+                                ", size " + image_size_text(description.spatial);
+    io::write_sampled(file, std::move(description), write_options, threads, sample, [&] {
+        if (progress) progress->phase("writing", 2, 3);
+    });
+    if (progress) progress->finish();
+    spdlog::info("wrote {} ({})", file.string(), summary);
+}
+
 }  // namespace
 
 void sample_and_write(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options,
                       const ConstTensorView& input, const PositionSource& positions, const SampleOptions& options,
                       CommandProgress* progress) {
-    // (An output written a block at a time is sampled and written together: "sampling" to the end.)
-    if (progress) progress->phase("sampling", 1, 3);
     const auto sample = [&](const Shape& start, const Shape& extent, std::int64_t first_channel, const TensorView& pixels, int threads) {
         SampleOptions window_options = options;
         window_options.threads = threads;
@@ -437,13 +449,27 @@ void sample_and_write(const std::filesystem::path& file, io::Image description, 
         const Tensor converted = convert_to(sampled.view(), pixels.dtype);
         copy_elements(converted.view(), pixels);
     };
-    const std::string summary = std::string(io::file_kind_name(description.kind)) + " " + std::string(dtype_name(description.dtype())) +
-                                ", size " + image_size_text(description.spatial);
-    io::write_sampled(file, std::move(description), write_options, options.threads, sample, [&] {
-        if (progress) progress->phase("writing", 2, 3);
-    });
-    if (progress) progress->finish();
-    spdlog::info("wrote {} ({})", file.string(), summary);
+    write_windows(file, std::move(description), write_options, options.threads, sample, progress);
+}
+
+void shrink_and_write(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options,
+                      const ConstTensorView& input, const AxisAlignedMap& map, const std::vector<double>& factors,
+                      const SampleOptions& options, CommandProgress* progress) {
+    spdlog::debug("anti-aliasing on the output grid: {}", describe_antialias(factors, Shape(input.shape.begin() + 2, input.shape.end())));
+    const auto sample = [&](const Shape& start, const Shape& extent, std::int64_t first_channel, const TensorView& pixels, int threads) {
+        SampleOptions window_options = options;
+        window_options.threads = threads;
+        const ConstTensorView channels = channel_range(input, first_channel, pixels.shape[1]);
+        if (pixels.dtype == input.dtype) {
+            shrink_onto_grid(channels, map, factors, window_options, start, pixels);
+            return;
+        }
+        Shape shape = pixels.shape;
+        Tensor reduced(input.dtype, shape);
+        shrink_onto_grid(channels, map, factors, window_options, start, reduced.view());
+        copy_elements(convert_to(reduced.view(), pixels.dtype).view(), pixels);
+    };
+    write_windows(file, std::move(description), write_options, options.threads, sample, progress);
 }
 
 void sample_series_and_write(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options,

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gridwarp/antialias.hpp"
 #include "gridwarp/grid_sample.hpp"
 #include "gridwarp/io/image.hpp"
 #include "gridwarp/io/transform_io.hpp"
@@ -168,6 +169,11 @@ private:
 void sample_and_write(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options,
                       const ConstTensorView& input, const PositionSource& positions, const SampleOptions& options,
                       CommandProgress* progress = nullptr);
+// sample_and_write for an anti-aliased axis-aligned map that gridwarp::shrinks_onto_grid serves:
+// the output is reduced onto its grid (gridwarp::shrink_onto_grid), no filtered copy of the input made.
+void shrink_and_write(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options,
+                      const ConstTensorView& input, const AxisAlignedMap& map, const std::vector<double>& factors,
+                      const SampleOptions& options, CommandProgress* progress = nullptr);
 // sample_and_write for a series: each channel of `input` (1, C, D1..Dr), a volume of a 4-D series,
 // is sampled on its own into its plane of the output, at `volume_positions[c]` (or, given one,
 // `volume_positions[0]` for every volume), in `sample_type`. A volume of another type is converted

@@ -27,6 +27,7 @@ struct AffineCommand {
     std::vector<double> shift;
     std::string size;  // W,H[,D] or WxH[xD]
     std::string crop;  // X,Y[,Z],W,H[,D]
+    bool expand = false;
     SamplingFlags sampling;
     VolumeFlags volume;
     CommonOptions common;
@@ -192,6 +193,30 @@ std::vector<double> srt_matrix(const AffineCommand& command, const Shape& input_
     return matrix;
 }
 
+// --expand: the bounding box of the input's pixel edges turned and scaled, each side rounded to
+// the nearest whole pixel (as vips rotate sizes its output), x first. A quarter turn swaps the sides exactly.
+std::vector<std::int64_t> expanded_canvas(const AffineCommand& command, const Shape& input_spatial) {
+    const std::size_t rank = input_spatial.size();
+    const double scale = command.scale.value_or(1.0);
+    const auto [c, s] = cos_sin_degrees(command.rotate.value_or(0.0));
+    std::vector<double> extent(rank);  // x first
+    for (std::size_t k = 0; k < rank; ++k) extent[k] = static_cast<double>(input_spatial[rank - 1 - k]);
+    std::vector<double> box = extent;
+    if (rank >= 2) {
+        box[0] = std::fabs(c) * extent[0] + std::fabs(s) * extent[1];
+        box[1] = std::fabs(s) * extent[0] + std::fabs(c) * extent[1];
+    }
+    std::vector<std::int64_t> size(rank);
+    for (std::size_t k = 0; k < rank; ++k) {
+        const double side = std::round(scale * box[k]);
+        if (!(side <= static_cast<double>(std::int64_t{1} << 40))) {
+            throw std::invalid_argument("--expand: the turned input's bounding box is too large (--scale " + std::to_string(scale) + ")");
+        }
+        size[k] = std::max<std::int64_t>(1, static_cast<std::int64_t>(side));
+    }
+    return size;
+}
+
 void run_affine(const AffineCommand& command) {
     apply_common_options(command.common);
     CommandProgress progress("affine", command.common);
@@ -201,6 +226,9 @@ void run_affine(const AffineCommand& command) {
     // with --rotate; resizing is `gridwarp resize`.
     const bool srt = command.rotate || command.scale || !command.shift.empty() || !command.crop.empty() ||
                      (command.theta.empty() && command.matrix.empty() && !command.size.empty());
+    if (command.expand && (!(command.rotate || command.scale) || !command.size.empty() || !command.crop.empty())) {
+        throw std::invalid_argument("--expand sizes the canvas of --rotate/--scale: give it with them and without --size or --crop");
+    }
     const int sources = (command.theta.empty() ? 0 : 1) + (command.matrix.empty() ? 0 : 1) + (srt ? 1 : 0);
     if (sources != 1) {
         throw std::invalid_argument("give exactly one of --theta, --matrix, --rotate/--scale/--shift, --size alone (a canvas) or "
@@ -237,9 +265,11 @@ void run_affine(const AffineCommand& command) {
 
     Shape output_spatial = input.spatial;
     std::vector<std::int64_t> crop_corner;  // x first
-    if (!command.size.empty() || !command.crop.empty()) {
+    if (!command.size.empty() || !command.crop.empty() || command.expand) {
         std::vector<std::int64_t> size;  // x first
-        if (!command.crop.empty()) {
+        if (command.expand) {
+            size = expanded_canvas(command, input.spatial);
+        } else if (!command.crop.empty()) {
             const std::vector<std::int64_t> box = parse_integer_list("--crop", command.crop, static_cast<std::size_t>(2 * rank));
             crop_corner.assign(box.begin(), box.begin() + rank);
             size.assign(box.begin() + rank, box.end());
@@ -253,7 +283,7 @@ void run_affine(const AffineCommand& command) {
             }
         }
         output_spatial.assign(size.rbegin(), size.rend());  // W,H,D -> (D, H, W)
-        check_output_size(command.output, command.crop.empty() ? "--size" : "--crop", size,
+        check_output_size(command.output, command.expand ? "--expand" : command.crop.empty() ? "--size" : "--crop", size,
                           static_cast<std::uint64_t>(input.batch * input.channels), dtype_size(input.dtype()),
                           to_memory_budget(command.volume.memory));
     }
@@ -333,6 +363,9 @@ std::shared_ptr<void> register_affine_command(CLI::App& app) {
                     "Output canvas W,H[,D] or WxH[xD], centred on the input's centre (default: the input's size); alone it "
                     "crops or pads the centre. To resize, use gridwarp resize");
     sub->add_option("--crop", command->crop, "Cut the box X,Y[,Z],W,H[,D] (input pixels, x first: the corner, then the size)");
+    sub->add_flag("--expand", command->expand,
+                  "With --rotate/--scale: the canvas is the bounding box of the turned input (sides rounded to whole pixels, "
+                  "as vips rotate), centred, so no corner is cut");
     add_sampling_options(*sub, command->sampling);
     add_antialias_option(*sub, command->sampling, "off");
     add_volume_options(*sub, command->volume, true);
@@ -340,6 +373,7 @@ std::shared_ptr<void> register_affine_command(CLI::App& app) {
     sub->footer(
         "Examples:\n"
         "  gridwarp affine -i photo.png -o turned.png --rotate 30 --scale 1.2 --mode cubic\n"
+        "  gridwarp affine -i photo.png -o whole.png --rotate 30 --expand     # the canvas grows to keep the corners\n"
         "  gridwarp affine -i photo.jpg -o out.jpg --matrix M.txt --inverse     # OpenCV warpAffine's M\n"
         "  gridwarp affine -i brain.nii.gz -o turned.nii.gz --rotate 15 --mode cubic\n"
         "  gridwarp affine -i photo.png -o centre.png --size 640x480        # the centre 640x480, padded where smaller\n"

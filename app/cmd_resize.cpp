@@ -208,6 +208,13 @@ void run_resize(const ResizeCommand& command) {
         explanation.print();
         return;
     }
+    if (antialias.filters && shrinks_onto_grid(options, input.dtype())) {
+        const AxisAlignedMap grid{output_spatial, std::vector<double>(map.step.rbegin(), map.step.rend()),
+                                  std::vector<double>(map.start.rbegin(), map.start.rend())};
+        shrink_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), input.nchw(), grid,
+                         antialias.factors, options, &progress);
+        return;
+    }
     Tensor filtered;
     const ConstTensorView pixels = input_to_sample(input.nchw(), antialias, options, false, command.input,
                                                to_memory_budget(command.volume.memory), filtered);

@@ -10,14 +10,64 @@
 
 #include "axis_lines.hpp"
 #include "bspline_prefilter.hpp"
+#include "lowpass_taps.hpp"
 
 namespace gridwarp {
 
+namespace detail {
+
 namespace {
+
+constexpr double kLowpassLobes = 3.0;
+
+double sinc(double x) {
+    if (x == 0.0) return 1.0;
+    const double pi_x = M_PI * x;
+    return std::sin(pi_x) / pi_x;
+}
+
+}  // namespace
+
+std::int64_t lowpass_row(std::int64_t length, double factor, std::int64_t i, std::vector<double>& weights) {
+    // Offsets |d| < 3k: at |d| = 3k exactly the window is zero.
+    const auto half = static_cast<std::int64_t>(std::ceil(kLowpassLobes * factor)) - 1;
+    const std::int64_t first = std::max<std::int64_t>(0, i - half), last = std::min(length - 1, i + half);
+    weights.resize(static_cast<std::size_t>(last - first + 1));
+    double sum = 0.0;
+    for (std::int64_t j = first; j <= last; ++j) {
+        const double d = static_cast<double>(j - i) / factor;
+        weights[static_cast<std::size_t>(j - first)] = sinc(d) * sinc(d / kLowpassLobes);
+        sum += weights[static_cast<std::size_t>(j - first)];
+    }
+    for (double& w : weights) w /= sum;
+    return first;
+}
+
+LowpassTaps lowpass_taps(std::int64_t length, double factor) {
+    LowpassTaps taps;
+    taps.width = 2 * (static_cast<std::int64_t>(std::ceil(kLowpassLobes * factor)) - 1) + 1;
+    taps.first.resize(static_cast<std::size_t>(length));
+    taps.count.resize(static_cast<std::size_t>(length));
+    taps.weights.assign(static_cast<std::size_t>(length * taps.width), 0.0);
+    std::vector<double> row;
+    for (std::int64_t i = 0; i < length; ++i) {
+        const std::int64_t first = lowpass_row(length, factor, i, row);
+        std::copy(row.begin(), row.end(), taps.weights.begin() + i * taps.width);
+        taps.first[static_cast<std::size_t>(i)] = first;
+        taps.count[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(row.size());
+    }
+    return taps;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::LowpassTaps;
+using detail::lowpass_taps;
 
 constexpr std::int64_t kLatticePointsPerAxis = 17;
 constexpr std::int64_t kLatticeBatches = 8;
-constexpr double kLanczosLobes = 3.0;
 // Lines filtered side by side.
 constexpr int kLowpassLanes = 16;
 
@@ -38,44 +88,6 @@ double median(std::vector<double>& values) {
     const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
     std::nth_element(values.begin(), middle, values.end());
     return *middle;
-}
-
-double sinc(double x) {
-    if (x == 0.0) return 1.0;
-    const double pi_x = M_PI * x;
-    return std::sin(pi_x) / pi_x;
-}
-
-// The taps of every output index of an axis: taps[i] reads input indices first[i] ..
-// first[i] + count[i] - 1 with weights weights[i * width ..].
-struct LowpassTaps {
-    std::int64_t width = 0;
-    std::vector<std::int64_t> first, count;
-    std::vector<double> weights;
-};
-
-LowpassTaps lowpass_taps(std::int64_t length, double factor) {
-    // Offsets |d| < 3k: at |d| = 3k exactly the window is zero.
-    const auto half = static_cast<std::int64_t>(std::ceil(kLanczosLobes * factor)) - 1;
-    LowpassTaps taps;
-    taps.width = 2 * half + 1;
-    taps.first.resize(static_cast<std::size_t>(length));
-    taps.count.resize(static_cast<std::size_t>(length));
-    taps.weights.assign(static_cast<std::size_t>(length * taps.width), 0.0);
-    for (std::int64_t i = 0; i < length; ++i) {
-        const std::int64_t first = std::max<std::int64_t>(0, i - half), last = std::min(length - 1, i + half);
-        double* w = taps.weights.data() + i * taps.width;
-        double sum = 0.0;
-        for (std::int64_t j = first; j <= last; ++j) {
-            const double d = static_cast<double>(j - i) / factor;
-            w[j - first] = sinc(d) * sinc(d / kLanczosLobes);
-            sum += w[j - first];
-        }
-        for (std::int64_t j = first; j <= last; ++j) w[j - first] /= sum;
-        taps.first[static_cast<std::size_t>(i)] = first;
-        taps.count[static_cast<std::size_t>(i)] = last - first + 1;
-    }
-    return taps;
 }
 
 template <class T>

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gridwarp/grid_sample.hpp"
 #include "gridwarp/positions.hpp"
 #include "gridwarp/tensor.hpp"
 
@@ -40,6 +41,27 @@ DType lowpass_dtype(DType pixels);
 // taps outside the input dropped and the rest normalised to sum 1. Other axes are untouched.
 // Throws std::invalid_argument for string tensors. `threads` 0 uses every hardware thread.
 Tensor lowpass_for_shrink(const ConstTensorView& input, const std::vector<double>& factors, int threads);
+
+// A map that moves along the input's axes only, in pixel coordinates: output index j along spatial
+// axis a (outermost first) reads input position step[a] * j + start[a] (resize's maps).
+struct AxisAlignedMap {
+    Shape size;  // output spatial extents, outermost first
+    std::vector<double> step, start;
+};
+
+// True where shrink_onto_grid serves these options and pixels: linear, cubic and the windowed sincs
+// (not the prefiltered or smoothing kinds, nor GenericLabel), border or reflection padding or zeros
+// with fill 0, real types.
+bool shrinks_onto_grid(const SampleOptions& options, DType pixels);
+
+// lowpass_for_shrink followed by grid_sample through `map`, computed on the output grid: along each
+// axis, one row of weights per output index composes the kind's taps (padding applied) with the
+// low-pass rows they read, and the axes are reduced outermost first, each thread holding one input
+// slice in the compute type. Equal to the two steps up to rounding in the compute type. Writes the
+// output window that starts at spatial index `window_start` into `output` (N, C, window extents);
+// `input` is (N, C, D1..Dr). Throws std::invalid_argument where shrinks_onto_grid is false.
+void shrink_onto_grid(const ConstTensorView& input, const AxisAlignedMap& map, const std::vector<double>& factors,
+                      const SampleOptions& options, const Shape& window_start, const TensorView& output);
 
 // "Lanczos-3 low-pass along y (factor 4), x (factor 4)" or "none: no axis is shrunk", for --explain.
 std::string describe_antialias(const std::vector<double>& factors, const Shape& input_spatial);
