@@ -5,6 +5,8 @@
 #include <hwy/highway.h>
 #include <hwy/targets.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -21,10 +23,20 @@ std::string lower_case(std::string_view text) {
     return lowered;
 }
 
+// Highway's processor check, from libhwy loaded now rather than at start-up (lib/core's
+// CMakeLists.txt says why). Without the library, only the portable target is known to run.
+std::int64_t processor_targets() {
+    void* library = dlopen(GRIDWARP_HWY_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) return HWY_STATIC_TARGET;
+    using Query = std::int64_t (*)();
+    const auto query = reinterpret_cast<Query>(dlsym(library, "_ZN3hwy16SupportedTargetsEv"));  // hwy::SupportedTargets()
+    return query != nullptr ? query() : HWY_STATIC_TARGET;
+}
+
 // The compiled targets the processor supports, one bit each. Asked once: Highway 1.0 runs CPUID on
 // every SupportedTargets() call, which a virtual machine traps (microseconds per sampling call).
 std::int64_t supported_compiled_targets() {
-    static const std::int64_t supported = hwy::SupportedTargets() & HWY_TARGETS;
+    static const std::int64_t supported = processor_targets() & HWY_TARGETS;
     return supported;
 }
 
