@@ -33,6 +33,37 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
                      "Replace an output path that is a symbolic link, device or FIFO by a regular file (refused otherwise)");
 }
 
+void group_options(CLI::App& command) {
+    struct Group {
+        const char* name;
+        std::initializer_list<const char*> options;  // long names (or the short one where there is none)
+    };
+    static const Group kGroups[] = {
+        {"Input and output", {"--input", "--output", "--reference", "--manifest", "--report", "--output-type", "--output-data-type",
+                              "--dtype", "--replace-special-output"}},
+        {"Sampling", {"--mode", "--interpolation", "--padding", "--align-corners", "--fill", "--default-value", "--antialias",
+                      "--max-taps"}},
+        {"Reading", {"--nifti-geometry", "--keep-orientation", "--allow-outside-data-files"}},
+        {"Output format", {"--compression-level", "--quality"}},
+        {"Resources", {"--threads", "--max-memory", "--max-voxels"}},
+        {"Messages", {"--verbose", "--quiet", "--explain"}},
+    };
+    const std::string name = command.get_name();
+    const char* own = name == "info" || name == "batch" || name == "help" ? "Options" : "Transform and grid";
+    for (CLI::Option* option : command.get_options()) {
+        if (option == command.get_help_ptr()) continue;  // alone at the top, under "Options"
+        const std::vector<std::string>& long_names = option->get_lnames();
+        const std::string long_name = long_names.empty() ? "" : "--" + long_names.front();
+        const char* group = own;
+        for (const Group& candidate : kGroups) {
+            for (const char* listed : candidate.options) {
+                if (long_name == listed) group = candidate.name;
+            }
+        }
+        option->group(group);
+    }
+}
+
 void apply_common_options(const CommonOptions& options) {
     io::replace_special_outputs(options.replace_special_output);
     if (options.quiet) {
@@ -84,10 +115,8 @@ CLI::Validator padding_check(bool accepts_itk) {
 
 void add_sampling_options(CLI::App& command, SamplingFlags& flags) {
     command.add_option("--mode", flags.mode,
-                       "Interpolation, any case: linear, nearest or cubic (aliases bilinear, trilinear, bicubic; ANTs' Linear, "
-                       "NearestNeighbor), BSpline[0-5] (default 3), LanczosWindowedSinc, HammingWindowedSinc, CosineWindowedSinc, "
-                       "WelchWindowedSinc, BlackmanWindowedSinc (aliases lanczos, hamming, ...), Gaussian[sigma,alpha], or for label maps "
-                       "GenericLabel[kind] and MultiLabel[sigma,alpha] (sigma in mm, default the spacing; alpha default 1 and 4)")
+                       "Interpolation: linear, nearest, cubic, BSpline[0-5], LanczosWindowedSinc (and the other sincs), "
+                       "Gaussian[sigma,alpha]; for label maps GenericLabel[kind], MultiLabel. All: gridwarp help modes")
         ->capture_default_str()
         ->check(mode_check());
     command.add_option("--padding", flags.padding,
@@ -259,7 +288,7 @@ void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes) {
         command.add_option("--compression-level", flags.compression_level,
                            "gzip level for .nii.gz outputs: 0 (stored) to 12 (smallest); default 4, within 1 % of zlib's 6 "
                            "(1 where a trial block shows that 4 buys less than 0.5 %: noise-like data). PNG outputs: "
-                           "0 to 9, default 1")
+                           "0 to 9, default 4")
             ->check(CLI::Range(0, 12));
         command.add_option("--quality", flags.quality, "JPEG and WebP outputs: 1 (smallest) to 100 (best); default 95 for JPEG, "
                                                        "lossless for WebP")

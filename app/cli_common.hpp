@@ -252,8 +252,13 @@ private:
 
 // Makes RUN the action of SUB, whose options write into COMMAND. Every parse starts from the values
 // COMMAND holds now (its defaults), so that batch can parse job after job with one CLI::App.
+// Sorts a command's options into its --help groups (input and output, the command's own, sampling,
+// reading, output format, resources, messages), one table for every command.
+void group_options(CLI::App& command);
+
 template <class Command, class Run>
 void set_command_action(CLI::App& sub, const std::shared_ptr<Command>& command, Run run) {
+    group_options(sub);
     sub.preparse_callback([command, defaults = *command](std::size_t) { *command = defaults; });
     sub.callback([command, run] { run(*command); });
 }
@@ -270,5 +275,6 @@ std::shared_ptr<void> register_info_command(CLI::App& app);
 std::shared_ptr<void> register_resample_command(CLI::App& app);
 std::shared_ptr<void> register_batch_command(CLI::App& app);
 std::shared_ptr<void> register_convert_transform_command(CLI::App& app);
+std::shared_ptr<void> register_help_command(CLI::App& app);
 
 }  // namespace gridwarp::cli

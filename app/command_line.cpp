@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,30 @@ public:
     std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<EscapedMessage>(); }
 };
 
+// Option descriptions wrapped to the terminal's customary 100 columns, under their own column.
+class WrappingFormatter : public CLI::Formatter {
+public:
+    std::string make_option_desc(const CLI::Option* option) const override {
+        constexpr std::size_t kWidth = 100;
+        const std::size_t room = kWidth > get_column_width() + 20 ? kWidth - get_column_width() : 20;
+        std::string wrapped, word;
+        std::size_t line = 0;
+        std::istringstream words(option->get_description());
+        while (words >> word) {
+            if (line > 0 && line + 1 + word.size() > room) {
+                wrapped += '\n';
+                line = 0;
+            } else if (line > 0) {
+                wrapped += ' ';
+                ++line;
+            }
+            wrapped += word;
+            line += word.size();
+        }
+        return wrapped;
+    }
+};
+
 }  // namespace
 
 int run_command_line(int argc, char** argv, const char* version) {
@@ -48,6 +73,7 @@ int run_command_line(int argc, char** argv, const char* version) {
 
     CLI::App app{"gridwarp: exact N-D grid sampling (ONNX GridSample / AffineGrid) for images, volumes and tensors"};
     app.set_version_flag("--version", std::string("gridwarp ") + version);
+    app.formatter(std::make_shared<WrappingFormatter>());
     app.require_subcommand(1);
     // One line for command-line mistakes too, in the same form as every other error.
     // A mistyped option or command is named, with the nearest known one, before what CLI11 says of
@@ -59,7 +85,8 @@ int run_command_line(int argc, char** argv, const char* version) {
         return "gridwarp: error: " + escape_control_characters(unknown.empty() ? std::string(e.what()) : unknown) +
                " (see '" + help + "')\n";
     });
-    app.footer("Run 'gridwarp COMMAND --help' for a command's options and examples.\nDocs: docs/cli.md");
+    app.footer("Run 'gridwarp COMMAND --help' for a command's options and examples, 'gridwarp help modes' for every\n"
+               "interpolation mode.\nDocs: docs/cli.md");
     register_sample_command(app);
     register_grid_command(app);
     register_affine_command(app);
@@ -69,6 +96,7 @@ int run_command_line(int argc, char** argv, const char* version) {
     register_info_command(app);
     register_batch_command(app);
     register_convert_transform_command(app);
+    register_help_command(app);
 
     try {
         app.parse(argc, argv);

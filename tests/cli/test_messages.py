@@ -61,5 +61,53 @@ class Sizes(FolderTestCase):
         self.assertIn("512x or x512", result.stderr)
 
 
+SAMPLING_COMMANDS = ("sample", "affine", "resize", "flow", "resample")
+ALL_COMMANDS = SAMPLING_COMMANDS + ("grid", "info", "batch", "convert-transform")
+
+
+class Help(FolderTestCase):
+    def help_of(self, command):
+        result = run(command, "--help")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return result.stdout
+
+    def test_options_are_grouped_and_wrapped(self):
+        for command in ALL_COMMANDS:
+            text = self.help_of(command)
+            options = text.split("Examples:")[0]
+            self.assertLessEqual(max(len(line) for line in options.splitlines()), 100, command)
+            if command == "batch":
+                continue  # its own options only: the job's are the command's
+            self.assertIn("Input and output:", text, command)
+            self.assertIn("Resources:", text, command)
+        for command in SAMPLING_COMMANDS:
+            self.assertIn("Sampling:", self.help_of(command), command)
+
+    def test_mode_help_is_short_names_generic_label_and_points_to_the_full_list(self):
+        for command in SAMPLING_COMMANDS:
+            text = self.help_of(command)
+            mode = text[text.index("--mode"):]
+            mode = mode[:mode.index("\n  -", 1)]
+            self.assertIn("GenericLabel", mode, command)
+            self.assertIn("gridwarp help modes", mode, command)
+            self.assertLessEqual(len(" ".join(mode.split())), 260, command)
+
+    def test_help_modes_lists_every_ants_name(self):
+        result = run("help", "modes")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        for name in ("linear", "nearest", "cubic", "BSpline[0-5]", "LanczosWindowedSinc", "HammingWindowedSinc",
+                     "CosineWindowedSinc", "WelchWindowedSinc", "BlackmanWindowedSinc", "Gaussian[sigma,alpha]",
+                     "MultiLabel[sigma,alpha]", "GenericLabel[kind]", "nearestneighbor", "bilinear", "bicubic"):
+            self.assertIn(name, result.stdout)
+
+    def test_help_topics(self):
+        self.assertIn("reflection", run("help", "padding").stdout)
+        self.assertIn("--voxel-size", run("help", "resize").stdout)
+        result = run("help", "padd")
+        self.assertEqual(result.returncode, 2)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+        self.assertIn("did you mean 'padding'", result.stderr)
+
+
 if __name__ == "__main__":
     main()
