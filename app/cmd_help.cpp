@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli_common.hpp"
+#include "shell_docs.hpp"
 #include "suggestions.hpp"
 #include "gridwarp/interpolation.hpp"
 
@@ -13,6 +14,9 @@ namespace {
 
 struct HelpCommand {
     std::string topic;
+    bool man = false;
+    bool bash = false;
+    bool zsh = false;
 };
 
 // One line per interpolation kind, from the kinds' table, then GenericLabel.
@@ -55,6 +59,13 @@ std::string padding_text() {
 }
 
 void run_help(CLI::App& app, const HelpCommand& command) {
+    if (command.man + command.bash + command.zsh + !command.topic.empty() > 1) {
+        throw ExitStatus(2, "help: give one of a topic, --man, --bash-completion or --zsh-completion");
+    }
+    if (command.man || command.bash || command.zsh) {
+        std::cout << (command.man ? man_page(app) : command.bash ? bash_completion(app) : zsh_completion(app));
+        return;
+    }
     if (command.topic.empty()) {
         std::cout << app.help();
         return;
@@ -86,6 +97,9 @@ std::shared_ptr<void> register_help_command(CLI::App& app) {
     auto command = std::make_shared<HelpCommand>();
     CLI::App* sub = app.add_subcommand("help", "The interpolation modes or padding rules in full, or a command's help");
     sub->add_option("topic", command->topic, "modes, padding, or a command's name");
+    sub->add_flag("--man", command->man, "Print the gridwarp(1) man page (roff), written from the commands' options");
+    sub->add_flag("--bash-completion", command->bash, "Print the bash completion script");
+    sub->add_flag("--zsh-completion", command->zsh, "Print the zsh completion script");
     sub->footer(
         "Examples:\n"
         "  gridwarp help modes\n"

@@ -17,6 +17,7 @@ packages=(
   python3-h5py             # ITK .h5 transforms written in its layout (the untrusted-file tests)
   mrtrix3                  # ... and with MRtrix3; also a peer in bench_end_to_end
   slurm-wlm munge          # the slurm test starts a single-node cluster
+  groff-base zsh           # the installed man page and zsh completion are checked (groff, zsh -n)
 )
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
