@@ -1,6 +1,8 @@
 // gridwarp batch: one command (affine, flow, resample, sample) over the rows of a manifest, in one
 // process, several jobs at a time. Each job is the single command run in-process with the options
 // its row and the command line give, so its output is the single command's, byte for byte.
+#include <malloc.h>
+
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -583,6 +585,11 @@ void run_batch(const BatchCommand& command) {
         report << text << std::flush;
     };
     const InterruptHandlers interrupt_handlers;
+    // Each job's buffers reuse the pages the previous job freed instead of mapping fresh ones and
+    // faulting them in (glibc otherwise returns freed blocks over 128 KiB, and the top of each
+    // thread's heap, to the kernel): up to 64 MiB blocks stay in the heap, and heaps are not trimmed.
+    ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    ::mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
     std::atomic<std::size_t> next{0};
     std::atomic<bool> stop{false};
     auto worker = [&] {

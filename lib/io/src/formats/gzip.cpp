@@ -466,16 +466,28 @@ bool make_non_final(CompressedBlock& block) {
 
 }  // namespace
 
+libdeflate_compressor* thread_compressor(int level) {
+    struct Compressors {
+        std::array<libdeflate_compressor*, kMaxCompressionLevel + 1> by_level{};
+        ~Compressors() {
+            for (libdeflate_compressor* compressor : by_level) libdeflate_free_compressor(compressor);
+        }
+    };
+    thread_local Compressors compressors;
+    libdeflate_compressor*& compressor = compressors.by_level[static_cast<std::size_t>(std::clamp(level, kMinCompressionLevel, kMaxCompressionLevel))];
+    if (compressor == nullptr) compressor = libdeflate_alloc_compressor(level);
+    if (compressor == nullptr) throw std::bad_alloc();
+    return compressor;
+}
+
 int resolve_compression_level(int requested, std::span<const std::uint8_t> sample) {
     if (requested >= 0) return std::clamp(requested, kMinCompressionLevel, kMaxCompressionLevel);
     if (sample.empty()) return kDefaultCompressionLevel;
     sample = sample.first(std::min<std::size_t>(sample.size(), kLevelTrialBytes));
     const auto compressed_size = [&](int level) {
-        std::unique_ptr<libdeflate_compressor, void (*)(libdeflate_compressor*)> compressor(libdeflate_alloc_compressor(level),
-                                                                                            libdeflate_free_compressor);
-        if (!compressor) throw std::bad_alloc();
-        std::vector<std::uint8_t> out(libdeflate_deflate_compress_bound(compressor.get(), sample.size()));
-        return static_cast<double>(libdeflate_deflate_compress(compressor.get(), sample.data(), sample.size(), out.data(), out.size()));
+        libdeflate_compressor* compressor = thread_compressor(level);
+        std::vector<std::uint8_t> out(libdeflate_deflate_compress_bound(compressor, sample.size()));
+        return static_cast<double>(libdeflate_deflate_compress(compressor, sample.data(), sample.size(), out.data(), out.size()));
     };
     const double fast = compressed_size(kFastCompressionLevel), standard = compressed_size(kDefaultCompressionLevel);
     return standard > fast * (1.0 - kDefaultLevelGain) ? kFastCompressionLevel : kDefaultCompressionLevel;
@@ -500,12 +512,7 @@ void deflate_compress(const BlockSource& source, int level, int threads, Deflate
         sink(bytes);
     }
 
-    std::vector<std::unique_ptr<libdeflate_compressor, void (*)(libdeflate_compressor*)>> compressors;
-    for (int t = 0; t < workers; ++t) {
-        compressors.emplace_back(libdeflate_alloc_compressor(level), libdeflate_free_compressor);
-        if (!compressors.back()) throw std::bad_alloc();
-    }
-    const std::size_t bound = libdeflate_deflate_compress_bound(compressors.front().get(), static_cast<std::size_t>(largest)) + 8;
+    const std::size_t bound = libdeflate_deflate_compress_bound(thread_compressor(level), static_cast<std::size_t>(largest)) + 8;
     // A pipeline without rounds: each worker takes the next block, compresses it, and whoever
     // completes the block due next writes it and every completed block after it, in order. At most
     // `window` blocks are taken but not yet written, so memory stays bounded whatever the size,
@@ -536,8 +543,7 @@ void deflate_compress(const BlockSource& source, int level, int threads, Deflate
             CompressedBlock& block = slots[static_cast<std::size_t>(b % window)];
             try {
                 const auto input = source.checked_bytes(b, scratch[static_cast<std::size_t>(worker)]);
-                block.size = libdeflate_deflate_compress(compressors[static_cast<std::size_t>(worker)].get(), input.data(), input.size(),
-                                                         block.bytes.data(), bound - 8);
+                block.size = libdeflate_deflate_compress(thread_compressor(level), input.data(), input.size(), block.bytes.data(), bound - 8);
                 block.check = static_cast<std::uint32_t>(gzip ? libdeflate_crc32(0, input.data(), input.size())
                                                           : libdeflate_adler32(1, input.data(), input.size()));
                 block.length = input.size();

@@ -234,8 +234,9 @@ std::optional<Image> read_common_png(std::span<const std::uint8_t> bytes) {
 
     // Owned as the pixels' storage; the last `height` bytes are left over after unfiltering.
     const std::shared_ptr<std::uint8_t[]> buffer(new std::uint8_t[filtered_bytes]);
-    const std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> decompressor(libdeflate_alloc_decompressor(),
-                                                                                                  libdeflate_free_decompressor);
+    // One per thread, kept: a batch of small files would otherwise allocate one per file.
+    thread_local const std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> decompressor(
+        libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
     if (!decompressor) throw std::bad_alloc();
     std::size_t inflated = 0;
     if (libdeflate_zlib_decompress(decompressor.get(), stream.data(), stream.size(), buffer.get(), filtered_bytes, &inflated) !=
