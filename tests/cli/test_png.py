@@ -123,6 +123,26 @@ class Png(FolderTestCase):
         self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
         self.assertFalse(os.path.exists(out))
 
+    def test_a_stream_with_data_past_the_image_reads_as_libpng_reads_it(self):
+        # More rows in the zlib stream than the image has, over several IDAT chunks: libdeflate's
+        # exact-size inflate refuses it and libpng (which warns and keeps the image) reads the file;
+        # the chunks joined for libdeflate must not be what libpng is given.
+        pixels, data = small_png()
+        rows = b"".join(b"\x00" + row.tobytes() for row in np.concatenate([pixels, pixels[:4]]))
+        stream = zlib.compress(rows, 6)
+
+        def idat(payload):
+            return struct.pack(">I", len(payload)) + b"IDAT" + payload + struct.pack(">I", zlib.crc32(b"IDAT" + payload))
+
+        first = next(at for at in chunk_offsets(data) if data[at + 4:at + 8] == b"IDAT")
+        iend = next(at for at in chunk_offsets(data) if data[at + 4:at + 8] == b"IEND")
+        pieces = [stream[k:k + 97] for k in range(0, len(stream), 97)]
+        with open(self.path("long.png"), "wb") as f:
+            f.write(data[:first] + b"".join(idat(piece) for piece in pieces) + data[iend:])
+        expected = cv2.imread(self.path("long.png"), cv2.IMREAD_UNCHANGED)
+        self.assertIsNotNone(expected)
+        np.testing.assert_array_equal(self.decoded(self.path("long.png")), as_npy_image(expected))
+
 
 def small_png():
     """A 16x16 RGB image and the PNG Pillow writes of it."""

@@ -366,7 +366,10 @@ void write_file_atomically(const fs::path& target, const std::function<void(std:
     });
 }
 
-std::string read_file_bytes(const fs::path& file) {
+namespace {
+
+// A regular file opened for reading; FileError for anything else.
+int open_regular_file(const fs::path& file) {
     std::error_code error;
     const auto status = fs::status(file, error);
     if (!fs::exists(status)) throw FileError(file, "no such file");
@@ -374,14 +377,17 @@ std::string read_file_bytes(const fs::path& file) {
     if (!fs::is_regular_file(status)) throw FileError(file, "is not a regular file (a device, FIFO or socket)");
     const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw FileError(file, std::string("cannot open for reading: ") + std::strerror(errno));
-    // Sized once from the open file, then read to its end (a file whose size says nothing, as in
-    // /proc, grows the buffer as it goes).
-    struct stat opened {};
-    std::string bytes(::fstat(fd, &opened) == 0 ? static_cast<std::size_t>(opened.st_size) + 1 : 4096, '\0');
+    return fd;
+}
+
+// Reads `fd` to its end into buffer.data() from `done` on, growing it through resize(size) where
+// it fills (a file whose size says nothing, as in /proc); returns the bytes read in all.
+template <class Buffer>
+std::size_t read_to_end(int fd, const fs::path& file, Buffer& buffer) {
     std::size_t done = 0;
     for (;;) {
-        if (done == bytes.size()) bytes.resize(bytes.size() * 2);
-        const ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
+        if (done == buffer.size()) buffer.resize(buffer.size() * 2);
+        const ssize_t got = ::read(fd, buffer.data() + done, buffer.size() - done);
         if (got < 0 && errno == EINTR) continue;
         if (got < 0) {
             ::close(fd);
@@ -390,9 +396,45 @@ std::string read_file_bytes(const fs::path& file) {
         if (got == 0) break;
         done += static_cast<std::size_t>(got);
     }
-    bytes.resize(done);
     ::close(fd);
+    return done;
+}
+
+// Sized once from the open file (one byte more, so that the end is seen without growing).
+std::size_t opened_size(int fd) {
+    struct stat opened {};
+    return ::fstat(fd, &opened) == 0 ? static_cast<std::size_t>(opened.st_size) + 1 : 4096;
+}
+
+// Storage that is not cleared first: the read writes every byte that is kept.
+struct UninitializedBytes {
+    std::unique_ptr<std::uint8_t[]> bytes;
+    std::size_t length = 0;
+    std::uint8_t* data() { return bytes.get(); }
+    std::size_t size() const { return length; }
+    void resize(std::size_t size) {
+        std::unique_ptr<std::uint8_t[]> grown(new std::uint8_t[size]);
+        if (length > 0) std::memcpy(grown.get(), bytes.get(), std::min(size, length));
+        bytes = std::move(grown);
+        length = size;
+    }
+};
+
+}  // namespace
+
+std::string read_file_bytes(const fs::path& file) {
+    const int fd = open_regular_file(file);
+    std::string bytes(opened_size(fd), '\0');
+    bytes.resize(read_to_end(fd, file, bytes));
     return bytes;
+}
+
+FileBuffer read_file_buffer(const fs::path& file) {
+    const int fd = open_regular_file(file);
+    UninitializedBytes buffer;
+    buffer.resize(opened_size(fd));
+    const std::size_t size = read_to_end(fd, file, buffer);
+    return FileBuffer{std::move(buffer.bytes), size};
 }
 
 }  // namespace gridwarp::io

@@ -194,30 +194,8 @@ bool unfilter_rows_in_place(std::uint8_t* buffer, std::size_t rows, std::size_t 
 // without libpng: the image data inflated by libdeflate straight into the pixel buffer and
 // unfiltered there. nullopt for every other form and for anything libdeflate or the filters
 // refuse, which libpng then reads (and reports).
-std::optional<Image> read_common_png(std::span<const std::uint8_t> bytes) {
+std::optional<Image> read_common_png(std::span<std::uint8_t> bytes, bool& moved) {
     const std::uint8_t* header = bytes.data() + sizeof kSignature + 8;  // the one IHDR (check_png_chunks)
-    // The zlib stream: the one IDAT chunk's data where there is one, else the chunks joined (into a
-    // buffer sized once: the joins of a 40 MB stream in 64 KiB chunks cost as much as inflating it).
-    std::vector<std::span<const std::uint8_t>> chunks;
-    std::size_t stream_bytes = 0;
-    for (std::size_t at = sizeof kSignature; at + 12 <= bytes.size();) {
-        const std::uint32_t length = big_endian_32(bytes.data() + at);
-        const std::string_view type(reinterpret_cast<const char*>(bytes.data() + at + 4), 4);
-        if (type == "tRNS") return std::nullopt;
-        if (type == "IDAT") {
-            chunks.emplace_back(bytes.data() + at + 8, length);
-            stream_bytes += length;
-        }
-        if (type == "IEND") break;
-        at += std::size_t{length} + 12;
-    }
-    std::vector<std::uint8_t> joined;
-    std::span<const std::uint8_t> stream = chunks.size() == 1 ? chunks.front() : std::span<const std::uint8_t>();
-    if (chunks.size() > 1) {
-        joined.reserve(stream_bytes);
-        for (const auto& chunk : chunks) joined.insert(joined.end(), chunk.begin(), chunk.end());
-        stream = joined;
-    }
     const std::uint32_t width = big_endian_32(header), height = big_endian_32(header + 4);
     const int depth = header[8], colour = header[9], interlace = header[12];
     const int channels = colour == 0 ? 1 : colour == 2 ? 3 : colour == 6 ? 4 : 0;
@@ -231,6 +209,32 @@ std::optional<Image> read_common_png(std::span<const std::uint8_t> bytes) {
     const std::size_t row_bytes = pixel_bytes * width;
     if (static_cast<unsigned __int128>(row_bytes + 1) * height > (std::uint64_t{1} << 62)) return std::nullopt;
     const std::size_t filtered_bytes = (row_bytes + 1) * height;
+    for (std::size_t at = sizeof kSignature; at + 12 <= bytes.size();) {
+        const std::string_view type(reinterpret_cast<const char*>(bytes.data() + at + 4), 4);
+        if (type == "tRNS") return std::nullopt;
+        if (type == "IEND") break;
+        at += std::size_t{big_endian_32(bytes.data() + at)} + 12;
+    }
+    // The zlib stream: the IDAT chunks' data joined where the file's bytes are, each moved down over
+    // the chunk headers and other chunks before it (the first IDAT follows the IHDR, so the stream
+    // never overwrites a chunk not yet walked): no second buffer of the stream's size. The chunks
+    // were checked (check_png_chunks) and the header read above; `moved` tells the caller that the
+    // bytes are no longer the file's.
+    constexpr std::size_t kStreamStart = sizeof kSignature + 25;  // after the IHDR chunk
+    std::size_t stream_bytes = 0;
+    for (std::size_t at = sizeof kSignature; at + 12 <= bytes.size();) {
+        const std::uint32_t length = big_endian_32(bytes.data() + at);
+        const std::string_view type(reinterpret_cast<const char*>(bytes.data() + at + 4), 4);
+        if (type == "IEND") break;
+        const std::size_t next = at + std::size_t{length} + 12;
+        if (type == "IDAT") {
+            std::memmove(bytes.data() + kStreamStart + stream_bytes, bytes.data() + at + 8, length);
+            stream_bytes += length;
+            moved = true;
+        }
+        at = next;
+    }
+    const std::span<const std::uint8_t> stream(bytes.data() + kStreamStart, stream_bytes);
 
     // Owned as the pixels' storage; the last `height` bytes are left over after unfiltering.
     const std::shared_ptr<std::uint8_t[]> buffer(new std::uint8_t[filtered_bytes]);
@@ -276,11 +280,18 @@ bool has_png_signature(std::span<const std::uint8_t> head) {
 }
 
 Image read_png(const fs::path& file) {
-    const std::string file_bytes = read_file_bytes(file);
-    const std::span bytes(reinterpret_cast<const std::uint8_t*>(file_bytes.data()), file_bytes.size());
+    FileBuffer file_bytes = read_file_buffer(file);
+    std::span<std::uint8_t> bytes(file_bytes.data.get(), file_bytes.size);
     if (!has_png_signature(bytes)) throw FileError(file, "not a PNG: it does not start with the PNG signature");
     check_png_chunks(file, bytes);
-    if (auto image = read_common_png(bytes)) return std::move(*image);
+    bool moved = false;
+    if (auto image = read_common_png(bytes, moved)) return std::move(*image);
+    if (moved) {  // libpng reads the file as it is, not the joined stream
+        file_bytes = read_file_buffer(file);
+        bytes = std::span<std::uint8_t>(file_bytes.data.get(), file_bytes.size);
+        if (!has_png_signature(bytes)) throw FileError(file, "not a PNG: it does not start with the PNG signature");
+        check_png_chunks(file, bytes);
+    }
 
     PngReport report;
     ReadStructs structs;

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <filesystem>
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <string_view>
 
@@ -33,5 +35,12 @@ void replace_special_outputs(bool replace);
 
 // Reads a whole file into memory; throws FileError when it cannot.
 std::string read_file_bytes(const std::filesystem::path& file);
+// The same bytes in a buffer that is not cleared before the read (a large file's pages are touched
+// once), writable in place.
+struct FileBuffer {
+    std::unique_ptr<std::uint8_t[]> data;
+    std::size_t size = 0;
+};
+FileBuffer read_file_buffer(const std::filesystem::path& file);
 
 }  // namespace gridwarp::io
