@@ -622,17 +622,6 @@ std::vector<std::int64_t> parse_integer_list(const std::string& option, const st
     return values;
 }
 
-std::string image_size_text(const Shape& spatial) {
-    static constexpr const char* kAxisNames[] = {"W", "H", "D"};
-    std::string sizes;
-    std::string names;
-    for (std::size_t i = 0; i < spatial.size(); ++i) {
-        const std::string separator = i == 0 ? "" : " x ";
-        sizes += separator + std::to_string(spatial[spatial.size() - 1 - i]);
-        names += separator + (i < 3 ? kAxisNames[i] : "axis " + std::to_string(i + 1));
-    }
-    return sizes + " (" + names + ")";
-}
 
 void report_warnings(const io::Image& image) {
     for (const auto& warning : image.warnings) spdlog::warn("{}", warning);

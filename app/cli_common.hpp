@@ -189,7 +189,7 @@ void report_warnings(const io::Image& image);
 // naming `option`.
 std::vector<std::int64_t> parse_integer_list(const std::string& option, const std::string& text, std::size_t count);
 // An image's size as every message gives it, x first: "320 x 240 (W x H)", "64 x 64 x 48 (W x H x D)".
-std::string image_size_text(const Shape& spatial);
+using io::image_size_text;
 // One warning line when `image` is an integer image that looks like a label map (few distinct
 // values, most voxels equal to their neighbour) and `options` interpolate between values
 // (label_map_warning.cpp).

@@ -52,8 +52,20 @@ class Sizes(FolderTestCase):
         nib.save(nib.Nifti1Image(np.zeros((176, 240, 256), np.uint8), np.eye(4)), self.path("t1.nii.gz"))
         result = run("affine", "-i", self.path("t1.nii.gz"), "-o", self.path("t1.png"), "--rotate", "0")
         self.assertEqual(result.returncode, 1, result.stderr)
-        self.assertIn("size 176 x 240 x 256", result.stderr)
+        self.assertIn("size 176 x 240 x 256 (W x H x D)", result.stderr)
         self.assertFalse(os.path.exists(self.path("t1.png")))
+
+    def test_every_writer_gives_sizes_x_first(self):
+        nib.save(nib.Nifti1Image(np.zeros((176, 240, 256), np.uint8), np.eye(4)), self.path("t1.nii.gz"))
+        np.save(self.path("four.npy"), np.zeros((1, 1, 5, 6, 7, 8), np.float32))  # N, C, then axes outermost first
+        for source, target, expected in (("t1.nii.gz", "t1.tif", "size 176 x 240 x 256 (W x H x D)"),
+                                         ("four.npy", "four.nii", "size 8 x 7 x 6 x 5 (W x H x D x axis 4)"),
+                                         ("four.npy", "four.nrrd", "size 8 x 7 x 6 x 5 (W x H x D x axis 4)")):
+            result = run("affine", "-i", self.path(source), "-o", self.path(target), "--scale", "1")
+            self.assertEqual(result.returncode, 1, result.stderr)
+            self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+            self.assertIn(expected, result.stderr)
+            self.assertFalse(os.path.exists(self.path(target)))
 
     def test_a_size_of_the_wrong_arity_is_a_usage_error_with_the_spelling_that_works(self):
         result = run("resize", "-i", CARD, "-o", self.path("r.png"), "--size", "512")

@@ -12,6 +12,18 @@ namespace gridwarp::io {
 
 namespace fs = std::filesystem;
 
+std::string image_size_text(const Shape& spatial) {
+    static constexpr const char* kAxisNames[] = {"W", "H", "D"};
+    std::string sizes;
+    std::string names;
+    for (std::size_t i = 0; i < spatial.size(); ++i) {
+        const std::string separator = i == 0 ? "" : " x ";
+        sizes += separator + std::to_string(spatial[spatial.size() - 1 - i]);
+        names += separator + (i < 3 ? kAxisNames[i] : "axis " + std::to_string(i + 1));
+    }
+    return sizes + " (" + names + ")";
+}
+
 std::string_view file_kind_name(FileKind kind) {
     switch (kind) {
         case FileKind::Tensor: return "tensor";

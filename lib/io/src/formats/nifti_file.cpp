@@ -317,7 +317,7 @@ NiftiWritePlan plan_nifti_write(const fs::path& temporary, const fs::path& targe
     if (image.batch != 1) throw FileError(target, "a NIfTI file holds one image, got N=" + std::to_string(image.batch) + " (write .npy)");
     const std::size_t spatial_rank = image.spatial.size();
     if (spatial_rank < 2 || spatial_rank > 3) {
-        throw FileError(target, "NIfTI files hold 2-D or 3-D images here, got spatial shape " + shape_to_string(image.spatial));
+        throw FileError(target, "NIfTI files hold 2-D or 3-D images here, got size " + image_size_text(image.spatial));
     }
     const Geometry geometry = image.geometry ? *image.geometry : Geometry::identity(spatial_rank);
     if (geometry.dimension() != spatial_rank) {

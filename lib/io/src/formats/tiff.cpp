@@ -512,7 +512,7 @@ constexpr std::size_t kStripBytes = std::size_t{256} << 10;
 void write_tiff(const fs::path& file, const fs::path& target, const Image& image) {
     const std::string extension = lowercase_filename(target.extension());
     if (image.spatial.size() != 2) {
-        throw FileError(target, "a TIFF holds 2-D pages, got spatial shape " + shape_to_string(image.spatial) + " (write .npy or a volume format)");
+        throw FileError(target, "a TIFF holds 2-D pages, got size " + image_size_text(image.spatial) + " (write .npy or a volume format)");
     }
     const auto sample_format = tiff_sample_format(image.dtype());
     if (!sample_format) {

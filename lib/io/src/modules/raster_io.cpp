@@ -149,13 +149,8 @@ bool has_raster_writer(const fs::path& file) {
 void write_raster(const fs::path& temporary, const fs::path& target, const Image& image, const WriteOptions& options) {
     silence_opencv();
     if (image.batch != 1 || image.spatial.size() != 2) {
-        std::string size;  // x first, as every message gives sizes
-        for (std::size_t axis = image.spatial.size(); axis-- > 0;) {
-            if (!size.empty()) size += " x ";
-            size += std::to_string(image.spatial[axis]);
-        }
-        throw FileError(target, "an image file holds one 2-D image, got " + std::to_string(image.batch) + " item(s) of size " + size +
-                                    " (x first; write .npy or a volume format)");
+        throw FileError(target, "an image file holds one 2-D image, got " + std::to_string(image.batch) + " item(s) of size " +
+                                    image_size_text(image.spatial) + " (write .npy or a volume format)");
     }
     const int depth = depth_for_dtype(image.dtype());
     const std::string extension = extension_of(target);

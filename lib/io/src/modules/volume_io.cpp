@@ -160,7 +160,7 @@ void write_volume(const fs::path& temporary, const fs::path& target, const Image
     }
     const auto spatial_dimensions = static_cast<unsigned>(image.spatial.size());
     if (spatial_dimensions < 2 || spatial_dimensions > 3) {
-        throw FileError(target, "volume files hold 2-D or 3-D images, got spatial shape " + shape_to_string(image.spatial));
+        throw FileError(target, "volume files hold 2-D or 3-D images, got size " + image_size_text(image.spatial));
     }
     const auto component = component_for_dtype(image.dtype(), target);
     // Several channels of a volume are written as the input had them: vector voxels, or a 4-D series.

@@ -26,6 +26,9 @@ class StagedOutput;  // files/mapped_file.hpp
 
 enum class FileKind { Tensor, Raster, Volume };
 std::string_view file_kind_name(FileKind kind);
+// A spatial shape (outermost first) as every message gives sizes, x first with the axes named:
+// "176 x 240 x 256 (W x H x D)".
+std::string image_size_text(const Shape& spatial);
 
 // Physical geometry in ITK's convention (LPS, millimetres). Axes are innermost-first (i, j, k):
 // spacing[0] belongs to the fastest-varying axis (W). direction is row-major dim x dim; its
