@@ -89,3 +89,94 @@ TEST_CASE("a map that shrinks an axis to a point is filtered as kMaxLowpassFacto
     CHECK(as_doubles(huge.view()) == as_doubles(capped.view()));
     CHECK(describe_antialias({1e300}, Shape{64}) == "Lanczos-3 low-pass along x (factor 1e+300, filtered as 32)");
 }
+
+namespace {
+
+// The documented two steps, written with the library's other path: the low-passed copy, then
+// grid_sample through the same axis-aligned map (pixel space, x first rows).
+Tensor lowpass_then_sample(const ConstTensorView& input, const AxisAlignedMap& map, const std::vector<double>& factors,
+                           const SampleOptions& options) {
+    const std::size_t rank = map.size.size();
+    std::vector<double> matrix;
+    for (std::size_t k = 0; k < rank; ++k) {  // row k: input coordinate k (x first) from output coordinates
+        for (std::size_t j = 0; j < rank; ++j) matrix.push_back(j == k ? map.step[rank - 1 - k] : 0.0);
+        matrix.push_back(map.start[rank - 1 - k]);
+    }
+    std::vector<double> per_batch;
+    for (std::int64_t n = 0; n < input.shape[0]; ++n) per_batch.insert(per_batch.end(), matrix.begin(), matrix.end());
+    const AffinePositions positions(per_batch, input.shape[0], map.size, options.align_corners, DType::Float64, CoordinateSpace::Pixel);
+    const Tensor filtered = lowpass_for_shrink(input, factors, 1);
+    Tensor sampled = grid_sample(filtered.view(), positions, options);
+    return input.dtype == sampled.dtype() ? std::move(sampled) : convert_to(sampled.view(), input.dtype);
+}
+
+}  // namespace
+
+TEST_CASE("shrink_onto_grid equals the low-passed copy sampled, for every kind it serves", "[antialias]") {
+    // float64 volume (N=2, C=2), factors 2.6, 1 (not filtered) and 3.1; windows of the output grid.
+    Tensor volume(DType::Float64, Shape{2, 2, 13, 9, 31});
+    double* values = volume.data_as<double>();
+    for (std::int64_t i = 0; i < volume.numel(); ++i) values[i] = std::sin(0.37 * static_cast<double>(i)) * 100 + static_cast<double>(i % 17);
+    const AxisAlignedMap map{Shape{5, 9, 10}, {13.0 / 5, 1.0, 3.1}, {(13.0 / 5 - 1) / 2, 0.0, (3.1 - 1) / 2}};
+    const std::vector<double> factors{13.0 / 5, 1.0, 3.1};
+    for (const Interpolation mode : {Interpolation::Linear, Interpolation::Cubic, Interpolation::LanczosSinc}) {
+        for (const Padding padding : {Padding::Border, Padding::Reflection, Padding::Zeros}) {
+            SampleOptions options;
+            options.mode = mode;
+            options.padding = padding;
+            options.threads = 2;
+            REQUIRE(shrinks_onto_grid(options, DType::Float64));
+            const Tensor expected = lowpass_then_sample(volume.view(), map, factors, options);
+            Tensor got(DType::Float64, Shape{2, 2, 5, 9, 10});
+            shrink_onto_grid(volume.view(), map, factors, options, Shape{0, 0, 0}, got.view());
+            for (std::int64_t i = 0; i < got.numel(); ++i) {
+                REQUIRE(got.data_as<double>()[i] == Approx(expected.data_as<double>()[i]).margin(1e-9));
+            }
+            // A window (the writer's blocks): output rows 2..4 of z, all of y and x.
+            Tensor window(DType::Float64, Shape{2, 2, 3, 9, 10});
+            shrink_onto_grid(volume.view(), map, factors, options, Shape{2, 0, 0}, window.view());
+            for (std::int64_t n = 0; n < 2 * 2; ++n) {
+                for (std::int64_t i = 0; i < 3 * 90; ++i) {
+                    REQUIRE(window.data_as<double>()[n * 270 + i] == got.data_as<double>()[n * 450 + 180 + i]);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("shrink_onto_grid reads interleaved uint8 channels and rounds as the sampler does", "[antialias]") {
+    // An RGB photo as the readers give it: (1, 3, H, W) with channel stride 1.
+    const std::int64_t height = 37, width = 53;
+    std::vector<std::uint8_t> pixels(static_cast<std::size_t>(height * width * 3));
+    for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>((i * 37 + i / 7) % 256);
+    const ConstTensorView photo(DType::UInt8, pixels.data(), Shape{1, 3, height, width}, Shape{height * width * 3, 1, width * 3, 3});
+    const AxisAlignedMap map{Shape{15, 20}, {37.0 / 15, 53.0 / 20}, {(37.0 / 15 - 1) / 2, (53.0 / 20 - 1) / 2}};
+    const std::vector<double> factors{37.0 / 15, 53.0 / 20};
+    SampleOptions options;
+    options.mode = Interpolation::Cubic;
+    options.padding = Padding::Border;
+    const Tensor expected = lowpass_then_sample(photo, map, factors, options);
+    Tensor got(DType::UInt8, Shape{1, 3, 15, 20});
+    shrink_onto_grid(photo, map, factors, options, Shape{0, 0}, got.view());
+    int differing = 0;
+    for (std::int64_t i = 0; i < got.numel(); ++i) {
+        const int difference = std::abs(int(got.data_as<std::uint8_t>()[i]) - int(expected.data_as<std::uint8_t>()[i]));
+        REQUIRE(difference <= 1);  // float32 sums in another order: a tie may round the other way
+        differing += difference;
+    }
+    CHECK(differing <= got.numel() / 50);
+}
+
+TEST_CASE("shrink_onto_grid refuses what it does not serve", "[antialias]") {
+    SampleOptions options;
+    options.mode = Interpolation::BSpline;
+    CHECK_FALSE(shrinks_onto_grid(options, DType::Float32));
+    options.mode = Interpolation::Linear;
+    options.fill = 3.0;
+    CHECK_FALSE(shrinks_onto_grid(options, DType::Float32));
+    options.padding = Padding::Border;
+    CHECK(shrinks_onto_grid(options, DType::Float32));
+    CHECK_FALSE(shrinks_onto_grid(options, DType::Complex64));
+    options.generic_label = true;
+    CHECK_FALSE(shrinks_onto_grid(options, DType::Float32));
+}

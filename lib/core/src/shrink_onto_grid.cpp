@@ -285,6 +285,16 @@ void shrink_onto_grid(const ConstTensorView& input, const AxisAlignedMap& map, c
         }
     }
     if (shape_numel(output.shape) == 0) return;
+    if (shape_numel(input.shape) == 0) {  // no input values: every tap reads the fill, 0
+        visit_dtype(output.dtype, [&](auto pixel) {
+            using S = typename decltype(pixel)::type;
+            if constexpr (std::is_arithmetic_v<S> || std::is_same_v<S, float16> || std::is_same_v<S, bfloat16>) {
+                const Tensor zeros(output.dtype, output.shape);
+                copy_elements(zeros.view(), output);
+            }
+        });
+        return;
+    }
     const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
     visit_dtype(input.dtype, [&](auto pixel) {
         using S = typename decltype(pixel)::type;
