@@ -59,6 +59,11 @@ public:
 }  // namespace
 
 int run_command_line(int argc, char** argv, const char* version) {
+    // The version needs neither the logger nor a command: answered before either is built.
+    if (argc == 2 && std::string_view(argv[1]) == "--version") {
+        std::printf("gridwarp %s\n", version);
+        return 0;
+    }
     // Messages go to stderr so that stdout stays clean for data (gridwarp info --json), through the
     // descriptor taken before any reader can capture descriptor 2 (cli_common.hpp).
     std::FILE* messages = ::fdopen(original_stderr(), "w");
@@ -87,16 +92,13 @@ int run_command_line(int argc, char** argv, const char* version) {
     });
     app.footer("Run 'gridwarp COMMAND --help' for a command's options and examples, 'gridwarp help modes' for every\n"
                "interpolation mode.\nDocs: docs/cli.md");
-    register_sample_command(app);
-    register_grid_command(app);
-    register_affine_command(app);
-    register_resize_command(app);
-    register_flow_command(app);
-    register_resample_command(app);
-    register_info_command(app);
-    register_batch_command(app);
-    register_convert_transform_command(app);
-    register_help_command(app);
+    // A command line that names a command needs only that command's options; help reads every
+    // command's.
+    const CommandEntry* named = argc > 1 ? find_command(argv[1]) : nullptr;
+    for (const CommandEntry& entry : command_table()) {
+        if (named && named->name != "help" && &entry != named) continue;
+        entry.registrar(app);
+    }
 
     try {
         app.parse(argc, argv);

@@ -35,14 +35,37 @@ std::string unknown_argument(const CLI::App& app) {
     return "";
 }
 
+std::span<const CommandEntry> command_table() {
+    static constexpr CommandEntry commands[] = {
+        {"sample", &register_sample_command, true},
+        {"grid", &register_grid_command, false},
+        {"affine", &register_affine_command, true},
+        {"resize", &register_resize_command, true},
+        {"flow", &register_flow_command, true},
+        {"resample", &register_resample_command, true},
+        {"info", &register_info_command, false},
+        {"batch", &register_batch_command, false},
+        {"convert-transform", &register_convert_transform_command, false},
+        {"help", &register_help_command, false},
+    };
+    return commands;
+}
 
+const CommandEntry* find_command(std::string_view name) {
+    for (const CommandEntry& entry : command_table()) {
+        if (entry.name == name) return &entry;
+    }
+    return nullptr;
+}
 
 const std::map<std::string, Registrar>& in_process_commands() {
-    static const std::map<std::string, Registrar> commands = {{"affine", &register_affine_command},
-                                                              {"flow", &register_flow_command},
-                                                              {"resample", &register_resample_command},
-                                                              {"resize", &register_resize_command},
-                                                              {"sample", &register_sample_command}};
+    static const std::map<std::string, Registrar> commands = [] {
+        std::map<std::string, Registrar> in_process;
+        for (const CommandEntry& entry : command_table()) {
+            if (entry.in_process) in_process.emplace(entry.name, entry.registrar);
+        }
+        return in_process;
+    }();
     return commands;
 }
 

@@ -7,14 +7,28 @@
 
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gridwarp::cli {
 
+// Adds a command to the program's App and returns the storage its options write to.
+using Registrar = std::shared_ptr<void> (*)(CLI::App&);
+
+// Every gridwarp command, once, in --help's order: the program, batch, the Python package and the
+// shell docs all read this table. in_process: batch rows and the Python package can run it.
+struct CommandEntry {
+    std::string_view name;
+    Registrar registrar;
+    bool in_process;
+};
+std::span<const CommandEntry> command_table();
+const CommandEntry* find_command(std::string_view name);
+
 // The commands that can run in-process (affine, flow, resample, resize, sample) and the functions
 // that register them.
-using Registrar = std::shared_ptr<void> (*)(CLI::App&);
 const std::map<std::string, Registrar>& in_process_commands();
 
 // "unknown option '--rotat' (did you mean '--rotate'?)" for the first argument the command did not

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Start-up: commands that do not sample never load Highway's library (its static initializer
 calibrates a timer for milliseconds); sampling loads it and still finds the processor's targets.
+The program loads no codec or logging library at start-up: each costs time whether used or not.
 
     /usr/bin/python3 tests/cli/test_startup.py --gridwarp build/app/gridwarp
 """
@@ -26,6 +27,16 @@ class Startup(FolderTestCase):
             result, lines = loaded_libraries(*args)
             self.assertEqual(result.returncode, 0, result.stderr[-500:])
             self.assertFalse([line for line in lines if "libhwy" in line], args)
+
+    def test_version_loads_only_the_runtimes(self):
+        runtimes = ("ld-linux", "libc.so", "libm.so", "libstdc++.so", "libgcc_s.so", "libgomp.so", "libpthread.so",
+                    "libdl.so", "libasan.so", "libubsan.so", "liblsan.so")
+        result, lines = loaded_libraries("--version")
+        self.assertEqual(result.returncode, 0, result.stderr[-500:])
+        self.assertTrue(result.stdout.startswith("gridwarp "), result.stdout)
+        loaded = {line.split("file=")[1].split()[0] for line in lines if "file=" in line}
+        self.assertTrue(any(name.startswith("libstdc++") for name in loaded), loaded)
+        self.assertEqual({name for name in loaded if not any(runtime in name for runtime in runtimes)}, set())
 
     def test_sampling_loads_highway_on_demand(self):
         np.save(self.path("x.npy"), np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4))
