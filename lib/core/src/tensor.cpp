@@ -99,10 +99,9 @@ Tensor::Tensor(DType type, Shape shape) : dtype_(type), shape_(std::move(shape))
         if (extent < 0) throw std::invalid_argument("Tensor: negative extent in shape " + shape_to_string(shape_));
     }
     // A product past 2^62 bytes wraps the element count; no machine holds it anyway.
-    unsigned __int128 bytes = dtype_size(type);
+    std::uint64_t bytes = dtype_size(type);
     for (auto extent : shape_) {
-        bytes *= static_cast<std::uint64_t>(extent);
-        if (bytes > (static_cast<unsigned __int128>(1) << 62)) {
+        if (__builtin_mul_overflow(bytes, static_cast<std::uint64_t>(extent), &bytes) || bytes > (std::uint64_t{1} << 62)) {
             throw std::invalid_argument("Tensor: shape " + shape_to_string(shape_) + " holds more than 2^62 bytes");
         }
     }
