@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gridwarp/antialias.hpp"
+#include "gridwarp/itk_boundary.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/file_identity.hpp"
 
@@ -75,12 +76,11 @@ void apply_common_options(const CommonOptions& options) {
     }
 }
 
-CLI::Validator mode_check() {
+CLI::Validator mode_check(SamplingFlags& flags) {
     return CLI::Validator(
-        [](const std::string& text) -> std::string {
-            SampleOptions options;
+        [&flags](const std::string& text) -> std::string {
             try {
-                set_sampling_mode(options, text);
+                flags.parsed_mode = parse_sampling_mode(text);
                 return "";
             } catch (const std::invalid_argument& e) {
                 std::vector<std::string> names{"GenericLabel"};
@@ -118,7 +118,7 @@ void add_sampling_options(CLI::App& command, SamplingFlags& flags) {
                        "Interpolation: linear, nearest, cubic, BSpline[0-5], LanczosWindowedSinc (and the other sincs), "
                        "Gaussian[sigma,alpha]; for label maps GenericLabel[kind], MultiLabel. All: gridwarp help modes")
         ->capture_default_str()
-        ->check(mode_check());
+        ->check(mode_check(flags));
     command.add_option("--padding", flags.padding,
                        "Outside the input: zeros, border or reflection; resample also takes itk (ITK's boundary rule)")
         ->capture_default_str()
@@ -228,7 +228,7 @@ ConstTensorView input_to_sample(const ConstTensorView& input, const AntialiasPla
 void set_gaussian_sigma(SampleOptions& options, const SamplingFlags& flags, const std::vector<double>& spacing,
                         std::int64_t spatial_rank) {
     try {
-        gridwarp::set_gaussian_sigma(options, flags.mode, spacing, spatial_rank);
+        resolve_gaussian_sigma(options, flags.parsed_mode, spacing, spatial_rank);
     } catch (const std::invalid_argument& e) {
         throw std::invalid_argument(std::string("--mode: ") + e.what());
     }
@@ -236,29 +236,17 @@ void set_gaussian_sigma(SampleOptions& options, const SamplingFlags& flags, cons
 
 SampleOptions to_sample_options(const SamplingFlags& flags, const CommonOptions& common, bool accepts_itk_padding) {
     SampleOptions options;
-    // The library's messages name the value; say which option it came from.
-    try {
-        set_sampling_mode(options, flags.mode);
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(std::string("--mode: ") + e.what());
-    }
+    apply_sampling_mode(options, flags.parsed_mode);
     if (itk_padding(flags)) {
         if (!accepts_itk_padding) {
             throw std::invalid_argument("--padding itk: only resample applies ITK's boundary rule; use zeros, border or reflection here");
         }
-        if (options.mode == Interpolation::Cubic) {
-            throw std::invalid_argument(
-                "--padding itk: ITK's cubic is a B-spline interpolator, which --mode cubic does not equal; use BSpline[3]");
-        }
-        // The rule is applied to the positions (ItkBoundaryPositions); beyond the edge, the taps of
-        // what it leaves inside follow ITK's boundary condition for the kind: linear and nearest
-        // never reach there, B-splines mirror, windowed sincs read 0.
-        options.padding = Padding::Zeros;
-        if (options.mode == Interpolation::BSpline) {
-            options.padding = Padding::Reflection;
-            options.align_corners = true;
-        } else if (!interpolation_kind(options.mode).onnx) {
-            options.outside_tap_value = 0.0;
+        // The rule is applied to the positions (ItkBoundaryPositions); the sampler's options make
+        // the taps past the edge read as ITK's boundary condition for the kind does.
+        try {
+            apply_itk_boundary(options);
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument(std::string("--padding itk: ") + e.what());
         }
     } else {
         try {
@@ -485,7 +473,7 @@ void shrink_and_write(const std::filesystem::path& file, io::Image description, 
                       const ConstTensorView& input, const AxisAlignedMap& map, const std::vector<double>& factors,
                       const SampleOptions& options, CommandProgress* progress) {
     spdlog::debug("anti-aliasing on the output grid: {}", describe_antialias(factors, Shape(input.shape.begin() + 2, input.shape.end())));
-    const auto sample = [&](const Shape& start, const Shape& extent, std::int64_t first_channel, const TensorView& pixels, int threads) {
+    const auto sample = [&](const Shape& start, const Shape&, std::int64_t first_channel, const TensorView& pixels, int threads) {
         SampleOptions window_options = options;
         window_options.threads = threads;
         const ConstTensorView channels = channel_range(input, first_channel, pixels.shape[1]);

@@ -38,6 +38,7 @@ void apply_common_options(const CommonOptions& options);
 
 struct SamplingFlags {
     std::string mode = "linear";
+    SamplingMode parsed_mode = parse_sampling_mode("linear");  // `mode`, parsed once by mode_check
     std::string padding = "zeros";
     bool align_corners = false;
     double fill = 0.0;
@@ -48,8 +49,8 @@ struct SamplingFlags {
 };
 
 // --mode's and --padding's values, checked when the command line is read (a usage error, exit 2, with
-// the nearest name where one is near).
-CLI::Validator mode_check();
+// the nearest name where one is near); mode_check keeps the parsed mode in flags.parsed_mode.
+CLI::Validator mode_check(SamplingFlags& flags);
 CLI::Validator padding_check(bool accepts_itk);
 
 // --mode, --padding, --align-corners, --fill, --max-taps, --explain.

@@ -31,13 +31,8 @@ std::string modes_text() {
         text += std::string(name.size() < 28 ? 28 - name.size() : 1, ' ');
         std::string notes;
         if (!kind.aliases.empty()) notes += "aliases: " + std::string(kind.aliases) + ". ";
-        if (kind.onnx) notes += "ONNX GridSample's mode, exact. ";
-        if (kind.ordered) notes += "B-spline of order 0-5, default 3 (2 and up prefilter the image). ";
-        if (kind.gaussian) {
-            notes += "sigma in mm (one, or one per axis joined by x; default the spacing), alpha the cut-off in sigmas. ";
-        }
-        if (kind.keeps_values) notes += "Outputs input values only (label maps). ";
-        if (!notes.empty()) notes.pop_back();
+        notes += kind.summary;
+        if (!notes.empty() && notes.back() == ' ') notes.pop_back();
         text += notes + "\n";
     }
     text +=

@@ -274,7 +274,7 @@ std::shared_ptr<void> register_resample_command(CLI::App& app) {
     // antsApplyTransforms' spellings, so that a line from an ANTs script runs as it is.
     sub->add_option("-n,--interpolation", command->sampling.mode, "antsApplyTransforms' name for --mode (Linear, BSpline[3], GenericLabel, ...)")
         ->excludes(sub->get_option("--mode"))
-        ->check(mode_check());
+        ->check(mode_check(command->sampling));
     sub->add_option("-f,--default-value", command->sampling.fill, "antsApplyTransforms' name for --fill")->excludes(sub->get_option("--fill"));
     sub->add_option("-d,--dimensionality", command->dimensionality,
                     "antsApplyTransforms' -d: 2 or 3, checked against the moving image (the image says it; optional)")

@@ -8,6 +8,7 @@
 #include <map>
 #include <numbers>
 
+#include "gridwarp/itk_boundary.hpp"
 #include "support/support.hpp"
 
 using namespace gridwarp;
@@ -78,6 +79,55 @@ TEST_CASE("Gaussian and MultiLabel names take ANTs' [sigma,alpha]", "[gaussian][
     CHECK_THROWS_WITH(parse_interpolation_choice("Gaussian[1x]"), Catch::Contains("sigma"));
     CHECK_THROWS_WITH(parse_interpolation_choice("BSpline[1,2]"), Catch::Contains("0 to 5"));
     CHECK_THROWS_WITH(parse_interpolation_choice("Linear[1]"), Catch::Contains("takes no order"));
+}
+
+TEST_CASE("A mode's text is parsed once; sigmas in mm become pixels once the spacing is known", "[gaussian][names]") {
+    const SamplingMode mode = parse_sampling_mode("Gaussian[2x6x1,3]");
+    CHECK(mode.choice.mode == Interpolation::Gaussian);
+    SampleOptions options;
+    apply_sampling_mode(options, mode);
+    CHECK(options.mode == Interpolation::Gaussian);
+    CHECK(options.gaussian_alpha == 3.0);
+    // Spacing x first (1, 3, 0.5 mm); the library's sigmas run outermost first, in pixels.
+    resolve_gaussian_sigma(options, mode, {1.0, 3.0, 0.5}, 3);
+    CHECK(options.gaussian_sigma == std::vector<double>{2.0, 2.0, 2.0});
+    CHECK_THROWS_WITH(resolve_gaussian_sigma(options, mode, {1.0, 1.0}, 2), Catch::Contains("3 sigmas for an input of 2 spatial axes"));
+
+    const SamplingMode label = parse_sampling_mode("genericlabel[Lanczos]");
+    CHECK(label.generic_label);
+    CHECK(label.choice.mode == Interpolation::LanczosSinc);
+    CHECK_THROWS_WITH(parse_sampling_mode("GenericLabel[BSpline]"), Catch::Contains("GenericLabel takes"));
+    SampleOptions linear;
+    apply_sampling_mode(linear, parse_sampling_mode("GenericLabel"));
+    CHECK(linear.generic_label);
+    CHECK(linear.mode == Interpolation::Linear);
+}
+
+TEST_CASE("ITK's boundary rule sets each kind's boundary condition (docs/semantics.md)", "[gaussian][names]") {
+    const auto under_itk = [](const char* text) {
+        SampleOptions options;
+        options.padding = Padding::Border;
+        apply_sampling_mode(options, parse_sampling_mode(text));
+        apply_itk_boundary(options);
+        return options;
+    };
+    // Linear and nearest: their positions are clamped or rounded inside, zeros padding otherwise.
+    for (const char* text : {"Linear", "NearestNeighbor"}) {
+        const SampleOptions options = under_itk(text);
+        CHECK(options.padding == Padding::Zeros);
+        CHECK_FALSE(options.outside_tap_value);
+    }
+    // B-splines: ITK mirrors the image about its edge voxels' centres.
+    const SampleOptions spline = under_itk("BSpline[3]");
+    CHECK(spline.padding == Padding::Reflection);
+    CHECK(spline.align_corners);
+    // Windowed sincs (ConstantBoundaryCondition) and the Gaussians: 0 past the edge.
+    for (const char* text : {"LanczosWindowedSinc", "WelchWindowedSinc", "Gaussian", "MultiLabel"}) {
+        const SampleOptions options = under_itk(text);
+        CHECK(options.padding == Padding::Zeros);
+        CHECK(options.outside_tap_value == 0.0);
+    }
+    CHECK_THROWS_WITH(under_itk("cubic"), Catch::Contains("use BSpline[3]"));
 }
 
 TEST_CASE("Gaussian: erf weights over the voxels within the cut-off, clipped to the input, renormalised", "[gaussian]") {

@@ -13,17 +13,34 @@ namespace gridwarp {
 namespace {
 
 constexpr std::array kKinds{
-    InterpolationKind{Interpolation::Linear, "linear", "bilinear trilinear", true, false, true, false, false},
-    InterpolationKind{Interpolation::Nearest, "nearest", "nearestneighbor nearestneighbour", true, false, true, false, true},
-    InterpolationKind{Interpolation::Cubic, "cubic", "bicubic", true, false, true, false, false},
-    InterpolationKind{Interpolation::BSpline, "BSpline", "spline", false, true, false, false, false},
-    InterpolationKind{Interpolation::LanczosSinc, "LanczosWindowedSinc", "lanczos", false, false, true, false, false},
-    InterpolationKind{Interpolation::HammingSinc, "HammingWindowedSinc", "hamming", false, false, true, false, false},
-    InterpolationKind{Interpolation::CosineSinc, "CosineWindowedSinc", "cosine", false, false, true, false, false},
-    InterpolationKind{Interpolation::WelchSinc, "WelchWindowedSinc", "welch", false, false, true, false, false},
-    InterpolationKind{Interpolation::BlackmanSinc, "BlackmanWindowedSinc", "blackman", false, false, true, false, false},
-    InterpolationKind{Interpolation::Gaussian, "Gaussian", "", false, false, false, true, false},
-    InterpolationKind{Interpolation::MultiLabel, "MultiLabel", "", false, false, false, true, true},
+    InterpolationKind{.mode = Interpolation::Linear, .name = "linear", .aliases = "bilinear trilinear", .onnx = true,
+                      .label_inner = true, .taps = 2, .itk_boundary = ItkBoundary::NeverReached,
+                      .summary = "ONNX GridSample's mode, exact."},
+    InterpolationKind{.mode = Interpolation::Nearest, .name = "nearest", .aliases = "nearestneighbor nearestneighbour",
+                      .onnx = true, .label_inner = true, .keeps_values = true, .taps = 1,
+                      .itk_boundary = ItkBoundary::NeverReached,
+                      .summary = "ONNX GridSample's mode, exact. Outputs input values only (label maps)."},
+    InterpolationKind{.mode = Interpolation::Cubic, .name = "cubic", .aliases = "bicubic", .onnx = true, .label_inner = true,
+                      .taps = 4, .itk_boundary = ItkBoundary::NotInItk, .summary = "ONNX GridSample's mode, exact."},
+    InterpolationKind{.mode = Interpolation::BSpline, .name = "BSpline", .aliases = "spline", .ordered = true,
+                      .itk_boundary = ItkBoundary::Mirror,
+                      .summary = "B-spline of order 0-5, default 3 (2 and up prefilter the image)."},
+    InterpolationKind{.mode = Interpolation::LanczosSinc, .name = "LanczosWindowedSinc", .aliases = "lanczos",
+                      .label_inner = true, .taps = 2 * kSincRadius, .summary = ""},
+    InterpolationKind{.mode = Interpolation::HammingSinc, .name = "HammingWindowedSinc", .aliases = "hamming",
+                      .label_inner = true, .taps = 2 * kSincRadius, .summary = ""},
+    InterpolationKind{.mode = Interpolation::CosineSinc, .name = "CosineWindowedSinc", .aliases = "cosine",
+                      .label_inner = true, .taps = 2 * kSincRadius, .summary = ""},
+    InterpolationKind{.mode = Interpolation::WelchSinc, .name = "WelchWindowedSinc", .aliases = "welch",
+                      .label_inner = true, .taps = 2 * kSincRadius, .summary = ""},
+    InterpolationKind{.mode = Interpolation::BlackmanSinc, .name = "BlackmanWindowedSinc", .aliases = "blackman",
+                      .label_inner = true, .taps = 2 * kSincRadius, .summary = ""},
+    InterpolationKind{.mode = Interpolation::Gaussian, .name = "Gaussian", .aliases = "", .gaussian = true,
+                      .summary = "sigma in mm (one, or one per axis joined by x; default the spacing), alpha the cut-off in sigmas."},
+    InterpolationKind{.mode = Interpolation::MultiLabel, .name = "MultiLabel", .aliases = "", .gaussian = true,
+                      .keeps_values = true,
+                      .summary = "sigma in mm (one, or one per axis joined by x; default the spacing), alpha the cut-off in "
+                                 "sigmas. Outputs input values only (label maps)."},
 };
 
 std::string lower(std::string_view text) {
@@ -140,13 +157,10 @@ std::string_view interpolation_name(Interpolation mode) { return interpolation_k
 
 int taps_per_axis(Interpolation mode, int spline_order) {
     switch (mode) {
-        case Interpolation::Nearest: return 1;
-        case Interpolation::Linear: return 2;
-        case Interpolation::Cubic: return 4;
         case Interpolation::BSpline: return spline_order + 1;
         case Interpolation::Gaussian: return static_cast<int>(gaussian_taps_per_axis(1.0, kDefaultGaussianAlpha));
         case Interpolation::MultiLabel: return static_cast<int>(gaussian_taps_per_axis(1.0, kDefaultMultiLabelAlpha));
-        default: return 2 * kSincRadius;
+        default: return interpolation_kind(mode).taps;
     }
 }
 

@@ -42,15 +42,32 @@ void apply_rule(double* xyz, std::int64_t count, std::size_t rank, const double*
     }
 }
 
+void check_kind_in_itk(Interpolation mode) {
+    if (interpolation_kind(mode).itk_boundary == ItkBoundary::NotInItk) {
+        throw std::invalid_argument("ITK's boundary rule has no " + std::string(interpolation_name(mode)) +
+                                    " convolution: ITK's cubic is a B-spline interpolator (BSplineInterpolateImageFunction); use BSpline[3]");
+    }
+}
+
 }  // namespace
+
+void apply_itk_boundary(SampleOptions& options) {
+    check_kind_in_itk(options.mode);
+    options.padding = Padding::Zeros;
+    switch (interpolation_kind(options.mode).itk_boundary) {
+        case ItkBoundary::Mirror:
+            options.padding = Padding::Reflection;
+            options.align_corners = true;
+            break;
+        case ItkBoundary::ZeroTaps: options.outside_tap_value = 0.0; break;
+        case ItkBoundary::NeverReached:
+        case ItkBoundary::NotInItk: break;
+    }
+}
 
 ItkBoundaryPositions::ItkBoundaryPositions(const PositionSource& source, Shape input_shape, Interpolation mode)
     : source_(source), input_shape_(std::move(input_shape)), mode_(mode) {
-    if (mode == Interpolation::Cubic) {
-        throw std::invalid_argument(
-            "ITK's boundary rule has no cubic convolution: ITK's cubic is a B-spline interpolator "
-            "(BSplineInterpolateImageFunction); use BSpline[3]");
-    }
+    check_kind_in_itk(mode);
     if (source.space() != CoordinateSpace::Pixel) {
         throw std::invalid_argument("ITK's boundary rule needs pixel-space positions");
     }

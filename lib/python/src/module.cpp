@@ -21,14 +21,18 @@ using namespace pybind11::literals;
 
 namespace {
 
-SampleOptions sample_options(const std::string& mode, const std::string& padding_mode, bool align_corners, double fill,
-                             std::optional<int> threads) {
-    SampleOptions options;
+SamplingMode sampling_mode(const std::string& mode) {
     try {
-        set_sampling_mode(options, mode);
+        return parse_sampling_mode(mode);
     } catch (const std::invalid_argument& e) {
         throw py::value_error(std::string("mode: ") + e.what());
     }
+}
+
+SampleOptions sample_options(const SamplingMode& mode, const std::string& padding_mode, bool align_corners, double fill,
+                             std::optional<int> threads) {
+    SampleOptions options;
+    apply_sampling_mode(options, mode);
     try {
         options.padding = parse_padding(padding_mode);
     } catch (const std::invalid_argument& e) {
@@ -77,14 +81,15 @@ py::object grid_sample_text(py::handle input, const ConstTensorView& grid, const
 
 py::object grid_sample(py::handle input, py::handle grid, const std::string& mode, const std::string& padding_mode,
                        bool align_corners, double fill, std::optional<int> threads, py::handle out, std::uint64_t max_taps) {
-    SampleOptions options = sample_options(mode, padding_mode, align_corners, fill, threads);
+    const SamplingMode parsed_mode = sampling_mode(mode);
+    SampleOptions options = sample_options(parsed_mode, padding_mode, align_corners, fill, threads);
     if (holds_text(input)) {
         const BorrowedArray g = BorrowedArray::borrow(grid, "grid", false);
         return grid_sample_text(input, g.view(), options, out);
     }
     const BorrowedArray x = BorrowedArray::borrow(input, "input", false);
     const BorrowedArray g = BorrowedArray::borrow(grid, "grid", false);
-    set_gaussian_sigma(options, mode, {}, x.view().rank() - 2);
+    resolve_gaussian_sigma(options, parsed_mode, {}, x.view().rank() - 2);
     const Shape shape = grid_sample_output_shape(x.view(), g.view());
     if (interpolation_kind(options.mode).gaussian && max_taps != 0) {
         const std::uint64_t taps = taps_in_all(options, x.view().shape, Shape(shape.begin() + 2, shape.end()));

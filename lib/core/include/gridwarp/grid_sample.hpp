@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -47,16 +48,24 @@ struct SampleOptions {
     std::optional<double> gaussian_alpha;
 };
 
-// A mode as the CLI's --mode and the Python package's mode= spell it: an interpolation kind's name
-// or alias in any case ("linear", "bilinear", "BSpline[3]", "Gaussian[1.5,2]"), or GenericLabel[kind]
-// (GenericLabel alone: Linear). Sets mode, spline_order, generic_label and gaussian_alpha; throws
-// std::invalid_argument.
-void set_sampling_mode(SampleOptions& options, std::string_view text);
+// A mode as the CLI's --mode and the Python package's mode= spell it, parsed once: an interpolation
+// kind's name or alias in any case ("linear", "bilinear", "BSpline[3]", "Gaussian[1.5,2]"), or
+// GenericLabel[kind] (GenericLabel alone: Linear). Gaussian sigmas stay in the units written (mm)
+// until resolve_gaussian_sigma knows the input's spacing.
+struct SamplingMode {
+    std::string text;  // as written, for messages
+    InterpolationChoice choice;
+    bool generic_label = false;
+};
+// Throws std::invalid_argument naming the accepted names.
+SamplingMode parse_sampling_mode(std::string_view text);
+// Sets options' mode, spline_order, generic_label and gaussian_alpha.
+void apply_sampling_mode(SampleOptions& options, const SamplingMode& mode);
 // For Gaussian and MultiLabel whose text gives sigmas (one, or one per axis x first, in the units of
 // `spacing`, x first; without a spacing, pixels): options.gaussian_sigma in pixels for an input of
 // `spatial_rank` axes. Other kinds, or no sigma: nothing. Throws std::invalid_argument.
-void set_gaussian_sigma(SampleOptions& options, std::string_view text, const std::vector<double>& spacing,
-                        std::int64_t spatial_rank);
+void resolve_gaussian_sigma(SampleOptions& options, const SamplingMode& mode, const std::vector<double>& spacing,
+                            std::int64_t spatial_rank);
 
 // Input values each output point reads along all `spatial_rank` axes under these options (for
 // Gaussian and MultiLabel, from their sigma and alpha; saturated at 2^64 - 1). Throws

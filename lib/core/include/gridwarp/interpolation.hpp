@@ -25,15 +25,27 @@ enum class Interpolation {
     MultiLabel,    // ITK's LabelImageGaussianInterpolateImageFunction: the label of most Gaussian weight
 };
 
+// How ITK's boundary rule (itk_boundary.hpp, docs/semantics.md) treats a kind's taps past the edge
+// of an image, for the points it leaves inside.
+enum class ItkBoundary {
+    NeverReached,  // linear and nearest: the positions are clamped or rounded, no tap falls outside
+    Mirror,        // B-splines: the image mirrored about its edge voxels' centres
+    ZeroTaps,      // windowed sincs and the Gaussians: taps outside read 0
+    NotInItk,      // no ITK interpolator equals it (cubic convolution): refused under the rule
+};
+
 struct InterpolationKind {
     Interpolation mode;
     std::string_view name;     // as messages, --explain and ANTs (beyond ONNX) spell it
     std::string_view aliases;  // further names accepted by parse_interpolation_choice, space-separated, lower case
-    bool onnx;                 // an ONNX GridSample mode: exact results, served by the fast paths
-    bool ordered;              // takes an order in brackets (B-spline: 0-5, default 3)
-    bool label_inner;          // may be GenericLabel's interpolator (weights of the samples themselves)
-    bool gaussian;             // takes [sigma,alpha] in brackets (Gaussian, MultiLabel)
-    bool keeps_values;         // outputs only input values (nearest, MultiLabel): never low-passed first
+    bool onnx = false;         // an ONNX GridSample mode: exact results, served by the fast paths
+    bool ordered = false;      // takes an order in brackets (B-spline: 0-5, default 3)
+    bool label_inner = false;  // may be GenericLabel's interpolator (weights of the samples themselves)
+    bool gaussian = false;     // takes [sigma,alpha] in brackets (Gaussian, MultiLabel)
+    bool keeps_values = false; // outputs only input values (nearest, MultiLabel): never low-passed first
+    int taps = 0;              // read along each axis; 0: from the order or from sigma and alpha
+    ItkBoundary itk_boundary = ItkBoundary::ZeroTaps;
+    std::string_view summary;  // what `gridwarp help modes` says of it, after its parameters
 };
 
 // One entry per kind, in the order of the enum.

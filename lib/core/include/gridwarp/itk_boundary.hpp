@@ -10,6 +10,12 @@
 
 namespace gridwarp {
 
+// The sampler's options under which ItkBoundaryPositions' positions read as ITK reads, by the
+// kind's InterpolationKind::itk_boundary: zeros padding; B-splines mirror (reflection about the
+// corner centres); windowed sincs and the Gaussians read 0 past the edge (outside_tap_value).
+// Throws std::invalid_argument for a kind ITK has no equal of (cubic convolution).
+void apply_itk_boundary(SampleOptions& options);
+
 // The positions of another pixel-space source, rewritten point by point (in double) so that
 // sampling them with zeros padding gives what ITK gives at the source's positions:
 //  - a point whose continuous index u is outside [-0.5, d - 0.5) on some axis (NaN included)
