@@ -6,6 +6,11 @@
 #include <optional>
 
 #include "cli_common.hpp"
+#include "sampling_options.hpp"
+#include "file_options.hpp"
+#include "messages.hpp"
+#include "sample_and_write.hpp"
+#include "geometry_options.hpp"
 #include "gridwarp/flow.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"

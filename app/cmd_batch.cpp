@@ -29,6 +29,9 @@
 
 #include "batch_manifest.hpp"
 #include "cli_common.hpp"
+#include "file_options.hpp"
+#include "messages.hpp"
+#include "geometry_options.hpp"
 #include "command_runner.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/file_identity.hpp"

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "cli_common.hpp"
+#include "file_options.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"
 #include "gridwarp/io/transform_io.hpp"

@@ -4,6 +4,10 @@
 #include <memory>
 
 #include "cli_common.hpp"
+#include "sampling_options.hpp"
+#include "file_options.hpp"
+#include "messages.hpp"
+#include "sample_and_write.hpp"
 #include "gridwarp/flow.hpp"
 #include "gridwarp/io/flow_io.hpp"
 #include "gridwarp/io/image.hpp"

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli_common.hpp"
+#include "messages.hpp"
 #include "shell_docs.hpp"
 #include "suggestions.hpp"
 #include "gridwarp/interpolation.hpp"

@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "cli_common.hpp"
+#include "file_options.hpp"
+#include "messages.hpp"
 #include "gridwarp/io/flow_io.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"

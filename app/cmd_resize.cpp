@@ -8,6 +8,10 @@
 #include <sstream>
 
 #include "cli_common.hpp"
+#include "sampling_options.hpp"
+#include "file_options.hpp"
+#include "messages.hpp"
+#include "sample_and_write.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"
 

@@ -4,6 +4,9 @@
 #include <memory>
 
 #include "cli_common.hpp"
+#include "sampling_options.hpp"
+#include "file_options.hpp"
+#include "messages.hpp"
 #include "gridwarp/io/npy.hpp"
 
 namespace gridwarp::cli {

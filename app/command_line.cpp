@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli_common.hpp"
+#include "messages.hpp"
 #include "command_runner.hpp"
 
 namespace gridwarp::cli {
@@ -65,7 +66,7 @@ int run_command_line(int argc, char** argv, const char* version) {
         return 0;
     }
     // Messages go to stderr so that stdout stays clean for data (gridwarp info --json), through the
-    // descriptor taken before any reader can capture descriptor 2 (cli_common.hpp).
+    // descriptor taken before any reader can capture descriptor 2 (messages.hpp).
     std::FILE* messages = ::fdopen(original_stderr(), "w");
     auto sink = std::make_shared<spdlog::sinks::ansicolor_sink<spdlog::details::console_mutex>>(messages ? messages : stderr,
                                                                                                spdlog::color_mode::automatic);

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "cli_common.hpp"
+#include "messages.hpp"
 #include "gridwarp/interpolation.hpp"
 
 namespace gridwarp::cli {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli_common.hpp"
+#include "messages.hpp"
 #include "command_runner.hpp"
 
 namespace gridwarp::python {
@@ -20,7 +21,7 @@ namespace gridwarp::python {
 namespace {
 
 // Warnings go to stderr as the program's do, through the descriptor taken before any reader can
-// capture descriptor 2 (cli_common.hpp). The program's "wrote ..." lines only with verbose=True:
+// capture descriptor 2 (messages.hpp). The program's "wrote ..." lines only with verbose=True:
 // a script calls these functions by the thousand.
 void log_as_the_program_does(bool verbose) {
     static std::once_flag once;
