@@ -10,6 +10,7 @@
 
 #ifdef __linux__
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 namespace gridwarp {
@@ -64,8 +65,10 @@ std::shared_ptr<void> allocate_elements(std::int64_t count) {
         if (n > std::numeric_limits<std::size_t>::max() / sizeof(T) - kHugePage) throw std::bad_alloc();
         const std::size_t bytes = n * sizeof(T);
         if (bytes >= kHugePage) {
-            const std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
 #ifdef __linux__
+            // Whole base pages, not huge ones: the last huge page's unused part is never resident.
+            const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+            const std::size_t rounded = (bytes + page - 1) / page * page;
             // Fresh anonymous pages are zero already: mapping them directly saves writing every
             // byte twice (the kernel's zeroing, then a memset), which malloc cannot promise.
             // Over-map by one huge page to align the start, then give the slack back.
@@ -81,6 +84,7 @@ std::shared_ptr<void> allocate_elements(std::int64_t count) {
             madvise(memory, rounded, MADV_HUGEPAGE);  // advice only: without it, 4 KiB pages
             return std::shared_ptr<void>(memory, [rounded](void* p) { munmap(p, rounded); });
 #else
+            const std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
             void* memory = std::aligned_alloc(kHugePage, rounded);
             if (memory == nullptr) throw std::bad_alloc();
             std::memset(memory, 0, bytes);  // zeros, as value-initialisation gives (all-zero bits)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <csetjmp>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -29,11 +30,24 @@ void put_big_endian_32(std::uint8_t* p, std::uint32_t value) {
     for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(value >> (24 - 8 * i));
 }
 
+bool has_valid_crc(std::span<const std::uint8_t> bytes, std::size_t chunk_at, std::uint32_t length) {
+    const auto crc = static_cast<std::uint32_t>(libdeflate_crc32(0, bytes.data() + chunk_at + 4, std::size_t{length} + 4));
+    return crc == big_endian_32(bytes.data() + chunk_at + 8 + length);
+}
+
+FileError crc_error(const fs::path& file, std::string_view type) {
+    return FileError(file, "corrupt PNG: CRC error in its " + std::string(type) + " chunk");
+}
+
+// Whether check_png_chunks checks the IDAT chunks' CRCs too, or leaves them to the decoder that
+// reads each chunk once (the image data is most of the file).
+enum class ImageDataCrc { checked, left_to_decoder };
+
 // Every chunk up to IEND must lie inside the file and each critical chunk must carry its CRC
 // (what libpng treats as an error), so that these are reported with the chunk they concern. The
 // header is one 13-byte IHDR, first, as libpng requires: the size guard (read_guards.cpp) and both
 // decoders then read the same one.
-void check_png_chunks(const fs::path& file, std::span<const std::uint8_t> bytes) {
+void check_png_chunks(const fs::path& file, std::span<const std::uint8_t> bytes, ImageDataCrc image_data = ImageDataCrc::checked) {
     std::size_t at = sizeof kSignature;
     for (;;) {
         if (bytes.size() - at < 12) throw FileError(file, "truncated PNG: the file ends before its IEND chunk");
@@ -45,9 +59,9 @@ void check_png_chunks(const fs::path& file, std::span<const std::uint8_t> bytes)
         const bool first = at == sizeof kSignature;
         if (first && (type != "IHDR" || length != 13)) throw FileError(file, "corrupt PNG: it does not start with a 13-byte IHDR chunk");
         if (!first && type == "IHDR") throw FileError(file, "corrupt PNG: a second IHDR chunk");
-        if ((bytes[at + 4] & 0x20) == 0) {  // critical chunk (IHDR, PLTE, IDAT, IEND)
-            const auto crc = static_cast<std::uint32_t>(libdeflate_crc32(0, bytes.data() + at + 4, std::size_t{length} + 4));
-            if (crc != big_endian_32(bytes.data() + at + 8 + length)) throw FileError(file, "corrupt PNG: CRC error in its " + type + " chunk");
+        const bool critical = (bytes[at + 4] & 0x20) == 0;  // IHDR, PLTE, IDAT, IEND
+        if (critical && !(type == "IDAT" && image_data == ImageDataCrc::left_to_decoder) && !has_valid_crc(bytes, at, length)) {
+            throw crc_error(file, type);
         }
         at += std::size_t{length} + 12;
         if (type == "IEND") return;
@@ -146,55 +160,86 @@ bool read_png_rows(png_structp png, png_bytepp rows) {
 // left (a), the byte above (b) and the one above-left (c), all 0 outside the image.
 enum Filter : std::uint8_t { kNone = 0, kSub = 1, kUp = 2, kAverage = 3, kPaeth = 4 };
 
+// One row's filter undone, for pixels of B bytes: `in` holds its filtered bytes, `above` the row
+// above unfiltered (zeros for the first row), and `out` may overlap `in` from below. Left and
+// above-left values are carried in locals, and Paeth's choice is made with masks: with a branch,
+// noisy photographs mispredict on about every other byte.
+template <std::size_t B>
+void unfilter_row(Filter filter, const std::uint8_t* in, const std::uint8_t* above, std::size_t row_bytes, std::uint8_t* out) {
+    switch (filter) {
+        case kNone: std::memmove(out, in, row_bytes); return;
+        case kSub: {
+            std::uint8_t left[B] = {};
+            for (std::size_t i = 0; i < row_bytes; i += B) {
+                for (std::size_t k = 0; k < B; ++k) out[i + k] = left[k] = static_cast<std::uint8_t>(in[i + k] + left[k]);
+            }
+            return;
+        }
+        case kUp:
+            for (std::size_t i = 0; i < row_bytes; ++i) out[i] = static_cast<std::uint8_t>(in[i] + above[i]);
+            return;
+        case kAverage: {
+            std::uint8_t left[B] = {};
+            for (std::size_t i = 0; i < row_bytes; i += B) {
+                for (std::size_t k = 0; k < B; ++k) {
+                    out[i + k] = left[k] = static_cast<std::uint8_t>(in[i + k] + ((left[k] + above[i + k]) >> 1));
+                }
+            }
+            return;
+        }
+        case kPaeth: {
+            int left[B] = {}, above_left[B] = {};
+            for (std::size_t i = 0; i < row_bytes; i += B) {
+                for (std::size_t k = 0; k < B; ++k) {
+                    const int a = left[k], b = above[i + k], c = above_left[k];
+                    const int pa = std::abs(b - c), pb = std::abs(a - c), pc = std::abs(a + b - 2 * c);
+                    const int b_or_c = c ^ ((b ^ c) & -static_cast<int>(pb <= pc));
+                    const int predicted = b_or_c ^ ((a ^ b_or_c) & -static_cast<int>((pa <= pb) & (pa <= pc)));
+                    left[k] = static_cast<std::uint8_t>(in[i + k] + predicted);
+                    out[i + k] = static_cast<std::uint8_t>(left[k]);
+                    above_left[k] = b;
+                }
+            }
+            return;
+        }
+    }
+}
+
 // The filters undone in place: `rows` rows of `row_bytes`, each stored after its filter type
 // byte, so that row r's filtered bytes start r + 1 bytes after where its pixels go. Writing pixel
 // byte i only ever overwrites filtered bytes already read. False for an unknown filter type.
-bool unfilter_rows_in_place(std::uint8_t* buffer, std::size_t rows, std::size_t row_bytes, std::size_t pixel_bytes) {
-    const std::uint8_t* above = nullptr;
+template <std::size_t B>
+bool unfilter_rows_in_place(std::uint8_t* buffer, std::size_t rows, std::size_t row_bytes) {
+    const std::vector<std::uint8_t> zeros(row_bytes, 0);
+    const std::uint8_t* above = zeros.data();
     for (std::size_t r = 0; r < rows; ++r) {
         const std::uint8_t* in = buffer + r * (row_bytes + 1) + 1;
         std::uint8_t* out = buffer + r * row_bytes;
         const std::uint8_t filter = in[-1];
-        const std::size_t first = std::min(pixel_bytes, row_bytes);
-        switch (filter) {
-            case kNone: std::memmove(out, in, row_bytes); break;
-            case kSub:
-                std::memmove(out, in, first);
-                for (std::size_t i = first; i < row_bytes; ++i) out[i] = static_cast<std::uint8_t>(in[i] + out[i - pixel_bytes]);
-                break;
-            case kUp:
-                if (!above) {
-                    std::memmove(out, in, row_bytes);
-                    break;
-                }
-                for (std::size_t i = 0; i < row_bytes; ++i) out[i] = static_cast<std::uint8_t>(in[i] + above[i]);
-                break;
-            case kAverage:
-                for (std::size_t i = 0; i < first; ++i) out[i] = static_cast<std::uint8_t>(in[i] + (above ? above[i] >> 1 : 0));
-                for (std::size_t i = first; i < row_bytes; ++i) {
-                    out[i] = static_cast<std::uint8_t>(in[i] + ((out[i - pixel_bytes] + (above ? above[i] : 0)) >> 1));
-                }
-                break;
-            case kPaeth:
-                for (std::size_t i = 0; i < first; ++i) out[i] = static_cast<std::uint8_t>(in[i] + (above ? above[i] : 0));
-                for (std::size_t i = first; i < row_bytes; ++i) {
-                    const int a = out[i - pixel_bytes], b = above ? above[i] : 0, c = above ? above[i - pixel_bytes] : 0;
-                    const int pa = std::abs(b - c), pb = std::abs(a - c), pc = std::abs(a + b - 2 * c);
-                    out[i] = static_cast<std::uint8_t>(in[i] + ((pa <= pb && pa <= pc) ? a : (pb <= pc ? b : c)));
-                }
-                break;
-            default: return false;
-        }
+        if (filter > kPaeth) return false;
+        unfilter_row<B>(static_cast<Filter>(filter), in, above, row_bytes, out);
         above = out;
     }
     return true;
+}
+
+bool unfilter_rows_in_place(std::uint8_t* buffer, std::size_t rows, std::size_t row_bytes, std::size_t pixel_bytes) {
+    switch (pixel_bytes) {
+        case 1: return unfilter_rows_in_place<1>(buffer, rows, row_bytes);
+        case 2: return unfilter_rows_in_place<2>(buffer, rows, row_bytes);
+        case 3: return unfilter_rows_in_place<3>(buffer, rows, row_bytes);
+        case 4: return unfilter_rows_in_place<4>(buffer, rows, row_bytes);
+        case 6: return unfilter_rows_in_place<6>(buffer, rows, row_bytes);
+        case 8: return unfilter_rows_in_place<8>(buffer, rows, row_bytes);
+        default: return false;
+    }
 }
 
 // The common forms (8- or 16-bit grey, RGB or RGBA, not interlaced, no transparency chunk) decoded
 // without libpng: the image data inflated by libdeflate straight into the pixel buffer and
 // unfiltered there. nullopt for every other form and for anything libdeflate or the filters
 // refuse, which libpng then reads (and reports).
-std::optional<Image> read_common_png(std::span<std::uint8_t> bytes, bool& moved) {
+std::optional<Image> read_common_png(const fs::path& file, std::span<std::uint8_t> bytes, bool& moved) {
     const std::uint8_t* header = bytes.data() + sizeof kSignature + 8;  // the one IHDR (check_png_chunks)
     const std::uint32_t width = big_endian_32(header), height = big_endian_32(header + 4);
     const int depth = header[8], colour = header[9], interlace = header[12];
@@ -218,8 +263,8 @@ std::optional<Image> read_common_png(std::span<std::uint8_t> bytes, bool& moved)
     // The zlib stream: the IDAT chunks' data joined where the file's bytes are, each moved down over
     // the chunk headers and other chunks before it (the first IDAT follows the IHDR, so the stream
     // never overwrites a chunk not yet walked): no second buffer of the stream's size. The chunks
-    // were checked (check_png_chunks) and the header read above; `moved` tells the caller that the
-    // bytes are no longer the file's.
+    // were checked (check_png_chunks) and the header read above; each IDAT's CRC is checked here,
+    // just before its bytes move; `moved` tells the caller that the bytes are no longer the file's.
     constexpr std::size_t kStreamStart = sizeof kSignature + 25;  // after the IHDR chunk
     std::size_t stream_bytes = 0;
     for (std::size_t at = sizeof kSignature; at + 12 <= bytes.size();) {
@@ -228,6 +273,7 @@ std::optional<Image> read_common_png(std::span<std::uint8_t> bytes, bool& moved)
         if (type == "IEND") break;
         const std::size_t next = at + std::size_t{length} + 12;
         if (type == "IDAT") {
+            if (!has_valid_crc(bytes, at, length)) throw crc_error(file, type);
             std::memmove(bytes.data() + kStreamStart + stream_bytes, bytes.data() + at + 8, length);
             stream_bytes += length;
             moved = true;
@@ -236,8 +282,10 @@ std::optional<Image> read_common_png(std::span<std::uint8_t> bytes, bool& moved)
     }
     const std::span<const std::uint8_t> stream(bytes.data() + kStreamStart, stream_bytes);
 
-    // Owned as the pixels' storage; the last `height` bytes are left over after unfiltering.
-    const std::shared_ptr<std::uint8_t[]> buffer(new std::uint8_t[filtered_bytes]);
+    // Owned as the pixels' storage; the last `height` bytes are left over after unfiltering. A
+    // tensor's storage, for its huge pages: inflating into 4 KiB pages faults on every one.
+    const auto storage = std::make_shared<Tensor>(DType::UInt8, Shape{static_cast<std::int64_t>(filtered_bytes)});
+    const std::shared_ptr<std::uint8_t> buffer(storage, storage->data_as<std::uint8_t>());
     // One per thread, kept: a batch of small files would otherwise allocate one per file.
     thread_local const std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> decompressor(
         libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
@@ -283,15 +331,15 @@ Image read_png(const fs::path& file) {
     FileBuffer file_bytes = read_file_buffer(file);
     std::span<std::uint8_t> bytes(file_bytes.data.get(), file_bytes.size);
     if (!has_png_signature(bytes)) throw FileError(file, "not a PNG: it does not start with the PNG signature");
-    check_png_chunks(file, bytes);
+    check_png_chunks(file, bytes, ImageDataCrc::left_to_decoder);
     bool moved = false;
-    if (auto image = read_common_png(bytes, moved)) return std::move(*image);
+    if (auto image = read_common_png(file, bytes, moved)) return std::move(*image);
     if (moved) {  // libpng reads the file as it is, not the joined stream
         file_bytes = read_file_buffer(file);
         bytes = std::span<std::uint8_t>(file_bytes.data.get(), file_bytes.size);
         if (!has_png_signature(bytes)) throw FileError(file, "not a PNG: it does not start with the PNG signature");
-        check_png_chunks(file, bytes);
     }
+    check_png_chunks(file, bytes);
 
     PngReport report;
     ReadStructs structs;
