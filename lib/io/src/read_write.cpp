@@ -64,8 +64,12 @@ void check_write_options(const fs::path& target, const WriteOptions& options) {
     // Names no row of the format table claims go to OpenCV: refused here, before any work, where it
     // has no encoder either, listing what gridwarp writes.
     const detail::FormatHandler& format = detail::format_for_path(target);
-    if (std::all_of(format.suffixes.begin(), format.suffixes.end(), [](std::string_view s) { return s.empty(); }) &&
-        !detail::raster_backend().has_writer(target)) {
+    const auto opencv_writes = [&] {
+        bool has = false;
+        detail::throw_if_failed(detail::raster_backend().has_writer(target, has));
+        return has;
+    };
+    if (std::all_of(format.suffixes.begin(), format.suffixes.end(), [](std::string_view s) { return s.empty(); }) && !opencv_writes()) {
         std::string known;
         for (const detail::FormatHandler& row : detail::format_table()) {
             if (!row.write) continue;

@@ -62,7 +62,7 @@ void write_nifti_image(const fs::path& target, const Image& image, const WriteOp
 
 void write_itk_image(const fs::path& target, const Image& image, const WriteOptions&) {
     write_path_atomically(target, [&](const fs::path& temporary) {
-        write_reporting_failures(temporary, target, [&] { itk_backend().write_volume(temporary, target, image); });
+        write_reporting_failures(temporary, target, [&] { throw_if_failed(itk_backend().write_volume(temporary, target, image)); });
     });
 }
 
@@ -71,7 +71,7 @@ void write_raster_image(const fs::path& target, const Image& image, const WriteO
                         bool (*native)(const fs::path&, const fs::path&, const Image&, const WriteOptions&)) {
     write_path_atomically(target, [&](const fs::path& temporary) {
         if (native && native(temporary, target, image, options)) return;
-        write_reporting_failures(temporary, target, [&] { raster_backend().write(temporary, target, image, options); });
+        write_reporting_failures(temporary, target, [&] { throw_if_failed(raster_backend().write(temporary, target, image, options)); });
     });
 }
 

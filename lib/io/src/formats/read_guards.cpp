@@ -307,7 +307,7 @@ Image read_raster_checked(const fs::path& file, const ReadOptions& options) {
         image = std::move(*native);
         image.format = file_format_name(file);
     } else {
-        const std::string messages = capture_stderr([&] { image = raster_backend().read(file); });
+        const std::string messages = capture_stderr([&] { throw_if_failed(raster_backend().read(file, image)); });
         if (!messages.empty()) throw FileError(file, "the image decoder reported: " + first_message_line(messages));
     }
     // A TIFF's orientation is its page's tag, which gridwarp's reader has already taken.
@@ -333,7 +333,7 @@ Image read_itk_volume(const fs::path& file, const ReadOptions& options, bool wit
         check_volume_data_inflates(declared, file);
     }
     Image image;
-    const std::string messages = capture_stderr([&] { image = itk_backend().read_volume(file, with_pixels); });
+    const std::string messages = capture_stderr([&] { throw_if_failed(itk_backend().read_volume(file, with_pixels, image)); });
     if (!messages.empty()) throw FileError(file, "ITK's reader reported: " + first_message_line(messages));
     return image;
 }

@@ -61,13 +61,25 @@ fs::path find_module_file(const std::string& file_name) {
                              "; set GRIDWARP_MODULE_DIR)");
 }
 
+void throw_if_failed(const ModuleFailure& failure) {
+    using Kind = ModuleFailure::Kind;
+    switch (failure.kind) {
+        case Kind::None: return;
+        case Kind::File: throw FileError(failure.file, failure.message);
+        case Kind::InvalidArgument: throw std::invalid_argument(failure.message);
+        case Kind::OutOfMemory: throw std::bad_alloc();
+        case Kind::Other: throw std::runtime_error(failure.message);
+    }
+    throw std::runtime_error(failure.message);
+}
+
 const RasterBackend& raster_backend() {
-    static const RasterBackend& table = load<RasterBackend>("gridwarp_opencv", "gridwarp_opencv_backend_v1");
+    static const RasterBackend& table = load<RasterBackend>("gridwarp_opencv", "gridwarp_opencv_backend_v2");
     return table;
 }
 
 const ItkBackend& itk_backend() {
-    static const ItkBackend& table = load<ItkBackend>("gridwarp_itk", "gridwarp_itk_backend_v1");
+    static const ItkBackend& table = load<ItkBackend>("gridwarp_itk", "gridwarp_itk_backend_v2");
     return table;
 }
 

@@ -3,33 +3,73 @@
 // command on .npy or NIfTI files never loads either library, so it starts in a few milliseconds
 // instead of resolving the ~160 shared libraries they pull in (docs/design.md).
 //
-// A module exports one C function, gridwarp_<name>_backend_v1(), returning a table of function
+// A module exports one C function, gridwarp_<name>_backend_v2(), returning a table of function
 // pointers. To add a reader: put its code in a module (or a new one), add its functions to the
 // table, and call them through the accessor below.
+//
+// No exception crosses the table: the program links its own copy of the C++ runtime (start-up,
+// docs/performance.md) while a module uses the shared one, and a C++ exception thrown by one copy
+// and caught by the other corrupts both copies' exception bookkeeping. Each function catches what
+// it throws and returns it as a ModuleFailure; the program throws it again (throw_if_failed).
 #pragma once
 
 #include <filesystem>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"
 #include "gridwarp/io/transform_io.hpp"
 #include "gridwarp/physical.hpp"
 
 namespace gridwarp::io::detail {
 
+struct ModuleFailure {
+    enum class Kind { None, File, InvalidArgument, OutOfMemory, Other };
+    Kind kind = Kind::None;
+    std::string message;         // what() (a FileError's problem, without its file)
+    std::filesystem::path file;  // a FileError's file
+};
+
 struct RasterBackend {  // OpenCV
-    Image (*read)(const std::filesystem::path& file);
-    void (*write)(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image,
-                  const WriteOptions& options);
-    bool (*has_writer)(const std::filesystem::path& file);
+    ModuleFailure (*read)(const std::filesystem::path& file, Image& image);
+    ModuleFailure (*write)(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image,
+                           const WriteOptions& options);
+    ModuleFailure (*has_writer)(const std::filesystem::path& file, bool& has);
 };
 
 struct ItkBackend {  // ITK: NRRD, MetaImage, transform files
-    Image (*read_volume)(const std::filesystem::path& file, bool with_pixels);
-    void (*write_volume)(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
-    TransformFile (*read_transform)(const std::filesystem::path& file, std::size_t dimension);
+    ModuleFailure (*read_volume)(const std::filesystem::path& file, bool with_pixels, Image& image);
+    ModuleFailure (*write_volume)(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
+    ModuleFailure (*read_transform)(const std::filesystem::path& file, std::size_t dimension, TransformFile& transform);
 };
+
+// In a module: runs `call`, returning what it threw as a failure (none when it returned).
+template <class Call>
+ModuleFailure failure_of(Call&& call) noexcept {
+    using Kind = ModuleFailure::Kind;
+    try {
+        call();
+        return {};
+    } catch (const FileError& error) {
+        const std::string whole = error.what(), prefix = error.file().string() + ": ";
+        return {Kind::File, whole.starts_with(prefix) ? whole.substr(prefix.size()) : whole, error.file()};
+    } catch (const std::invalid_argument& error) {
+        return {Kind::InvalidArgument, error.what(), {}};
+    } catch (const std::bad_alloc&) {
+        return {Kind::OutOfMemory, {}, {}};
+    } catch (const std::exception& error) {
+        return {Kind::Other, error.what(), {}};
+    } catch (...) {
+        return {Kind::Other, "an unknown error in a gridwarp module", {}};
+    }
+}
+
+// In the program: throws what the module's function threw (FileError, std::invalid_argument,
+// std::bad_alloc, otherwise std::runtime_error with its message).
+void throw_if_failed(const ModuleFailure& failure);
 
 // Load the module on first use (thread-safe); throw std::runtime_error naming the module and where
 // it was looked for when it cannot be loaded.
@@ -42,5 +82,5 @@ const ItkBackend& itk_backend();
 }  // namespace gridwarp::io::detail
 
 // The entry points the modules define.
-extern "C" const gridwarp::io::detail::RasterBackend* gridwarp_opencv_backend_v1();
-extern "C" const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v1();
+extern "C" const gridwarp::io::detail::RasterBackend* gridwarp_opencv_backend_v2();
+extern "C" const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v2();

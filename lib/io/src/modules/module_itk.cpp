@@ -2,8 +2,26 @@
 #include "modules/backends.hpp"
 #include "formats.hpp"
 
-extern "C" __attribute__((visibility("default"))) const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v1() {
-    static const gridwarp::io::detail::ItkBackend table{&gridwarp::io::detail::read_volume, &gridwarp::io::detail::write_volume,
-                                                        &gridwarp::io::detail::read_itk_transform};
+namespace gridwarp::io::detail {
+namespace {
+
+ModuleFailure read(const std::filesystem::path& file, bool with_pixels, Image& image) {
+    return failure_of([&] { image = read_volume(file, with_pixels); });
+}
+
+ModuleFailure write(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image) {
+    return failure_of([&] { write_volume(temporary, target, image); });
+}
+
+ModuleFailure read_transform(const std::filesystem::path& file, std::size_t dimension, TransformFile& transform) {
+    return failure_of([&] { transform = read_itk_transform(file, dimension); });
+}
+
+}  // namespace
+}  // namespace gridwarp::io::detail
+
+extern "C" __attribute__((visibility("default"))) const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v2() {
+    namespace detail = gridwarp::io::detail;
+    static const detail::ItkBackend table{&detail::read, &detail::write, &detail::read_transform};
     return &table;
 }

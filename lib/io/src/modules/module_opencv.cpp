@@ -2,8 +2,27 @@
 #include "modules/backends.hpp"
 #include "formats.hpp"
 
-extern "C" __attribute__((visibility("default"))) const gridwarp::io::detail::RasterBackend* gridwarp_opencv_backend_v1() {
-    static const gridwarp::io::detail::RasterBackend table{&gridwarp::io::detail::read_raster, &gridwarp::io::detail::write_raster,
-                                                                &gridwarp::io::detail::has_raster_writer};
+namespace gridwarp::io::detail {
+namespace {
+
+ModuleFailure read(const std::filesystem::path& file, Image& image) {
+    return failure_of([&] { image = read_raster(file); });
+}
+
+ModuleFailure write(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image,
+                    const WriteOptions& options) {
+    return failure_of([&] { write_raster(temporary, target, image, options); });
+}
+
+ModuleFailure has_writer(const std::filesystem::path& file, bool& has) {
+    return failure_of([&] { has = has_raster_writer(file); });
+}
+
+}  // namespace
+}  // namespace gridwarp::io::detail
+
+extern "C" __attribute__((visibility("default"))) const gridwarp::io::detail::RasterBackend* gridwarp_opencv_backend_v2() {
+    namespace detail = gridwarp::io::detail;
+    static const detail::RasterBackend table{&detail::read, &detail::write, &detail::has_writer};
     return &table;
 }

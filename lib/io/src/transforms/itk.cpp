@@ -107,7 +107,11 @@ TransformFile read_itk(const TransformSpec& spec, const TransformContext& contex
     }
     std::optional<std::vector<PointTransform>> native =
         parse_itk_transform(bytes, text ? ItkTransformEncoding::Text : ItkTransformEncoding::Matlab, file, dimension);
-    if (!native) return itk_backend().read_transform(file, dimension);
+    if (!native) {
+        TransformFile from_itk;
+        throw_if_failed(itk_backend().read_transform(file, dimension, from_itk));
+        return from_itk;
+    }
     TransformFile result;
     result.steps = std::move(*native);
     return result;
