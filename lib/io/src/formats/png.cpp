@@ -5,6 +5,8 @@
 #include <libdeflate.h>
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <csetjmp>
 #include <cstdlib>
 #include <cstring>
@@ -205,9 +207,41 @@ void unfilter_row(Filter filter, const std::uint8_t* in, const std::uint8_t* abo
     }
 }
 
+// Where each byte of a stored pixel of B bytes goes in memory: PNG stores RGB(A) and big-endian
+// 16-bit values, gridwarp keeps BGR(A), as OpenCV does, in the machine's byte order. B names the
+// form: grey 8 or 16 bits (1, 2), RGB or RGBA 8 bits (3, 4) or 16 bits (6, 8).
+template <std::size_t B>
+constexpr std::array<std::uint8_t, B> stored_to_native() {
+    constexpr bool swap_bytes = std::endian::native == std::endian::little;
+    std::array<std::uint8_t, B> from{};
+    for (std::size_t k = 0; k < B; ++k) from[k] = static_cast<std::uint8_t>(k);
+    const std::size_t value_bytes = B == 2 || B >= 6 ? 2 : 1, channels = B / value_bytes;
+    if (channels >= 3) {
+        for (std::size_t b = 0; b < value_bytes; ++b) std::swap(from[b], from[2 * value_bytes + b]);
+    }
+    if (value_bytes == 2 && swap_bytes) {
+        for (std::size_t k = 0; k < B; k += 2) std::swap(from[k], from[k + 1]);
+    }
+    return from;
+}
+
+template <std::size_t B>
+void reorder_row(std::uint8_t* row, std::size_t row_bytes) {
+    constexpr std::array<std::uint8_t, B> from = stored_to_native<B>();
+    bool identity = true;
+    for (std::size_t k = 0; k < B; ++k) identity = identity && from[k] == k;
+    if (identity) return;
+    for (std::size_t i = 0; i < row_bytes; i += B) {
+        std::uint8_t stored[B];
+        std::memcpy(stored, row + i, B);
+        for (std::size_t k = 0; k < B; ++k) row[i + k] = stored[from[k]];
+    }
+}
+
 // The filters undone in place: `rows` rows of `row_bytes`, each stored after its filter type
 // byte, so that row r's filtered bytes start r + 1 bytes after where its pixels go. Writing pixel
-// byte i only ever overwrites filtered bytes already read. False for an unknown filter type.
+// byte i only ever overwrites filtered bytes already read. Each row is put in memory order once
+// the row below no longer needs it, while it is still in cache. False for an unknown filter type.
 template <std::size_t B>
 bool unfilter_rows_in_place(std::uint8_t* buffer, std::size_t rows, std::size_t row_bytes) {
     const std::vector<std::uint8_t> zeros(row_bytes, 0);
@@ -218,11 +252,14 @@ bool unfilter_rows_in_place(std::uint8_t* buffer, std::size_t rows, std::size_t 
         const std::uint8_t filter = in[-1];
         if (filter > kPaeth) return false;
         unfilter_row<B>(static_cast<Filter>(filter), in, above, row_bytes, out);
+        if (r > 0) reorder_row<B>(out - row_bytes, row_bytes);
         above = out;
     }
+    if (rows > 0) reorder_row<B>(buffer + (rows - 1) * row_bytes, row_bytes);
     return true;
 }
 
+// The pixels unfiltered and in memory order (stored_to_native), for pixels of 1, 2, 3, 4, 6 or 8 bytes.
 bool unfilter_rows_in_place(std::uint8_t* buffer, std::size_t rows, std::size_t row_bytes, std::size_t pixel_bytes) {
     switch (pixel_bytes) {
         case 1: return unfilter_rows_in_place<1>(buffer, rows, row_bytes);
@@ -297,19 +334,6 @@ std::optional<Image> read_common_png(const fs::path& file, std::span<std::uint8_
         return std::nullopt;
     }
     if (!unfilter_rows_in_place(buffer.get(), height, row_bytes, pixel_bytes)) return std::nullopt;
-    std::uint8_t* pixels = buffer.get();
-    const std::size_t values = static_cast<std::size_t>(width) * height * static_cast<std::size_t>(channels);
-    if (value_bytes == 2) {
-        const std::uint16_t probe = 1;
-        if (*reinterpret_cast<const std::uint8_t*>(&probe) == 1) {
-            for (std::size_t i = 0; i < values; ++i) std::swap(pixels[2 * i], pixels[2 * i + 1]);
-        }
-    }
-    if (channels >= 3) {  // RGB(A) -> BGR(A)
-        for (std::size_t at = 0; at < values * value_bytes; at += pixel_bytes) {
-            for (std::size_t b = 0; b < value_bytes; ++b) std::swap(pixels[at + b], pixels[at + 2 * value_bytes + b]);
-        }
-    }
     Image image = raster_description(value_bytes == 2 ? DType::UInt16 : DType::UInt8, height, width, channels);
     image.pixels = Tensor::adopt(image.dtype(), image.storage_shape(), std::shared_ptr<void>(buffer, buffer.get()));
     return image;
