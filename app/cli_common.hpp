@@ -35,18 +35,4 @@ void set_command_action(CLI::App& sub, const std::shared_ptr<Command>& command, 
     sub.callback([command, run] { run(*command); });
 }
 
-// Each subcommand lives in its own file and registers itself here: each adds its subcommand to APP
-// and returns the storage its options write into (the subcommand's callback holds it too; a caller
-// that replaces the callback must keep it).
-std::shared_ptr<void> register_sample_command(CLI::App& app);
-std::shared_ptr<void> register_grid_command(CLI::App& app);
-std::shared_ptr<void> register_affine_command(CLI::App& app);
-std::shared_ptr<void> register_resize_command(CLI::App& app);
-std::shared_ptr<void> register_flow_command(CLI::App& app);
-std::shared_ptr<void> register_info_command(CLI::App& app);
-std::shared_ptr<void> register_resample_command(CLI::App& app);
-std::shared_ptr<void> register_batch_command(CLI::App& app);
-std::shared_ptr<void> register_convert_transform_command(CLI::App& app);
-std::shared_ptr<void> register_help_command(CLI::App& app);
-
 }  // namespace gridwarp::cli

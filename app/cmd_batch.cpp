@@ -67,7 +67,7 @@ class CommandOptions {
 public:
     explicit CommandOptions(const std::string& command) {
         CLI::App app;
-        in_process_commands().at(command)(app);
+        in_process_registrar(command)(app);
         for (const CLI::Option* option : app.get_subcommand(command)->get_options()) {
             // CLI11 2.x marks an on/off flag by expecting no value after it (its type size stays 1).
             for (const std::string& name : option->get_lnames()) is_flag_[name] = option->get_expected_max() == 0;
@@ -103,7 +103,7 @@ ManifestColumns manifest_columns(const CommandOptions& options) {
 Values parse_defaults(const std::string& command, const std::vector<std::string>& tokens) {
     CLI::App app;
     // The replaced callback held the options' storage: the new one keeps it alive while parsing.
-    std::shared_ptr<void> storage = in_process_commands().at(command)(app);
+    std::shared_ptr<void> storage = in_process_registrar(command)(app);
     CLI::App* sub = app.get_subcommand(command);
     for (CLI::Option* option : sub->get_options()) option->required(false);
     sub->callback([storage] {});
@@ -428,7 +428,7 @@ private:
 };
 
 void run_batch(const BatchCommand& command) {
-    if (in_process_commands().count(command.command) == 0) {
+    if (!runs_in_process(command.command)) {
         throw ExitStatus(2, "batch: COMMAND must be affine, resize, flow, resample or sample, got '" + command.command + "'");
     }
     const CommandOptions options(command.command);

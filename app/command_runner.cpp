@@ -1,6 +1,7 @@
 #include "command_runner.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string_view>
 
 #include "cli_common.hpp"
@@ -35,18 +36,15 @@ std::string unknown_argument(const CLI::App& app) {
     return "";
 }
 
+#define GRIDWARP_COMMAND(name, registrar, in_process) std::shared_ptr<void> registrar(CLI::App& app);
+#include "commands.def"
+#undef GRIDWARP_COMMAND
+
 std::span<const CommandEntry> command_table() {
     static constexpr CommandEntry commands[] = {
-        {"sample", &register_sample_command, true},
-        {"grid", &register_grid_command, false},
-        {"affine", &register_affine_command, true},
-        {"resize", &register_resize_command, true},
-        {"flow", &register_flow_command, true},
-        {"resample", &register_resample_command, true},
-        {"info", &register_info_command, false},
-        {"batch", &register_batch_command, false},
-        {"convert-transform", &register_convert_transform_command, false},
-        {"help", &register_help_command, false},
+#define GRIDWARP_COMMAND(name, registrar, in_process) {name, &registrar, in_process},
+#include "commands.def"
+#undef GRIDWARP_COMMAND
     };
     return commands;
 }
@@ -58,18 +56,17 @@ const CommandEntry* find_command(std::string_view name) {
     return nullptr;
 }
 
-const std::map<std::string, Registrar>& in_process_commands() {
-    static const std::map<std::string, Registrar> commands = [] {
-        std::map<std::string, Registrar> in_process;
-        for (const CommandEntry& entry : command_table()) {
-            if (entry.in_process) in_process.emplace(entry.name, entry.registrar);
-        }
-        return in_process;
-    }();
-    return commands;
+bool runs_in_process(std::string_view name) {
+    const CommandEntry* entry = find_command(name);
+    return entry && entry->in_process;
 }
 
-CommandRunner::CommandRunner(const std::string& command) : storage_(in_process_commands().at(command)(app_)) {
+Registrar in_process_registrar(std::string_view name) {
+    if (!runs_in_process(name)) throw std::invalid_argument("'" + std::string(name) + "' is not a command that runs in-process");
+    return find_command(name)->registrar;
+}
+
+CommandRunner::CommandRunner(const std::string& command) : storage_(in_process_registrar(command)(app_)) {
     app_.require_subcommand(1);
 }
 

@@ -5,7 +5,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -17,8 +16,8 @@ namespace gridwarp::cli {
 // Adds a command to the program's App and returns the storage its options write to.
 using Registrar = std::shared_ptr<void> (*)(CLI::App&);
 
-// Every gridwarp command, once, in --help's order: the program, batch, the Python package and the
-// shell docs all read this table. in_process: batch rows and the Python package can run it.
+// Every gridwarp command, once, in --help's order (the rows are in commands.def). in_process:
+// batch rows and the Python package can run it.
 struct CommandEntry {
     std::string_view name;
     Registrar registrar;
@@ -27,9 +26,10 @@ struct CommandEntry {
 std::span<const CommandEntry> command_table();
 const CommandEntry* find_command(std::string_view name);
 
-// The commands that can run in-process (affine, flow, resample, resize, sample) and the functions
-// that register them.
-const std::map<std::string, Registrar>& in_process_commands();
+// Whether NAME is a command that runs in-process (affine, flow, resample, resize, sample), and the
+// function that registers it (std::invalid_argument for any other name).
+bool runs_in_process(std::string_view name);
+Registrar in_process_registrar(std::string_view name);
 
 // "unknown option '--rotat' (did you mean '--rotate'?)" for the first argument the command did not
 // take that looks like an option or, with no command given, a command name; empty when none.

@@ -38,7 +38,7 @@ void log_as_the_program_does(bool verbose) {
 }
 
 void run_command(const std::vector<std::string>& args) {
-    if (args.empty() || cli::in_process_commands().count(args.front()) == 0) {
+    if (args.empty() || !cli::runs_in_process(args.front())) {
         throw py::value_error("no such command: " + (args.empty() ? std::string("(none)") : args.front()));
     }
     log_as_the_program_does(std::find(args.begin(), args.end(), "--verbose") != args.end());
