@@ -29,7 +29,7 @@ class CMakeBuild(build_ext):
             shutil.copy2(item, target / item.name)
 
 
-setup(packages=["gridwarp"], package_dir={"gridwarp": "lib/python/gridwarp"}, package_data={"gridwarp": ["*.pyi", "py.typed"]},
+setup(packages=["gridwarp"], package_dir={"gridwarp": "app/python/gridwarp"}, package_data={"gridwarp": ["*.pyi", "py.typed"]},
       ext_modules=[Extension("gridwarp._gridwarp", sources=[])], cmdclass={"build_ext": CMakeBuild},
       # Apart from the CMake trees under build/ (the README's build, build-aarch64, ...).
       options={"build": {"build_base": "build/setuptools"}, "egg_info": {"egg_base": "build/setuptools"}})

@@ -76,7 +76,7 @@ void check_sampling_work(const SamplingFlags& flags, const SampleOptions& option
     if (!interpolation_kind(options.mode).gaussian || flags.max_taps == 0 || input.rank() < 2) return;
     const std::uint64_t taps = taps_in_all(options, input.shape, output_spatial);
     if (taps > flags.max_taps) {
-        throw std::invalid_argument("--mode " + flags.mode + " reads " + std::to_string(taps_per_point(options, input.rank() - 2)) +
+        throw std::invalid_argument("--mode " + flags.parsed_mode.text + " reads " + std::to_string(taps_per_point(options, input.rank() - 2)) +
                                     " values per output value, " + std::to_string(taps) + " in all: more than --max-taps " +
                                     std::to_string(flags.max_taps) + "; lower sigma or alpha, or raise --max-taps (0: no limit)");
     }

@@ -17,8 +17,8 @@
 namespace gridwarp::cli {
 
 struct SamplingFlags {
-    std::string mode = "linear";
-    SamplingMode parsed_mode = parse_sampling_mode("linear");  // `mode`, parsed once by mode_check
+    std::string mode = "linear";  // what CLI11 stores; everything else reads parsed_mode
+    SamplingMode parsed_mode = parse_sampling_mode("linear");  // --mode, parsed once by mode_check
     std::string padding = "zeros";
     bool align_corners = false;
     double fill = 0.0;

@@ -74,7 +74,7 @@ py::object geometry_of(const io::Image& image) {
     geometry["spacing"] = image.geometry->spacing;
     geometry["origin"] = image.geometry->origin;
     geometry["direction"] = image.geometry->direction;
-    return std::move(geometry);
+    return geometry;
 }
 
 py::object nifti_of(const io::Image& image) {
@@ -94,7 +94,7 @@ py::object nifti_of(const io::Image& image) {
     header["qform_code"] = h.qform_code;
     header["sform_code"] = h.sform_code;
     header["srow"] = h.srow;
-    return std::move(header);
+    return header;
 }
 
 }  // namespace
