@@ -109,18 +109,24 @@ std::optional<MappedOutput> map_one_nifti_output(const fs::path& file, const fs:
 
 // One row per format. Rows with suffixes come before the row for every other name.
 const FormatHandler kFormats[] = {
-    {"NumPy", FileKind::Tensor, {".npy"}, nullptr, read_npy_image, nullptr, write_npy_image, map_npy_output, nullptr, nullptr},
-    {"NIfTI", FileKind::Volume, {".nii", ".nii.gz", ".hdr", ".hdr.gz", ".img", ".img.gz"}, nullptr, read_nifti, nullptr,
-     write_nifti_image, map_one_nifti_output, nifti_output_streams, stream_nifti_output},
-    {"NRRD", FileKind::Volume, {".nrrd", ".nhdr"}, nullptr, read_itk_volume, nullptr, write_itk_image, nullptr, nullptr, nullptr},
-    {"MetaImage", FileKind::Volume, {".mha", ".mhd"}, nullptr, read_itk_volume, nullptr, write_itk_image, nullptr, nullptr, nullptr},
-    {"PNG", FileKind::Raster, {".png"}, has_png_signature, read_raster_image, decode_png, write_png_image, nullptr, nullptr, nullptr},
-    {"JPEG", FileKind::Raster, {".jpg", ".jpeg"}, is_jpeg, read_raster_image, decode_jpeg, write_jpeg_image, nullptr, nullptr, nullptr},
-    {"TIFF", FileKind::Raster, {".tif", ".tiff"}, has_tiff_signature, read_raster_image, decode_tiff, write_tiff_image, nullptr, nullptr,
-     nullptr},
-    {"BMP", FileKind::Raster, {".bmp", ".dib"}, is_bmp, read_raster_image, decode_bmp, write_bmp_image, nullptr, nullptr, nullptr},
-    {"WebP", FileKind::Raster, {".webp"}, is_webp, read_raster_image, decode_webp, write_webp_image, nullptr, nullptr, nullptr},
-    {"image", FileKind::Raster, {}, nullptr, read_raster_image, nullptr, write_opencv_image, nullptr, nullptr, nullptr},
+    {.name = "NumPy", .kind = FileKind::Tensor, .suffixes = {".npy"}, .read = read_npy_image, .write = write_npy_image,
+     .map_output = map_npy_output},
+    {.name = "NIfTI", .kind = FileKind::Volume, .suffixes = {".nii", ".nii.gz", ".hdr", ".hdr.gz", ".img", ".img.gz"},
+     .read = read_nifti, .write = write_nifti_image, .map_output = map_one_nifti_output, .streams = nifti_output_streams,
+     .stream = stream_nifti_output},
+    {.name = "NRRD", .kind = FileKind::Volume, .suffixes = {".nrrd", ".nhdr"}, .read = read_itk_volume, .write = write_itk_image},
+    {.name = "MetaImage", .kind = FileKind::Volume, .suffixes = {".mha", ".mhd"}, .read = read_itk_volume, .write = write_itk_image},
+    {.name = "PNG", .kind = FileKind::Raster, .suffixes = {".png"}, .sniff = has_png_signature, .read = read_raster_image,
+     .decode = decode_png, .write = write_png_image},
+    {.name = "JPEG", .kind = FileKind::Raster, .suffixes = {".jpg", ".jpeg"}, .sniff = is_jpeg, .read = read_raster_image,
+     .decode = decode_jpeg, .write = write_jpeg_image},
+    {.name = "TIFF", .kind = FileKind::Raster, .suffixes = {".tif", ".tiff"}, .sniff = has_tiff_signature, .read = read_raster_image,
+     .decode = decode_tiff, .write = write_tiff_image},
+    {.name = "BMP", .kind = FileKind::Raster, .suffixes = {".bmp", ".dib"}, .sniff = is_bmp, .read = read_raster_image,
+     .decode = decode_bmp, .write = write_bmp_image},
+    {.name = "WebP", .kind = FileKind::Raster, .suffixes = {".webp"}, .sniff = is_webp, .read = read_raster_image,
+     .decode = decode_webp, .write = write_webp_image},
+    {.name = "image", .kind = FileKind::Raster, .suffixes = {}, .read = read_raster_image, .write = write_opencv_image},
 };
 
 }  // namespace

@@ -15,31 +15,32 @@
 
 namespace gridwarp::io::detail {
 
+// Rows are written with designated initializers; a function a format lacks is left out (nullptr).
 struct FormatHandler {
     std::string_view name;  // as error messages name the format: "PNG", "NIfTI", ...
-    FileKind kind;
+    FileKind kind = FileKind::Raster;
     // File name endings, lower case, that select this row (the longest match wins); none: the row
     // for every other name (raster images through OpenCV).
     std::array<std::string_view, 6> suffixes;
     // Whether a file's first bytes are this format's. A file named with one of the suffixes must
     // pass it; raster files are decoded by the row whose signature they carry, whatever their name.
     // nullptr: no signature.
-    bool (*sniff)(std::span<const std::uint8_t> head);
+    bool (*sniff)(std::span<const std::uint8_t> head) = nullptr;
     // The whole image, or (with_pixels false) what describes it, where the format can read less.
-    Image (*read)(const std::filesystem::path& file, const ReadOptions& options, bool with_pixels);
+    Image (*read)(const std::filesystem::path& file, const ReadOptions& options, bool with_pixels) = nullptr;
     // Raster rows: gridwarp's own decoder, run after the checks every raster file gets; nullopt
     // leaves the file to OpenCV. nullptr: always OpenCV.
     std::optional<Image> (*decode)(const std::filesystem::path& file, const ReadOptions& options, std::string_view head,
-                                   std::uint64_t file_size);
+                                   std::uint64_t file_size) = nullptr;
     // Writes `image` to `target`, atomically (staged beside it, then renamed).
-    void (*write)(const std::filesystem::path& target, const Image& image, const WriteOptions& options);
+    void (*write)(const std::filesystem::path& target, const Image& image, const WriteOptions& options) = nullptr;
     // An output sampled straight into its file (see MappedOutput); nullptr: sampled into memory.
     std::optional<MappedOutput> (*map_output)(const std::filesystem::path& file, const std::filesystem::path& target,
-                                              const Image& description);
+                                              const Image& description) = nullptr;
     // An output written a block at a time as it is sampled, where streams(target, description).
-    bool (*streams)(const std::filesystem::path& target, const Image& description);
+    bool (*streams)(const std::filesystem::path& target, const Image& description) = nullptr;
     void (*stream)(const std::filesystem::path& file, const std::filesystem::path& target, const Image& description,
-                   const WriteOptions& options, const WindowSampler& sample, ChannelSampling channel_sampling);
+                   const WriteOptions& options, const WindowSampler& sample, ChannelSampling channel_sampling) = nullptr;
 };
 
 std::span<const FormatHandler> format_table();

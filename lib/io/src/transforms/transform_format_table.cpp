@@ -14,13 +14,13 @@ const std::vector<TransformFormatEntry>& transform_format_table() {
     // ITK first: its text header and binary .mat are unambiguous, and its .txt/.mat names overlap
     // with the others'.
     static const std::vector<TransformFormatEntry> table = {
-        {TransformFormat::Itk, "itk", detects_itk, read_itk, false},
-        {TransformFormat::Fsl, "fsl", detects_fsl_matrix, read_fsl_matrix, true},
-        {TransformFormat::Lta, "lta", detects_lta, read_lta, true},
-        {TransformFormat::Afni, "afni", detects_afni_matrix, read_afni_matrix, true},
-        {TransformFormat::NiftyReg, "niftyreg", nullptr, read_niftyreg_matrix, false},
-        {TransformFormat::Ras, "ras", nullptr, read_ras_matrix, false},
-        {TransformFormat::Lps, "lps", nullptr, read_lps_matrix, false},
+        {.format = TransformFormat::Itk, .tag = "itk", .detects = detects_itk, .read = read_itk},
+        {.format = TransformFormat::Fsl, .tag = "fsl", .detects = detects_fsl_matrix, .read = read_fsl_matrix, .uses_images = true},
+        {.format = TransformFormat::Lta, .tag = "lta", .detects = detects_lta, .read = read_lta, .uses_images = true},
+        {.format = TransformFormat::Afni, .tag = "afni", .detects = detects_afni_matrix, .read = read_afni_matrix, .uses_images = true},
+        {.format = TransformFormat::NiftyReg, .tag = "niftyreg", .read = read_niftyreg_matrix},
+        {.format = TransformFormat::Ras, .tag = "ras", .read = read_ras_matrix},
+        {.format = TransformFormat::Lps, .tag = "lps", .read = read_lps_matrix},
     };
     return table;
 }

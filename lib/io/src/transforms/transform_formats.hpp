@@ -18,12 +18,13 @@ using TransformDetector = bool (*)(const std::string& lowercase_name, std::strin
 using TransformReader = TransformFile (*)(const TransformSpec& spec, const TransformContext& context,
                                           const ReadOptions& options);
 
+// Rows are written with designated initializers.
 struct TransformFormatEntry {
     TransformFormat format;
-    std::string_view tag;        // the -t tag that names it ("fsl")
-    TransformDetector detects;   // nullptr: named by its tag only (nothing in the file says so)
-    TransformReader read;
-    bool uses_images;            // the result depends on the context's images (never shared between jobs)
+    std::string_view tag;                  // the -t tag that names it ("fsl")
+    TransformDetector detects = nullptr;   // nullptr: named by its tag only (nothing in the file says so)
+    TransformReader read = nullptr;
+    bool uses_images = false;              // the result depends on the context's images (never shared between jobs)
 };
 
 // In detection order: the first row whose detector accepts a file reads it.
