@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstdio>
 
-#include "formats.hpp"
+#include "files/file_checks.hpp"
+#include "formats/raster_pixels.hpp"
 #include "gridwarp/io/error.hpp"
+#include "names.hpp"
 
 namespace gridwarp::io {
 

@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <cctype>
 
+#include "files/file_checks.hpp"
 #include "files/shared_files_internal.hpp"
-#include "formats.hpp"
-#include "modules/backends.hpp"
 #include "formats/format_table.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"
+#include "modules/backends.hpp"
+#include "names.hpp"
 
 namespace gridwarp::io {
 

@@ -20,9 +20,9 @@
 #include <set>
 #include <vector>
 
-#include "formats.hpp"
 #include "files/output_file.hpp"
 #include "gridwarp/io/error.hpp"
+#include "names.hpp"
 
 namespace gridwarp::io {
 

@@ -5,8 +5,9 @@
 #include <algorithm>
 #include <optional>
 
-#include "formats.hpp"
+#include "formats/nifti.hpp"
 #include "formats/volume_header_check.hpp"
+#include "names.hpp"
 
 namespace gridwarp::io {
 

@@ -10,7 +10,6 @@
 #include <cstring>
 #include <string>
 
-#include "formats.hpp"
 #include "formats/gzip.hpp"
 #include "gridwarp/io/error.hpp"
 

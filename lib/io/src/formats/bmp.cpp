@@ -11,9 +11,10 @@
 #include <cstring>
 #include <vector>
 
-#include "formats.hpp"
 #include "files/output_file.hpp"
+#include "formats/raster_pixels.hpp"
 #include "gridwarp/io/error.hpp"
+#include "names.hpp"
 
 namespace gridwarp::io::detail {
 

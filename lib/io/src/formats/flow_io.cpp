@@ -7,10 +7,12 @@
 #include <string_view>
 #include <limits>
 
-#include "formats.hpp"
+#include "files/file_checks.hpp"
+#include "formats/raster_pixels.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/npy.hpp"
+#include "names.hpp"
 
 namespace gridwarp::io {
 

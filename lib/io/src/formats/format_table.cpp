@@ -4,7 +4,9 @@
 
 #include "formats/bmp.hpp"
 #include "formats/jpeg.hpp"
+#include "formats/nifti.hpp"
 #include "formats/png.hpp"
+#include "formats/read_guards.hpp"
 #include "formats/tiff.hpp"
 #include "formats/webp.hpp"
 #include "gridwarp/io/atomic_file.hpp"

@@ -10,7 +10,7 @@
 #include <span>
 #include <string_view>
 
-#include "formats.hpp"
+#include "formats/mapped_output.hpp"
 #include "gridwarp/io/image.hpp"
 
 namespace gridwarp::io::detail {

@@ -14,12 +14,16 @@
 #include <memory>
 #include <mutex>
 
+#include "files/file_checks.hpp"
 #include "files/mapped_file.hpp"
-#include "formats.hpp"
+#include "files/output_file.hpp"
 #include "formats/format_table.hpp"
 #include "formats/gzip.hpp"
-#include "files/output_file.hpp"
+#include "formats/mapped_output.hpp"
+#include "formats/nifti.hpp"
+#include "formats/raster_pixels.hpp"
 #include "gridwarp/io/error.hpp"
+#include "names.hpp"
 
 namespace gridwarp::io::detail {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <limits>
 
-#include "formats.hpp"
+#include "formats/raster_pixels.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"
 #include "gridwarp/io/nifti.hpp"

@@ -8,9 +8,10 @@
 #include <optional>
 #include <vector>
 
+#include "files/file_checks.hpp"
 #include "files/mapped_file.hpp"
-#include "formats.hpp"
 #include "files/output_file.hpp"
+#include "formats/mapped_output.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 

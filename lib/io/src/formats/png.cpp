@@ -14,11 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "formats.hpp"
+#include "files/output_file.hpp"
+#include "formats/gzip.hpp"
+#include "formats/raster_pixels.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
-#include "formats/gzip.hpp"
-#include "files/output_file.hpp"
+#include "names.hpp"
 
 namespace gridwarp::io::detail {
 

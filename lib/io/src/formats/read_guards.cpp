@@ -18,13 +18,15 @@
 #include <string>
 #include <string_view>
 
-#include "modules/backends.hpp"
+#include "files/file_checks.hpp"
 #include "formats/exif_orientation.hpp"
-#include "formats/tiff.hpp"
-#include "formats.hpp"
 #include "formats/format_table.hpp"
-#include "gridwarp/io/error.hpp"
+#include "formats/read_guards.hpp"
+#include "formats/tiff.hpp"
 #include "formats/volume_header_check.hpp"
+#include "gridwarp/io/error.hpp"
+#include "modules/backends.hpp"
+#include "names.hpp"
 
 namespace gridwarp::io::detail {
 

@@ -10,9 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "formats.hpp"
-#include "gridwarp/io/error.hpp"
 #include "files/output_file.hpp"
+#include "formats/raster_pixels.hpp"
+#include "gridwarp/io/error.hpp"
+#include "names.hpp"
 
 namespace gridwarp::io::detail {
 

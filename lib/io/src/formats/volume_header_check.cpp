@@ -11,9 +11,11 @@
 
 #include <zlib.h>
 
-#include "formats.hpp"
+#include "files/file_checks.hpp"
 #include "formats/gzip.hpp"
+#include "formats/raster_pixels.hpp"
 #include "gridwarp/io/error.hpp"
+#include "names.hpp"
 
 namespace gridwarp::io::detail {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "files/output_file.hpp"
-#include "formats.hpp"
+#include "formats/raster_pixels.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 

@@ -11,8 +11,8 @@
 #include <new>
 #include <string>
 
-#include "formats.hpp"
 #include "gridwarp/io/error.hpp"
+#include "modules/module_functions.hpp"
 #include "transforms/hdf5_isolation.hpp"
 #include "transforms/transform_wire.hpp"
 

@@ -23,9 +23,10 @@
 #include <mutex>
 #include <vector>
 
-#include "formats.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/transform_io.hpp"
+#include "modules/module_functions.hpp"
+#include "names.hpp"
 
 namespace gridwarp::io::detail {
 

@@ -1,6 +1,6 @@
 // The OpenCV module's entry point (backends.hpp).
 #include "modules/backends.hpp"
-#include "formats.hpp"
+#include "modules/module_functions.hpp"
 
 namespace gridwarp::io::detail {
 namespace {

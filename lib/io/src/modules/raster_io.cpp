@@ -15,9 +15,11 @@
 #include <cstring>
 #include <fstream>
 
-#include "formats.hpp"
 #include "files/output_file.hpp"
+#include "formats/raster_pixels.hpp"
+#include "formats/read_guards.hpp"
 #include "gridwarp/io/error.hpp"
+#include "modules/module_functions.hpp"
 
 namespace gridwarp::io::detail {
 

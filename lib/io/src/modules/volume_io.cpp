@@ -14,8 +14,10 @@
 #include <memory>
 #include <mutex>
 
-#include "formats.hpp"
+#include "formats/raster_pixels.hpp"
 #include "gridwarp/io/error.hpp"
+#include "modules/module_functions.hpp"
+#include "names.hpp"
 
 namespace gridwarp::io::detail {
 

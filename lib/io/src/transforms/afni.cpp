@@ -16,8 +16,8 @@
 #include <optional>
 #include <stdexcept>
 
-#include "formats.hpp"
 #include "gridwarp/io/error.hpp"
+#include "names.hpp"
 #include "transforms/text_fields.hpp"
 #include "transforms/transform_formats.hpp"
 

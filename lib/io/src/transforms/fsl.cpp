@@ -6,8 +6,9 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "formats.hpp"
+#include "formats/raster_pixels.hpp"
 #include "gridwarp/io/error.hpp"
+#include "names.hpp"
 #include "transforms/transform_formats.hpp"
 
 namespace gridwarp::io::detail {

@@ -12,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "formats.hpp"
+#include "files/file_checks.hpp"
+#include "formats/read_guards.hpp"
 #include "gridwarp/io/error.hpp"
 #include "modules/backends.hpp"
 #include "transforms/transform_wire.hpp"

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "modules/backends.hpp"
-#include "formats.hpp"
+#include "formats/raster_pixels.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
+#include "modules/backends.hpp"
+#include "names.hpp"
 #include "transforms/hdf5_isolation.hpp"
 #include "transforms/transform_formats.hpp"
 

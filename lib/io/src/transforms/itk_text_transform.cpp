@@ -12,7 +12,6 @@
 #include <cstring>
 #include <sstream>
 
-#include "formats.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/transform_io.hpp"

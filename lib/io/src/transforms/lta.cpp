@@ -15,9 +15,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "formats.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/text_matrix.hpp"
+#include "names.hpp"
 #include "transforms/text_fields.hpp"
 #include "transforms/transform_formats.hpp"
 

@@ -1,9 +1,9 @@
 #include <algorithm>
 #include <fstream>
 
-#include "formats.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/text_matrix.hpp"
+#include "names.hpp"
 #include "transforms/transform_formats.hpp"
 
 namespace gridwarp::io::detail {

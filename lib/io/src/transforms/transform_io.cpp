@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "files/file_checks.hpp"
 #include "files/shared_files_internal.hpp"
-#include "formats.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"
 #include "transforms/transform_formats.hpp"

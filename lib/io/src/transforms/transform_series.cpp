@@ -16,7 +16,7 @@ namespace {
 // The files of a folder that a list is made of, in name order: MCFLIRT's MAT_0000, MAT_0001, ...
 // sort as numbered. Hidden files and subfolders are not part of it. Every other member must be a
 // regular file inside the folder once links are resolved (the containment rule of detached
-// headers, formats.hpp), checked before any is read.
+// headers, files/file_checks.hpp), checked before any is read.
 std::vector<fs::path> list_elements(const fs::path& folder, const ReadOptions& options) {
     std::vector<fs::path> files;
     std::error_code error;
