@@ -757,35 +757,81 @@ bool fast_path_applies(const Task& task, int rank) {
     return span <= std::numeric_limits<std::int32_t>::max();
 }
 
+// The output of every batch item cut into tiles; a work item is one tile.
+struct FastTiling {
+    FastTiling(const Shape& out_spatial, int rank, std::int64_t batch)
+        : rank(rank),
+          width(out_spatial.back()),
+          height(out_spatial[static_cast<std::size_t>(rank - 2)]),
+          depth(rank == 3 ? out_spatial[0] : 1),
+          tile_w(std::min(kTileWidth, width)),
+          tile_h(std::min(rank == 3 ? kTileRows3d : kTileRows, height)),
+          tile_d(std::min(kTileSlices, depth)),
+          tiles_w((width + tile_w - 1) / tile_w),
+          tiles_h((height + tile_h - 1) / tile_h),
+          tiles_d((depth + tile_d - 1) / tile_d),
+          work_items(batch * tiles_d * tiles_h * tiles_w) {}
+
+    int rank;  // 2 or 3
+    std::int64_t width, height, depth;
+    std::int64_t tile_w, tile_h, tile_d;
+    std::int64_t tiles_w, tiles_h, tiles_d;
+    std::int64_t work_items;
+};
+
+// One tile: batch item n, points [start, start + count) of rows y in [y_begin, y_end) of slices z
+// in [z_begin, z_end) (one slice, z = 0, in 2-D).
+struct Tile {
+    std::int64_t n, start, count, z_begin, z_end, y_begin, y_end;
+};
+
+Tile tile_of(const FastTiling& tiling, std::int64_t item) {
+    const std::int64_t tx = item % tiling.tiles_w;
+    item /= tiling.tiles_w;
+    const std::int64_t ty = item % tiling.tiles_h;
+    item /= tiling.tiles_h;
+    const std::int64_t tz = item % tiling.tiles_d;
+    const std::int64_t start = tx * tiling.tile_w;
+    return {item / tiling.tiles_d,
+            start,
+            std::min(tiling.tile_w, tiling.width - start),
+            tz * tiling.tile_d,
+            std::min(tiling.depth, (tz + 1) * tiling.tile_d),
+            ty * tiling.tile_h,
+            std::min(tiling.height, (ty + 1) * tiling.tile_h)};
+}
+
+// What the fast path runs for one task, chosen once: the planners and gatherer for its mode and
+// rank, the interior pass where the allowed targets have one, and the output's description.
 template <class S, class C>
-void run_fast(const Task& task) {
+struct FastKernels {
+    InputGeometry geometry;
+    int axis_taps_count = 0;
+    bool avx2 = false;
+    FastPlanFunction<C> planner = nullptr;
+    FastGatherFunction<S, C> gatherer = nullptr;
+    FastOutput<S> output;
+    std::int64_t input_span = 0;  // elements of a batch item that may be read, from its start
+    InteriorPass<S, C> interior_pass = nullptr;
+    ByteLayout byte_layout;
+    ListedPlanFunction<C> listed_planner = nullptr;
+};
+
+template <class S, class C>
+FastKernels<S, C> choose_fast_kernels(const Task& task, int rank) {
     const auto& input = task.input;
     const auto& output = task.output;
     const auto& options = task.options;
-    const int rank = static_cast<int>(input.rank()) - 2;  // 2 or 3
-    const Shape& out_spatial = task.positions.output_shape();
-    const std::int64_t batch = input.shape[0];
-    const std::int64_t width = out_spatial.back();
-    const std::int64_t height = out_spatial[static_cast<std::size_t>(rank - 2)];
-    const std::int64_t depth = rank == 3 ? out_spatial[0] : 1;
-    const std::int64_t tile_w = std::min(kTileWidth, width);
-    const std::int64_t tile_h = std::min(rank == 3 ? kTileRows3d : kTileRows, height);
-    const std::int64_t tile_d = std::min(kTileSlices, depth);
-    const std::int64_t tiles_w = (width + tile_w - 1) / tile_w;
-    const std::int64_t tiles_h = (height + tile_h - 1) / tile_h;
-    const std::int64_t tiles_d = (depth + tile_d - 1) / tile_d;
-    const std::int64_t work_items = batch * tiles_d * tiles_h * tiles_w;
     // (The interior pass takes a tile's row as one block.)
     static_assert(kTileWidth <= FastBlock<C>::kPoints);
-
-    const int axis_taps_count = taps_per_axis(options.mode, options.spline_order);
-    const InputGeometry geometry{rank, input.shape.data() + 2, input.strides.data() + 2, options.align_corners,
-                                 task.positions.space()};
-    const bool avx2 = avx2_allowed();
-    const FastPlanFunction<C> planner = select_fast_planner<C>(options, rank, avx2);
-    const FastGatherFunction<S, C> gatherer = select_fast_gatherer<S, C>(options.mode, rank);
+    FastKernels<S, C> kernels;
+    kernels.geometry = InputGeometry{rank, input.shape.data() + 2, input.strides.data() + 2, options.align_corners, task.positions.space()};
+    kernels.axis_taps_count = taps_per_axis(options.mode, options.spline_order);
+    kernels.avx2 = avx2_allowed();
+    kernels.planner = select_fast_planner<C>(options, rank, kernels.avx2);
+    kernels.gatherer = select_fast_gatherer<S, C>(options.mode, rank);
     const Fill<S> fill(options.fill);
-    FastOutput<S> fast_output;
+    FastOutput<S>& fast_output = kernels.output;
     fast_output.channels = input.shape[1];
     fast_output.input_channel_stride = input.strides[1];
     fast_output.output_channel_stride = output.strides[1];
@@ -794,7 +840,8 @@ void run_fast(const Task& task) {
     fast_output.fill_value = fill.value;
     if constexpr (std::is_same_v<S, std::uint8_t> || std::is_same_v<S, std::uint16_t>) {
         if (fast_output.input_channel_stride == 1) {
-            fast_output.interleaved_gather = select_interleaved_gather<S>(fast_output.channels, static_cast<int>(int_pow(axis_taps_count, rank)));
+            fast_output.interleaved_gather =
+                select_interleaved_gather<S>(fast_output.channels, static_cast<int>(int_pow(kernels.axis_taps_count, rank)));
         }
     }
     // An output larger than the caches is gone from them before anyone reads it: streaming stores
@@ -803,157 +850,183 @@ void run_fast(const Task& task) {
                          (fast_output.channels == 1 || fast_output.output_channel_stride % 16 == 0) &&
                          output.numel() * static_cast<std::int64_t>(sizeof(S)) >= kStreamOutputBytes;
 
-    // The interior pass, where the allowed targets have one for this pixel type and layout.
-    // Elements of a batch item that may be read, from its start.
-    std::int64_t input_span = 1 + (input.shape[1] - 1) * input.strides[1];
-    for (int a = 0; a < rank; ++a) input_span += (geometry.extent[a] - 1) * geometry.stride[a];
-    InteriorPass<S, C> interior_pass = nullptr;
-    ByteLayout byte_layout;
-    if constexpr (kInteriorPassPixel<S>) interior_pass = select_interior_pass<S, C>(options.mode, geometry, fast_output, byte_layout);
-    const bool use_interior_pass = interior_pass != nullptr;
-    const ListedPlanFunction<C> listed_planner = use_interior_pass ? select_listed_planner<C>(options, rank) : nullptr;
+    kernels.input_span = 1 + (input.shape[1] - 1) * input.strides[1];
+    for (int a = 0; a < rank; ++a) kernels.input_span += (kernels.geometry.extent[a] - 1) * kernels.geometry.stride[a];
+    if constexpr (kInteriorPassPixel<S>) {
+        kernels.interior_pass = select_interior_pass<S, C>(options.mode, kernels.geometry, fast_output, kernels.byte_layout);
+    }
+    if (kernels.interior_pass) kernels.listed_planner = select_listed_planner<C>(options, rank);
+    return kernels;
+}
 
-    const S* in_data = input.typed<S>();
-    S* out_data = output.typed<S>();
-    const std::int64_t* out_strides = output.strides.data();
+// One thread's buffers: a block's plan, a row's positions, and a tile's rows as the interior pass
+// takes them.
+template <class C>
+struct TileScratch {
+    TileScratch(const FastTiling& tiling, int axis_taps_count, const std::int64_t* stride)
+        : block(tiling.rank, axis_taps_count, stride),
+          xyz(static_cast<std::size_t>(tiling.tile_w * tiling.rank)),
+          row_xyz(static_cast<std::size_t>(tiling.tile_d * tiling.tile_h)),
+          row_linear(row_xyz.size()),
+          row_output(row_xyz.size()),
+          row_outer(row_xyz.size()) {}
+
+    FastBlock<C> block;
+    std::vector<C> xyz;
+    std::vector<const C*> row_xyz;
+    std::vector<LinearRow> row_linear;
+    std::vector<std::int64_t> row_output;
+    std::vector<std::array<std::int64_t, 2>> row_outer;
+};
+
+// The output offset of a row's first point; outer = {z or y, y}, outermost first.
+std::int64_t row_output_offset(const TensorView& output, int rank, const Tile& tile, const std::int64_t* outer) {
+    const std::int64_t* strides = output.strides.data();
+    std::int64_t offset = tile.n * strides[0] + tile.start * strides[rank + 1] + outer[1] * strides[rank];
+    if (rank == 3) offset += outer[0] * strides[2];
+    return offset;
+}
+
+// A tile through the interior pass. An affine row's positions are computed by the pass itself (and
+// written out only for the points it leaves), an explicit float32 grid is read in place; other
+// positions are copied row by row. Points the pass leaves go through the generic stages.
+template <class S, class C>
+void sample_tile_by_interior_pass(const Task& task, const FastKernels<S, C>& kernels, const Tile& tile, TileScratch<C>& scratch) {
+    const int rank = kernels.geometry.rank;
+    const S* batch_in = task.input.typed<S>() + tile.n * task.input.strides[0];
+    S* out_data = task.output.typed<S>();
+    FastBlock<C>& block = scratch.block;
+    std::vector<C>& xyz = scratch.xyz;
+    std::int64_t rows = 0;
+    for (std::int64_t z = tile.z_begin; z < tile.z_end; ++z) {
+        for (std::int64_t y = tile.y_begin; y < tile.y_end; ++y) {
+            const auto at = static_cast<std::size_t>(rows++);
+            scratch.row_outer[at] = {rank == 3 ? z : y, y};
+            scratch.row_output[at] = row_output_offset(task.output, rank, tile, scratch.row_outer[at].data());
+        }
+    }
+    // (A source answers row by row; a tile whose rows are not all of one kind is copied.)
+    bool linear = true;
+    for (std::int64_t r = 0; r < rows && linear; ++r) {
+        const auto at = static_cast<std::size_t>(r);
+        linear = task.positions.linear_row(tile.n, scratch.row_outer[at].data(), &scratch.row_linear[at]);
+    }
+    bool stored = false;
+    if constexpr (std::is_same_v<C, float>) {
+        stored = !linear;
+        for (std::int64_t r = 0; r < rows && stored; ++r) {
+            const auto at = static_cast<std::size_t>(r);
+            scratch.row_xyz[at] = task.positions.stored_row(tile.n, scratch.row_outer[at].data(), tile.start);
+            stored = scratch.row_xyz[at] != nullptr;
+        }
+    }
+    PassRows<C> pass_rows;
+    pass_rows.first_index = tile.start;
+    const C* next_xyz = nullptr;  // the coordinates of the row after the tile's last
+    if constexpr (std::is_same_v<C, float>) {
+        const auto& [z, y] = scratch.row_outer[static_cast<std::size_t>(rows - 1)];
+        if (stored && y + 1 < task.positions.output_shape()[static_cast<std::size_t>(rank - 2)]) {
+            const std::int64_t next_outer[2] = {rank == 3 ? z : y + 1, y + 1};
+            next_xyz = task.positions.stored_row(tile.n, next_outer, tile.start);
+        }
+    }
+    RowPrefetch prefetch;
+    prefetch.last_tap = block.tap_offset.back();
+    prefetch.point_stride = kernels.geometry.stride[rank - 1];
+    for (std::int64_t r = 0; r < rows;) {
+        // Rows r.. at once where the pass reads them itself; else one row, copied.
+        const auto at = static_cast<std::size_t>(r);
+        if (!linear && !stored) task.positions.row(tile.n, scratch.row_outer[at].data(), tile.start, tile.count, xyz.data());
+        const C* copied = xyz.data();
+        pass_rows.rows = (linear || stored) ? rows - r : 1;
+        pass_rows.linear = linear ? &scratch.row_linear[at] : nullptr;
+        pass_rows.xyz = stored ? &scratch.row_xyz[at] : &copied;
+        pass_rows.output_offset = &scratch.row_output[at];
+        pass_rows.next_xyz = next_xyz;
+        const PassStop stop = kernels.interior_pass(pass_rows, tile.count, kernels.geometry, batch_in, out_data, kernels.output,
+                                                    kernels.input_span, kernels.byte_layout, block.edge_point.data(),
+                                                    block.base.data(), prefetch, task.options.padding);
+        r += stop.rows;
+        if (stop.result == PassResult::Complete) continue;
+        // The last row it did has points left to the generic stages.
+        const auto last = static_cast<std::size_t>(r - 1);
+        const C* block_xyz = stored ? scratch.row_xyz[last] : xyz.data();
+        if (linear && stop.result == PassResult::EdgesLeft) {
+            // The listed points' positions only (row() would write these values), not the whole
+            // row's: a row across an edge usually leaves a few points.
+            const LinearRow& row = scratch.row_linear[last];
+            for (std::int64_t e = 0; e < stop.edges; ++e) {
+                const std::int64_t p = block.edge_point[static_cast<std::size_t>(e)];
+                for (int k = 0; k < rank; ++k) xyz[static_cast<std::size_t>(p * rank + k)] = linear_row_coordinate<C>(row, tile.start + p, k);
+            }
+        } else if (linear) {
+            task.positions.row(tile.n, scratch.row_outer[last].data(), tile.start, tile.count, xyz.data());
+        }
+        if (stop.result == PassResult::EdgesLeft) {
+            // Only the listed points across an edge are left.
+            kernels.listed_planner(block_xyz, stop.edges, kernels.geometry, block);
+        } else {
+            kernels.planner(block_xyz, tile.count, kernels.geometry, block);
+        }
+        kernels.gatherer(block, batch_in, out_data + scratch.row_output[last], kernels.output, kernels.input_span, kernels.avx2);
+    }
+}
+
+// A tile through the generic stages: each row's positions, planned and gathered a block at a time.
+template <class S, class C>
+void sample_tile_by_blocks(const Task& task, const FastKernels<S, C>& kernels, const Tile& tile, TileScratch<C>& scratch) {
+    const int rank = kernels.geometry.rank;
+    const S* batch_in = task.input.typed<S>() + tile.n * task.input.strides[0];
+    S* out_data = task.output.typed<S>();
+    const std::int64_t point_stride = task.output.strides[static_cast<std::size_t>(rank + 1)];
     constexpr std::int64_t B = FastBlock<C>::kPoints;
+    FastBlock<C>& block = scratch.block;
+    bool row_started = false;
+    std::int64_t previous_base = 0;
+    // With a row's first block planned (first taps in block.base): the row kPrefetchRowsAhead rows
+    // on will read about where this one reads, moved that many times by the move from the previous
+    // row to this one.
+    const auto prefetch_rows_ahead = [&](std::int64_t block_count) {
+        const std::int64_t move = row_started ? block.base[0] - previous_base : 0;
+        previous_base = block.base[0];
+        row_started = true;
+        prefetch_input(block.base.data(), block_count, batch_in, kPrefetchRowsAhead * move + block.tap_offset.back(),
+                       kernels.geometry.stride[rank - 1], prefetches_per_line(rank));
+    };
+    for (std::int64_t z = tile.z_begin; z < tile.z_end; ++z) {
+        for (std::int64_t y = tile.y_begin; y < tile.y_end; ++y) {
+            const std::int64_t outer[2] = {rank == 3 ? z : y, y};  // outermost first
+            task.positions.row(tile.n, outer, tile.start, tile.count, scratch.xyz.data());
+            const std::int64_t out_offset = row_output_offset(task.output, rank, tile, outer);
+            for (std::int64_t b = 0; b < tile.count; b += B) {
+                const std::int64_t block_count = std::min(B, tile.count - b);
+                kernels.planner(scratch.xyz.data() + b * rank, block_count, kernels.geometry, block);
+                if (b == 0) prefetch_rows_ahead(block_count);
+                kernels.gatherer(block, batch_in, out_data + out_offset + b * point_stride, kernels.output, kernels.input_span, kernels.avx2);
+            }
+        }
+    }
+}
 
+template <class S, class C>
+void run_fast(const Task& task) {
+    const int rank = static_cast<int>(task.input.rank()) - 2;  // 2 or 3
+    const FastTiling tiling(task.positions.output_shape(), rank, task.input.shape[0]);
+    const FastKernels<S, C> kernels = choose_fast_kernels<S, C>(task, rank);
     // Each thread samples its own slice of tiles (the same slice on every call), then helps with
     // what is left of the others' (work_split.hpp).
-    const int threads = thread_count(options);
-    WorkSplit split(work_items, threads);
+    const int threads = thread_count(task.options);
+    WorkSplit split(tiling.work_items, threads);
 #pragma omp parallel num_threads(threads)
     {
         const int me = omp_get_thread_num();
-        FastBlock<C> block(rank, axis_taps_count, geometry.stride);
-        std::vector<C> xyz(static_cast<std::size_t>(tile_w * rank));
-        // A tile's rows as the interior pass takes them.
-        const std::int64_t tile_rows = tile_d * tile_h;
-        std::vector<const C*> row_xyz(static_cast<std::size_t>(tile_rows));
-        std::vector<LinearRow> row_linear(static_cast<std::size_t>(tile_rows));
-        std::vector<std::int64_t> row_output(static_cast<std::size_t>(tile_rows));
-        std::vector<std::array<std::int64_t, 2>> row_outer(static_cast<std::size_t>(tile_rows));
-
+        TileScratch<C> scratch(tiling, kernels.axis_taps_count, kernels.geometry.stride);
         for (std::int64_t item = split.next(me); item >= 0; item = split.next(me)) {
-            std::int64_t rest = item;
-            const std::int64_t tx = rest % tiles_w;
-            rest /= tiles_w;
-            const std::int64_t ty = rest % tiles_h;
-            rest /= tiles_h;
-            const std::int64_t tz = rest % tiles_d;
-            const std::int64_t n = rest / tiles_d;
-            const std::int64_t start = tx * tile_w;
-            const std::int64_t count = std::min(tile_w, width - start);
-            const S* batch_in = in_data + n * input.strides[0];
-            // The output offset of a row's first point; outer = {z or y, y}, outermost first.
-            const auto output_offset = [&](const std::int64_t* outer) {
-                std::int64_t offset = n * out_strides[0] + start * out_strides[rank + 1] + outer[1] * out_strides[rank];
-                if (rank == 3) offset += outer[0] * out_strides[2];
-                return offset;
-            };
-            if (use_interior_pass) {
-                // The tile's rows: an affine row's positions are computed by the pass itself (and
-                // written out only for the points it leaves), an explicit float32 grid is read in
-                // place; other positions are copied row by row.
-                std::int64_t rows = 0;
-                for (std::int64_t z = tz * tile_d; z < std::min(depth, (tz + 1) * tile_d); ++z) {
-                    for (std::int64_t y = ty * tile_h; y < std::min(height, (ty + 1) * tile_h); ++y) {
-                        const auto at = static_cast<std::size_t>(rows++);
-                        row_outer[at] = {rank == 3 ? z : y, y};
-                        row_output[at] = output_offset(row_outer[at].data());
-                    }
-                }
-                // (A source answers row by row; a tile whose rows are not all of one kind is copied.)
-                bool linear = true;
-                for (std::int64_t r = 0; r < rows && linear; ++r) {
-                    const auto at = static_cast<std::size_t>(r);
-                    linear = task.positions.linear_row(n, row_outer[at].data(), &row_linear[at]);
-                }
-                bool stored = false;
-                if constexpr (std::is_same_v<C, float>) {
-                    stored = !linear;
-                    for (std::int64_t r = 0; r < rows && stored; ++r) {
-                        const auto at = static_cast<std::size_t>(r);
-                        row_xyz[at] = task.positions.stored_row(n, row_outer[at].data(), start);
-                        stored = row_xyz[at] != nullptr;
-                    }
-                }
-                PassRows<C> pass_rows;
-                pass_rows.first_index = start;
-                const C* next_xyz = nullptr;  // the coordinates of the row after the tile's last
-                if constexpr (std::is_same_v<C, float>) {
-                    const auto& [z, y] = row_outer[static_cast<std::size_t>(rows - 1)];
-                    if (stored && y + 1 < height) {
-                        const std::int64_t next_outer[2] = {rank == 3 ? z : y + 1, y + 1};
-                        next_xyz = task.positions.stored_row(n, next_outer, start);
-                    }
-                }
-                RowPrefetch prefetch;
-                prefetch.last_tap = block.tap_offset.back();
-                prefetch.point_stride = geometry.stride[rank - 1];
-                for (std::int64_t r = 0; r < rows;) {
-                    // Rows r.. at once where the pass reads them itself; else one row, copied.
-                    const auto at = static_cast<std::size_t>(r);
-                    if (!linear && !stored) task.positions.row(n, row_outer[at].data(), start, count, xyz.data());
-                    const C* copied = xyz.data();
-                    pass_rows.rows = (linear || stored) ? rows - r : 1;
-                    pass_rows.linear = linear ? &row_linear[at] : nullptr;
-                    pass_rows.xyz = stored ? &row_xyz[at] : &copied;
-                    pass_rows.output_offset = &row_output[at];
-                    pass_rows.next_xyz = next_xyz;
-                    const PassStop stop = interior_pass(pass_rows, count, geometry, batch_in, out_data, fast_output, input_span,
-                                                        byte_layout, block.edge_point.data(), block.base.data(), prefetch,
-                                                        options.padding);
-                    r += stop.rows;
-                    if (stop.result == PassResult::Complete) continue;
-                    // The last row it did has points left to the generic stages.
-                    const auto last = static_cast<std::size_t>(r - 1);
-                    const C* block_xyz = stored ? row_xyz[last] : xyz.data();
-                    if (linear && stop.result == PassResult::EdgesLeft) {
-                        // The listed points' positions only (row() would write these values), not
-                        // the whole row's: a row across an edge usually leaves a few points.
-                        const LinearRow& row = row_linear[last];
-                        for (std::int64_t e = 0; e < stop.edges; ++e) {
-                            const std::int64_t p = block.edge_point[static_cast<std::size_t>(e)];
-                            for (int k = 0; k < rank; ++k) xyz[static_cast<std::size_t>(p * rank + k)] = linear_row_coordinate<C>(row, start + p, k);
-                        }
-                    } else if (linear) {
-                        task.positions.row(n, row_outer[last].data(), start, count, xyz.data());
-                    }
-                    if (stop.result == PassResult::EdgesLeft) {
-                        // Only the listed points across an edge are left.
-                        listed_planner(block_xyz, stop.edges, geometry, block);
-                    } else {
-                        planner(block_xyz, count, geometry, block);
-                    }
-                    gatherer(block, batch_in, out_data + row_output[last], fast_output, input_span, avx2);
-                }
-                continue;
-            }
-            bool row_started = false;
-            std::int64_t previous_base = 0;
-            // With a row's first block planned (first taps in block.base): the row kPrefetchRowsAhead
-            // rows on will read about where this one reads, moved that many times by the move from
-            // the previous row to this one.
-            const auto prefetch_rows_ahead = [&](std::int64_t block_count) {
-                const std::int64_t move = row_started ? block.base[0] - previous_base : 0;
-                previous_base = block.base[0];
-                row_started = true;
-                prefetch_input(block.base.data(), block_count, batch_in, kPrefetchRowsAhead * move + block.tap_offset.back(),
-                               geometry.stride[rank - 1], prefetches_per_line(rank));
-            };
-            for (std::int64_t z = tz * tile_d; z < std::min(depth, (tz + 1) * tile_d); ++z) {
-                for (std::int64_t y = ty * tile_h; y < std::min(height, (ty + 1) * tile_h); ++y) {
-                    const std::int64_t outer[2] = {rank == 3 ? z : y, y};  // outermost first
-                    task.positions.row(n, outer, start, count, xyz.data());
-                    const std::int64_t out_offset = output_offset(outer);
-                    for (std::int64_t b = 0; b < count; b += B) {
-                        const std::int64_t block_count = std::min(B, count - b);
-                        planner(xyz.data() + b * rank, block_count, geometry, block);
-                        if (b == 0) prefetch_rows_ahead(block_count);
-                        gatherer(block, batch_in, out_data + out_offset + b * out_strides[rank + 1], fast_output, input_span, avx2);
-                    }
-                }
+            const Tile tile = tile_of(tiling, item);
+            if (kernels.interior_pass) {
+                sample_tile_by_interior_pass(task, kernels, tile, scratch);
+            } else {
+                sample_tile_by_blocks(task, kernels, tile, scratch);
             }
         }
     }
