@@ -5,7 +5,7 @@
 // The output is cut into tiles (run_fast), so that a tile's input stays in cache, and a tile's
 // rows into blocks of up to 256 points, each taken in two stages again:
 //
-//  1. fast_plan<Coord, Interp, Pad, Rank>: one loop over the block, which the compiler vectorises,
+//  1. fast_plan_body<Coord, Interp, Pad, Rank>: one loop over the block, which the compiler vectorises,
 //     computes along every axis the pixel position u, whether every tap lies inside the input (an
 //     "interior" point: padding cannot matter), the first tap by an integer conversion, the weights
 //     by the interpolation policy's own weights(), the int32 offset of the first tap, and whether
@@ -26,24 +26,17 @@
 // it where the values allow). The one difference: the reference skips the taps of weight zero, and
 // the fast paths add them and sum again, skipping them, only where a float sum came out NaN, which
 // gives the same bits (the zero-weight rule, sampling_policies.hpp). Vectorising computes many
-// points at once but each with those operations, and no fused multiply-add can form (AVX2 is
-// enabled without FMA, and generic x86-64 has none). So the results are the same bits as the
-// reference path's, which tests/core/test_fast_paths.cpp checks for every interpolation, padding,
-// align_corners, both instruction sets, strided views and points near, across and far past every
-// edge.
+// points at once but each with those operations, and no fused multiply-add can form (lib/core
+// builds with -ffp-contract=off). So the results are the same bits as the reference path's, which
+// tests/core/test_fast_paths.cpp checks for every interpolation, padding, align_corners, every
+// compiled instruction set, strided views and points near, across and far past every edge.
 //
-// Instruction sets: the default build targets generic x86-64 (SSE2). On x86-64, the vectorised
-// loops (fast_plan, the dense gathers and the tap weights) are compiled a second time for AVX2 and
-// chosen at run time when the processor has it (function multiversioning by hand rather than
-// target_clones, so that a test can run either: GRIDWARP_ISA=baseline in the environment forces the
-// generic code); the edge points' code is compiled once. Nothing else changes: no -march flag, and
-// the library still runs on every x86-64 processor. (The macros that say so,
-// GRIDWARP_AVX2_DISPATCH and GRIDWARP_TARGET_AVX2, are in fast_path.hpp.)
+// Instruction sets: the vectorised loops of both stages (fast_stages.hpp) are compiled once per
+// Highway target by fast_stages.cpp and chosen per call (GRIDWARP_ISA caps the choice, so a test
+// can run each); the edge points' code here is compiled once, for the portable target.
 #include "fast_path.hpp"
+#include "fast_stages.hpp"
 #include "sampler_task.hpp"
-#include "simd_targets.hpp"
-
-#include <hwy/targets.h>
 
 #include <algorithm>
 #include <array>
@@ -60,325 +53,13 @@
 #include <string_view>
 #include <vector>
 
+
 namespace gridwarp::detail {
 
 namespace {
 
-// Pixel types with a fast path (the rest are rare enough for the reference path).
-template <class S>
-inline constexpr bool kFastStorage = std::is_same_v<S, float> || std::is_same_v<S, double> ||
-                                     std::is_same_v<S, std::uint8_t> || std::is_same_v<S, std::int8_t> ||
-                                     std::is_same_v<S, std::uint16_t> || std::is_same_v<S, std::int16_t>;
-
 // Extents up to this keep u, d - 1 and d - 0.5 exact in float and tap indices inside int32.
 constexpr std::int64_t kFastMaxExtent = std::int64_t{1} << 22;
-
-// Per-point flags as wide as the coordinate type, so that their loops vectorise for doubles too.
-template <class C> using LaneFlag = std::conditional_t<sizeof(C) == 4, std::int32_t, std::int64_t>;
-
-// store<S> for the sums of the dense pass, written so that it vectorises. There the sum is finite
-// (finite weights times finite values) and, for 8- and 16-bit integers, below 2^22 in magnitude
-// (|value| < 2^16 times the weights' absolute sum, below 2^6 for every mode and rank), where
-// adding and subtracting 1.5 * 2^23 rounds half to even like nearbyint; the limits are exact in
-// float. So this gives store<S>'s value.
-template <class S, class V>
-GRIDWARP_ALWAYS_INLINE S store_finite(V value) {
-    if constexpr (std::is_integral_v<S>) {
-        static_assert(sizeof(S) <= 2 && std::is_same_v<V, float>);
-        constexpr V kRound = V(1.5) * V(std::int64_t{1} << (std::numeric_limits<V>::digits - 1));
-        constexpr V lower = V(std::numeric_limits<S>::min());
-        constexpr V upper = V(std::numeric_limits<S>::max());
-        V r = (value + kRound) - kRound;
-        r = r < lower ? lower : r;
-        r = r > upper ? upper : r;
-        return static_cast<S>(static_cast<std::int32_t>(r));
-    } else {
-        return static_cast<S>(value);
-    }
-}
-
-template <class C>
-struct FastBlock {
-    static constexpr std::int64_t kPoints = 256;
-    std::int64_t count = 0;
-    std::int64_t interior_points = 0;
-    std::vector<LaneFlag<C>> interior;     // per point: every tap is inside the input
-    std::vector<LaneFlag<C>> fill;         // per point: the reference gives the fill value
-    std::vector<C> weight;                 // rank x taps-per-axis x kPoints
-    std::vector<std::int32_t> base;        // per point: the offset of its first tap
-    std::vector<std::int32_t> tap_offset;  // per tap: its offset from the first tap
-    std::int64_t fills = 0;
-    std::vector<std::int32_t> fill_point;  // the fill points of the block
-    std::int64_t edges = 0;
-    std::vector<std::int32_t> edge_point;  // the other points (near or past an edge), and their coordinates
-    std::vector<C> edge_xyz;
-    // Border and reflection: edge points whose taps map by one clamp or reflection along every axis
-    // ("near" points) keep their mapped tap indices and weights per axis (rank x taps-per-axis x kPoints,
-    // by edge number); the others are planned by the reference planner.
-    std::vector<LaneFlag<C>> near;
-    std::vector<std::int32_t> near_index;
-    std::vector<C> near_weight;
-    std::vector<std::int32_t> stride;      // the input's spatial strides
-    std::int64_t far_edges = 0;
-    std::vector<std::int32_t> far_point;   // the points that the edge plan holds
-    std::vector<C> far_xyz;
-    Plan<C> edge_plan;
-    // Scratch of the gather: the tap weights shared by several channels, in float or double.
-    mutable std::vector<float> tap_weights_float;
-    mutable std::vector<double> tap_weights_double;
-
-    template <class R>
-    R* tap_weights(std::int64_t taps) const {
-        auto& scratch = [this]() -> std::vector<R>& {
-            if constexpr (std::is_same_v<R, float>) return tap_weights_float;
-            else return tap_weights_double;
-        }();
-        if (scratch.size() < static_cast<std::size_t>(taps * kPoints)) scratch.resize(static_cast<std::size_t>(taps * kPoints));
-        return scratch.data();
-    }
-
-    FastBlock(int rank, int taps_per_axis, const std::int64_t* stride_values)
-        : interior(kPoints),
-          fill(kPoints),
-          weight(static_cast<std::size_t>(rank * taps_per_axis * kPoints)),
-          base(kPoints),
-          fill_point(kPoints),
-          edge_point(kPoints),
-          edge_xyz(static_cast<std::size_t>(rank * kPoints)),
-          near(kPoints),
-          near_index(static_cast<std::size_t>(rank * taps_per_axis * kPoints)),
-          near_weight(static_cast<std::size_t>(rank * taps_per_axis * kPoints)),
-          stride(stride_values, stride_values + rank),
-          far_point(kPoints),
-          far_xyz(static_cast<std::size_t>(rank * kPoints)) {
-        const std::int64_t taps = int_pow(taps_per_axis, rank);
-        // Tap numbers as build_plan numbers them: the outermost axis is the most significant digit.
-        tap_offset.assign(static_cast<std::size_t>(taps), 0);
-        std::int64_t filled = 1;
-        for (int a = 0; a < rank; ++a) {
-            for (std::int64_t j = filled; j-- > 0;) {
-                for (int k = taps_per_axis; k-- > 0;) {
-                    tap_offset[static_cast<std::size_t>(j * taps_per_axis + k)] =
-                        static_cast<std::int32_t>(tap_offset[static_cast<std::size_t>(j)] + k * stride_values[a]);
-                }
-            }
-            filled *= taps_per_axis;
-        }
-        edge_plan.taps_per_point = taps;
-        edge_plan.offset.resize(static_cast<std::size_t>(kPoints * taps));
-        edge_plan.weight.resize(static_cast<std::size_t>(kPoints * taps));
-        edge_plan.fill.resize(kPoints);
-        edge_plan.axis_index.resize(static_cast<std::size_t>(rank * taps_per_axis));
-        edge_plan.axis_weight.resize(static_cast<std::size_t>(rank * taps_per_axis));
-    }
-};
-
-// Stage 1 for the points of a block, every axis in one pass. Returns the number of interior points.
-template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
-GRIDWARP_ALWAYS_INLINE std::int64_t classify_points(const C* __restrict xyz, std::int64_t count,
-                                                    const std::int64_t* extent, const std::int64_t* stride,
-                                                    C* __restrict weight, std::int32_t* __restrict base,
-                                                    LaneFlag<C>* __restrict interior, LaneFlag<C>* __restrict fill) {
-    constexpr int K = Interp::taps;
-    constexpr std::int64_t B = FastBlock<C>::kPoints;
-    using Flag = LaneFlag<C>;
-    C lo[Rank], hi[Rank], below_hi[Rank], out_below[Rank], out_from[Rank];
-    std::int32_t s[Rank];
-    std::int64_t d[Rank];
-    for (int a = 0; a < Rank; ++a) {
-        d[a] = extent[a];
-        lo[a] = Interp::template interior_lo<C>();
-        hi[a] = Interp::template interior_hi<C>(d[a]);
-        below_hi[a] = std::nextafter(hi[a], -std::numeric_limits<C>::infinity());
-        out_below[a] = Interp::template outside_below<C>();
-        out_from[a] = Interp::template outside_from<C>(d[a]);
-        s[a] = static_cast<std::int32_t>(stride[a]);
-    }
-    Flag interior_points = 0;
-    for (std::int64_t p = 0; p < count; ++p) {
-        Flag in_all = 1, fill_any = 0;
-        std::int32_t offset = 0;
-#pragma GCC unroll 3
-        for (int a = 0; a < Rank; ++a) {
-            const C g = xyz[p * Rank + (Rank - 1 - a)];  // coordinates come innermost-first
-            const C u = pixel_position<Kind>(g, d[a]);
-            const bool inside = (u >= lo[a]) & (u < hi[a]);  // false for NaN
-            // u itself where inside; elsewhere (NaN included) a stand-in in [lo, hi), which keeps
-            // the integer conversion defined and the taps inside the input. (max and min in this
-            // order send NaN to lo and compile to maxss/minss, which vectorise.)
-            const C safe = std::min(below_hi[a], std::max(lo[a], u));
-            const std::int32_t f = Interp::interior_first(safe);
-            offset += f * s[a];
-            if constexpr (K > 1) {
-                C w[K];
-                Interp::weights(safe, static_cast<C>(f), w);
-                for (int k = 0; k < K; ++k) weight[(a * K + k) * B + p] = w[k];
-            }
-            in_all &= static_cast<Flag>(inside);
-            fill_any |= static_cast<Flag>(Pad::fills(g, u, d[a]));
-            if constexpr (std::is_same_v<Pad, ZerosPadding>) {
-                // Every tap outside this axis: axis_taps gives the fill value.
-                fill_any |= static_cast<Flag>((u < out_below[a]) | (u >= out_from[a]));
-            }
-        }
-        base[p] = offset;
-        interior[p] = in_all;
-        fill[p] = fill_any;
-        interior_points += in_all;
-    }
-    return static_cast<std::int64_t>(interior_points);
-}
-
-// Stage 1 for the edge points of a block under border or reflection padding: the coordinate as
-// axis_taps bounds it, the first tap and weights as axis_taps computes them, and the mapped tap
-// indices, where every axis's taps map by one clamp or reflection (near[e]); 0 elsewhere.
-template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
-GRIDWARP_ALWAYS_INLINE void plan_near_points(const C* __restrict xyz, std::int64_t count, const std::int64_t* extent,
-                                             bool align_corners, std::int32_t* __restrict index,
-                                             C* __restrict weight, LaneFlag<C>* __restrict near) {
-    constexpr int K = Interp::taps;
-    constexpr std::int64_t B = FastBlock<C>::kPoints;
-    using Flag = LaneFlag<C>;
-    // Beyond these, axis_taps folds the coordinate first (reflection), or int32 would not do.
-    constexpr C kLimit = C(std::int64_t{1} << 22);
-    constexpr C kFoldBeyond = C(1 << 20);
-    std::int64_t d[Rank];
-    std::int32_t d32[Rank];
-    for (int a = 0; a < Rank; ++a) {
-        d[a] = extent[a];
-        d32[a] = static_cast<std::int32_t>(extent[a]);
-    }
-    for (std::int64_t e = 0; e < count; ++e) {
-        Flag all = 1;
-#pragma GCC unroll 3
-        for (int a = 0; a < Rank; ++a) {
-            const C g = xyz[e * Rank + (Rank - 1 - a)];
-            const C u = Pad::near_bound(pixel_position<Kind>(g, d[a]), d[a]);
-            bool ok = std::fabs(u) < kLimit;
-            if constexpr (std::is_same_v<Pad, ReflectionPadding> && Kind != PositionKind::Pixel) {
-                ok &= std::fabs(g) <= kFoldBeyond;
-            }
-            const C safe = std::min(kLimit, std::max(-kLimit, u));  // u where ok; NaN never reaches here
-            const std::int32_t first = Interp::near_first(safe);
-            ok &= Pad::near_ok(first, K, d32[a], align_corners);
-            if constexpr (K > 1) {
-                C w[K];
-                Interp::weights(safe, static_cast<C>(first), w);
-                for (int k = 0; k < K; ++k) weight[(a * K + k) * B + e] = w[k];
-            }
-            for (int k = 0; k < K; ++k) {
-                index[(a * K + k) * B + e] = ok ? Pad::near_map(first + k, d32[a], align_corners) : 0;
-            }
-            all &= static_cast<Flag>(ok);
-        }
-        near[e] = all;
-    }
-}
-
-// Stage 1 for the edge points of a block (block.edges of them, listed in block.edge_point with
-// their coordinates in block.edge_xyz): near points by plan_near_points, the others ("far") by the
-// reference planner.
-template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
-GRIDWARP_ALWAYS_INLINE void plan_edge_points(const InputGeometry& geometry, FastBlock<C>& block) {
-    const std::int64_t edges = block.edges;
-    // Edge points that are not near (all of them under zeros padding) are planned by the reference
-    // planner build_plan.
-    std::int64_t far_edges = 0;
-    if constexpr (std::is_same_v<Pad, ZerosPadding>) {
-        far_edges = edges;
-        std::copy_n(block.edge_point.data(), edges, block.far_point.data());
-        std::copy_n(block.edge_xyz.data(), edges * Rank, block.far_xyz.data());
-    } else {
-        plan_near_points<Kind, C, Interp, Pad, Rank>(block.edge_xyz.data(), edges, geometry.extent,
-                                                     geometry.align_corners, block.near_index.data(),
-                                                     block.near_weight.data(), block.near.data());
-        for (std::int64_t e = 0; e < edges; ++e) {
-            if (block.near[static_cast<std::size_t>(e)]) continue;
-            block.far_point[static_cast<std::size_t>(far_edges)] = block.edge_point[static_cast<std::size_t>(e)];
-            for (int k = 0; k < Rank; ++k) {
-                block.far_xyz[static_cast<std::size_t>(far_edges * Rank + k)] =
-                    block.edge_xyz[static_cast<std::size_t>(e * Rank + k)];
-            }
-            ++far_edges;
-        }
-    }
-    block.far_edges = far_edges;
-    if (far_edges > 0) build_plan<C, Interp, Pad, Rank>(block.far_xyz.data(), far_edges, geometry, block.edge_plan);
-}
-
-// Stage 1 for one kind of positions. (No lambdas here: a lambda's body would be compiled for the
-// generic instruction set even inside the AVX2 build.)
-template <PositionKind Kind, class C, class Interp, class Pad, int Rank>
-GRIDWARP_ALWAYS_INLINE void fast_plan_kind(const C* xyz, std::int64_t count, const InputGeometry& geometry,
-                                           FastBlock<C>& block) {
-    block.count = count;
-    block.interior_points = classify_points<Kind, C, Interp, Pad, Rank>(
-        xyz, count, geometry.extent, geometry.stride, block.weight.data(), block.base.data(),
-        block.interior.data(), block.fill.data());
-    block.fills = 0;
-    block.edges = 0;
-    block.far_edges = 0;
-    if (block.interior_points == count) return;
-    // The rest: fill points, and edge points.
-    std::int64_t fills = 0, edges = 0;
-    for (std::int64_t p = 0; p < count; ++p) {
-        if (block.interior[static_cast<std::size_t>(p)]) continue;
-        if (block.fill[static_cast<std::size_t>(p)]) {
-            block.fill_point[static_cast<std::size_t>(fills++)] = static_cast<std::int32_t>(p);
-            continue;
-        }
-        block.edge_point[static_cast<std::size_t>(edges)] = static_cast<std::int32_t>(p);
-        for (int k = 0; k < Rank; ++k) block.edge_xyz[static_cast<std::size_t>(edges * Rank + k)] = xyz[p * Rank + k];
-        ++edges;
-    }
-    block.fills = fills;
-    block.edges = edges;
-    if (edges == 0) return;
-    plan_edge_points<Kind, C, Interp, Pad, Rank>(geometry, block);
-}
-
-template <class C, class Interp, class Pad, int Rank>
-GRIDWARP_STAGE void fast_plan_body(const C* xyz, std::int64_t count, const InputGeometry& geometry,
-                                           FastBlock<C>& block) {
-    if (geometry.space == CoordinateSpace::Pixel) {
-        fast_plan_kind<PositionKind::Pixel, C, Interp, Pad, Rank>(xyz, count, geometry, block);
-    } else if (geometry.align_corners) {
-        fast_plan_kind<PositionKind::NormalizedCorners, C, Interp, Pad, Rank>(xyz, count, geometry, block);
-    } else {
-        fast_plan_kind<PositionKind::NormalizedEdges, C, Interp, Pad, Rank>(xyz, count, geometry, block);
-    }
-}
-
-template <class C>
-using FastPlanFunction = void (*)(const C* xyz, std::int64_t count, const InputGeometry& geometry, FastBlock<C>& block);
-
-template <class C, class Interp, class Pad, int Rank>
-void fast_plan(const C* xyz, std::int64_t count, const InputGeometry& geometry, FastBlock<C>& block) {
-    fast_plan_body<C, Interp, Pad, Rank>(xyz, count, geometry, block);
-}
-
-#ifdef GRIDWARP_AVX2_DISPATCH
-template <class C, class Interp, class Pad, int Rank>
-GRIDWARP_TARGET_AVX2 void fast_plan_avx2(const C* xyz, std::int64_t count, const InputGeometry& geometry,
-                                         FastBlock<C>& block) {
-    fast_plan_body<C, Interp, Pad, Rank>(xyz, count, geometry, block);
-}
-#endif
-
-template <class C>
-FastPlanFunction<C> select_fast_planner(const SampleOptions& options, int rank, bool avx2) {
-    return visit_interpolation(options.mode, [&](auto interp) {
-        return visit_padding(options.padding, [&](auto pad) -> FastPlanFunction<C> {
-            using I = typename decltype(interp)::type;
-            using P = typename decltype(pad)::type;
-#ifdef GRIDWARP_AVX2_DISPATCH
-            if (avx2) return rank == 2 ? &fast_plan_avx2<C, I, P, 2> : &fast_plan_avx2<C, I, P, 3>;
-#endif
-            (void)avx2;
-            return rank == 2 ? &fast_plan<C, I, P, 2> : &fast_plan<C, I, P, 3>;
-        });
-    });
-}
 
 // Stage 1 for a block whose interior and fill points an interior pass has written: only its edge
 // points, listed by the pass in block.edge_point, are planned (near and far, as fast_plan_kind
@@ -424,148 +105,6 @@ ListedPlanFunction<C> select_listed_planner(const SampleOptions& options, int ra
     });
 }
 
-// The place value of each axis's digit in a tap number (the outermost axis is the most significant).
-template <int K, int Rank>
-constexpr std::array<int, Rank> digit_places() {
-    std::array<int, Rank> place{};
-    int value = 1;
-    for (int a = Rank - 1; a >= 0; --a) {
-        place[static_cast<std::size_t>(a)] = value;
-        value *= K;
-    }
-    return place;
-}
-
-// The weight of tap t of point p as build_plan computes it: 1 times the per-axis weights from the
-// outermost axis on, then converted to the compute type's real type R as the gather converts it.
-template <class R, class C, int K, int Rank>
-GRIDWARP_ALWAYS_INLINE R tap_weight(const C* __restrict axis_weight, int t, std::int64_t p) {
-    constexpr std::int64_t B = FastBlock<C>::kPoints;
-    constexpr std::array<int, Rank> kPlace = digit_places<K, Rank>();
-    C w = C(1);
-#pragma GCC unroll 3
-    for (int a = 0; a < Rank; ++a) {
-        const int k = (t / kPlace[static_cast<std::size_t>(a)]) % K;
-        w = w * axis_weight[(a * K + k) * B + p];
-    }
-    return static_cast<R>(w);
-}
-
-// The zero-weight rule for dense_gather_body's float sums (sampling_policies.hpp): the points
-// whose sum came out NaN, summed again without the taps of weight zero. A function of its own, off
-// the vectorised loop.
-template <bool Precomputed, class S, class C, int K, int Rank>
-GRIDWARP_NOINLINE void resum_nan_points(std::int64_t count, const std::int32_t* base, const std::int32_t* offset,
-                                        const C* axis_weight,
-                                        const typename real_of<typename compute_type<S>::type>::type* tap_weights,
-                                        const S* in, S* out, std::int64_t out_stride) {
-    using V = typename compute_type<S>::type;
-    using R = typename real_of<V>::type;
-    constexpr std::int64_t B = FastBlock<C>::kPoints;
-    constexpr int T = static_cast<int>(int_pow(K, Rank));
-    for (std::int64_t p = 0; p < count; ++p) {
-        S& result = out[p * out_stride];
-        if (!std::isnan(result)) continue;
-        V sum = V(0);
-        for (int t = 0; t < T; ++t) {
-            const R w = Precomputed ? tap_weights[t * B + p] : tap_weight<R, C, K, Rank>(axis_weight, t, p);
-            add_weighted_tap(sum, w, load<V>(in[base[p] + offset[t]]));
-        }
-        result = store_finite<S>(sum);
-    }
-}
-
-// Stage 2, first pass: one channel of every point of the block as if it were interior, with the
-// tap weights computed on the way (one channel) or read from tap_weights (T x kPoints, computed
-// once for all channels by tap_weights_body). (Called through dense_gather_channel[_avx2]: GCC
-// vectorises where the restrict pointers are the parameters of a function that is not inlined.)
-template <bool Precomputed, class S, class C, int K, int Rank>
-GRIDWARP_STAGE void dense_gather_body(std::int64_t count, const std::int32_t* __restrict base,
-                                              const std::int32_t* __restrict tap_offset,
-                                              const C* __restrict axis_weight,
-                                              const typename real_of<typename compute_type<S>::type>::type* __restrict tap_weights,
-                                              const S* __restrict in, S* __restrict out, std::int64_t out_stride) {
-    using V = typename compute_type<S>::type;
-    using R = typename real_of<V>::type;
-    constexpr std::int64_t B = FastBlock<C>::kPoints;
-    constexpr int T = static_cast<int>(int_pow(K, Rank));
-    std::int32_t offset[T];
-    for (int t = 0; t < T; ++t) offset[t] = tap_offset[t];
-    if constexpr (std::is_integral_v<S> && K > 1) {
-        // GCC does not vectorise gathers of 8- and 16-bit values: gather the taps into a staging
-        // array first (plain loads), then compute in a loop that vectorises.
-        S staged[T * B];
-        for (std::int64_t p = 0; p < count; ++p) {
-            const std::int32_t b = base[p];
-            for (int t = 0; t < T; ++t) staged[t * B + p] = in[b + offset[t]];
-        }
-        for (std::int64_t p = 0; p < count; ++p) {
-            V sum = V(0);
-#pragma GCC unroll 64
-            for (int t = 0; t < T; ++t) {
-                const R w = Precomputed ? tap_weights[t * B + p] : tap_weight<R, C, K, Rank>(axis_weight, t, p);
-                sum += w * load<V>(staged[t * B + p]);
-            }
-            out[p * out_stride] = store_finite<S>(sum);
-        }
-        return;
-    }
-    // A NaN sum, if one came out (float pixels): the zero-weight rule. Kept as a value of V, not an
-    // integer flag, so that GCC still vectorises the loop for double pixels.
-    [[maybe_unused]] V nan_probe = V(0);
-    for (std::int64_t p = 0; p < count; ++p) {
-        const std::int32_t b = base[p];
-        if constexpr (K == 1) {
-            out[p * out_stride] = in[b];
-        } else {
-            V sum = V(0);
-#pragma GCC unroll 64
-            for (int t = 0; t < T; ++t) {
-                const R w = Precomputed ? tap_weights[t * B + p] : tap_weight<R, C, K, Rank>(axis_weight, t, p);
-                sum += w * load<V>(in[b + offset[t]]);
-            }
-            nan_probe = sum != sum ? sum : nan_probe;
-            out[p * out_stride] = store_finite<S>(sum);
-        }
-    }
-    if constexpr (K > 1 && std::is_floating_point_v<S>) {
-        if (nan_probe != nan_probe) {
-            resum_nan_points<Precomputed, S, C, K, Rank>(count, base, offset, axis_weight, tap_weights, in, out, out_stride);
-        }
-    }
-}
-
-template <class R, class C, int K, int Rank>
-GRIDWARP_ALWAYS_INLINE void tap_weights_body(std::int64_t count, const C* __restrict axis_weight, R* __restrict tap_weights) {
-    constexpr std::int64_t B = FastBlock<C>::kPoints;
-    constexpr int T = static_cast<int>(int_pow(K, Rank));
-    for (int t = 0; t < T; ++t) {
-        for (std::int64_t p = 0; p < count; ++p) tap_weights[t * B + p] = tap_weight<R, C, K, Rank>(axis_weight, t, p);
-    }
-}
-
-// The functions that the two instruction sets get compiled for.
-#define GRIDWARP_DENSE_FUNCTIONS(SUFFIX, TARGET)                                                                 \
-    template <bool Precomputed, class S, class C, int K, int Rank>                                               \
-    GRIDWARP_NOINLINE TARGET void dense_gather_channel##SUFFIX(                                                  \
-        std::int64_t count, const std::int32_t* __restrict base, const std::int32_t* __restrict tap_offset,     \
-        const C* __restrict axis_weight,                                                                         \
-        const typename real_of<typename compute_type<S>::type>::type* __restrict tap_weights,                   \
-        const S* __restrict in, S* __restrict out, std::int64_t out_stride) {                                   \
-        dense_gather_body<Precomputed, S, C, K, Rank>(count, base, tap_offset, axis_weight, tap_weights, in, out, \
-                                                      out_stride);                                               \
-    }                                                                                                            \
-    template <class R, class C, int K, int Rank>                                                                 \
-    GRIDWARP_NOINLINE TARGET void tap_weights##SUFFIX(std::int64_t count, const C* __restrict axis_weight,      \
-                                                      R* __restrict tap_weights) {                               \
-        tap_weights_body<R, C, K, Rank>(count, axis_weight, tap_weights);                                       \
-    }
-
-GRIDWARP_DENSE_FUNCTIONS(, )
-#ifdef GRIDWARP_AVX2_DISPATCH
-GRIDWARP_DENSE_FUNCTIONS(_avx2, GRIDWARP_TARGET_AVX2)
-#endif
-
 // Whether the interleaved gather (interleaved_gather.hpp) may run on this block: 2 to 4 interleaved
 // channels, every point's 32-bit reads inside the input's `input_span` elements, and their byte
 // offsets within int32.
@@ -581,11 +120,11 @@ bool interleaved_words_readable(const FastBlock<C>& block, std::int64_t channels
     return read_end <= input_span && read_end * static_cast<std::int64_t>(sizeof(S)) <= std::numeric_limits<std::int32_t>::max();
 }
 
-// Stage 2. avx2: the dense gathers' AVX2 copies do the vectorised work; the rest (the edge points)
-// is the same code for both.
+// Stage 2. The dense pass is the chosen target's (dense); the rest (fill, near and far edge points)
+// is compiled once.
 template <class S, class C, int K, int Rank>
 void fast_gather(const FastBlock<C>& block, const S* input, S* output, const FastOutput<S>& out, std::int64_t input_span,
-                 [[maybe_unused]] bool avx2) {
+                 const DenseKernels<S, C>& dense) {
     constexpr int T = static_cast<int>(int_pow(K, Rank));
     const std::int64_t ops = out.output_point_stride;
     const std::int64_t ocs = out.output_channel_stride;
@@ -593,19 +132,11 @@ void fast_gather(const FastBlock<C>& block, const S* input, S* output, const Fas
     if (block.interior_points > 0) {
         using R = typename real_of<typename compute_type<S>::type>::type;
         // Several channels share the tap weights, computed once.
-        constexpr bool kWeighted = K > 1;
-        const bool shared = kWeighted && out.channels > 1;
+        const bool shared = K > 1 && out.channels > 1;
         R* tap_weights = nullptr;
         if (shared) {
             tap_weights = block.template tap_weights<R>(T);
-#ifdef GRIDWARP_AVX2_DISPATCH
-            if (avx2) {
-                tap_weights_avx2<R, C, K, Rank>(block.count, block.weight.data(), tap_weights);
-            } else
-#endif
-            {
-                ::gridwarp::detail::tap_weights<R, C, K, Rank>(block.count, block.weight.data(), tap_weights);
-            }
+            dense.tap_weights(block.count, block.weight.data(), tap_weights);
         }
         bool channels_done = false;
         if constexpr ((std::is_same_v<S, std::uint8_t> || std::is_same_v<S, std::uint16_t>) && K > 1) {
@@ -626,29 +157,10 @@ void fast_gather(const FastBlock<C>& block, const S* input, S* output, const Fas
                 channels_done = true;
             }
         }
+        const DenseGatherFunction<S, C> dense_gather = shared ? dense.with_tap_weights : dense.computing_weights;
         for (std::int64_t c = 0; c < out.channels && !channels_done; ++c) {
-            const S* in = input + c * ics;
-            S* o = output + c * ocs;
-            // With the tap weights computed once for all channels (Precomputed) or on the way.
-            const auto dense_gather = [&](auto precomputed) {
-                constexpr bool kPrecomputed = decltype(precomputed)::value;
-#ifdef GRIDWARP_AVX2_DISPATCH
-                if (avx2) {
-                    dense_gather_channel_avx2<kPrecomputed, S, C, K, Rank>(block.count, block.base.data(), block.tap_offset.data(),
-                                                                           block.weight.data(), tap_weights, in, o, ops);
-                    return;
-                }
-#endif
-                dense_gather_channel<kPrecomputed, S, C, K, Rank>(block.count, block.base.data(), block.tap_offset.data(),
-                                                                  block.weight.data(), tap_weights, in, o, ops);
-            };
-            if constexpr (kWeighted) {
-                if (shared) {
-                    dense_gather(std::true_type{});
-                    continue;
-                }
-            }
-            dense_gather(std::false_type{});
+            dense_gather(block.count, block.base.data(), block.tap_offset.data(), block.weight.data(), tap_weights, input + c * ics,
+                         output + c * ocs, ops);
         }
     }
     for (std::int64_t f = 0; f < block.fills; ++f) {
@@ -709,7 +221,7 @@ void fast_gather(const FastBlock<C>& block, const S* input, S* output, const Fas
 
 template <class S, class C>
 using FastGatherFunction = void (*)(const FastBlock<C>& block, const S* input, S* output, const FastOutput<S>& out,
-                                    std::int64_t input_span, bool avx2);
+                                    std::int64_t input_span, const DenseKernels<S, C>& dense);
 
 template <class S, class C>
 FastGatherFunction<S, C> select_fast_gatherer(Interpolation mode, int rank) {
@@ -732,17 +244,6 @@ constexpr std::int64_t kStreamOutputBytes = std::int64_t{8} << 20;
 constexpr std::int64_t kTileRows = 64;
 constexpr std::int64_t kTileRows3d = 4;
 constexpr std::int64_t kTileSlices = 16;
-
-// Whether the stages' AVX2 copy may run: an allowed Highway target (simd_targets.hpp: what the
-// processor has, capped by GRIDWARP_ISA, which tests use to check every target against the
-// reference path) has AVX2.
-bool avx2_allowed() {
-#ifdef GRIDWARP_AVX2_DISPATCH
-    return (allowed_simd_targets() & (HWY_AVX2 | HWY_AVX3 | HWY_AVX3_DL)) != 0;
-#else
-    return false;
-#endif
-}
 
 bool fast_path_applies(const Task& task, int rank) {
     const auto& input = task.input;
@@ -807,9 +308,9 @@ template <class S, class C>
 struct FastKernels {
     InputGeometry geometry;
     int axis_taps_count = 0;
-    bool avx2 = false;
     FastPlanFunction<C> planner = nullptr;
     FastGatherFunction<S, C> gatherer = nullptr;
+    DenseKernels<S, C> dense;
     FastOutput<S> output;
     std::int64_t input_span = 0;  // elements of a batch item that may be read, from its start
     InteriorPass<S, C> interior_pass = nullptr;
@@ -827,9 +328,9 @@ FastKernels<S, C> choose_fast_kernels(const Task& task, int rank) {
     FastKernels<S, C> kernels;
     kernels.geometry = InputGeometry{rank, input.shape.data() + 2, input.strides.data() + 2, options.align_corners, task.positions.space()};
     kernels.axis_taps_count = taps_per_axis(options.mode, options.spline_order);
-    kernels.avx2 = avx2_allowed();
-    kernels.planner = select_fast_planner<C>(options, rank, kernels.avx2);
+    kernels.planner = select_fast_planner<C>(options.mode, options.padding, rank);
     kernels.gatherer = select_fast_gatherer<S, C>(options.mode, rank);
+    kernels.dense = select_dense_kernels<S, C>(options.mode, rank);
     const Fill<S> fill(options.fill);
     FastOutput<S>& fast_output = kernels.output;
     fast_output.channels = input.shape[1];
@@ -968,7 +469,7 @@ void sample_tile_by_interior_pass(const Task& task, const FastKernels<S, C>& ker
         } else {
             kernels.planner(block_xyz, tile.count, kernels.geometry, block);
         }
-        kernels.gatherer(block, batch_in, out_data + scratch.row_output[last], kernels.output, kernels.input_span, kernels.avx2);
+        kernels.gatherer(block, batch_in, out_data + scratch.row_output[last], kernels.output, kernels.input_span, kernels.dense);
     }
 }
 
@@ -1002,7 +503,7 @@ void sample_tile_by_blocks(const Task& task, const FastKernels<S, C>& kernels, c
                 const std::int64_t block_count = std::min(B, tile.count - b);
                 kernels.planner(scratch.xyz.data() + b * rank, block_count, kernels.geometry, block);
                 if (b == 0) prefetch_rows_ahead(block_count);
-                kernels.gatherer(block, batch_in, out_data + out_offset + b * point_stride, kernels.output, kernels.input_span, kernels.avx2);
+                kernels.gatherer(block, batch_in, out_data + out_offset + b * point_stride, kernels.output, kernels.input_span, kernels.dense);
             }
         }
     }

@@ -15,13 +15,6 @@
 #include <limits>
 #include <type_traits>
 
-// x86-64 with GCC or Clang: the fast path's vectorised loops are compiled a second time for AVX2 and chosen at
-// run time (see fast_path.cpp).
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
-#define GRIDWARP_AVX2_DISPATCH 1
-#define GRIDWARP_TARGET_AVX2 __attribute__((target("avx2")))
-#endif
-
 namespace gridwarp::detail {
 
 // A Word's bytes from an address of any alignment (an int16 point's taps), through memcpy, which

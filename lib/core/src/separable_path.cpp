@@ -284,8 +284,9 @@ V separable_interior_3d(const S* input, std::int64_t base, const std::int64_t* s
     return sum;
 }
 
-// The same for float32 input with 4 taps per axis: a row of taps is one vector of 4 floats (GCC's
-// vector extension: SSE on x86-64, NEON on ARM), and the sums are short independent chains.
+// The same for float32 input with 4 taps per axis: a row of taps is one vector of 4 floats, and the
+// sums are short independent chains. GCC's vector extension, not Highway: this file is compiled once,
+// where Highway 1.0's portable target is scalar; the extension gives SSE2 on x86-64, NEON on ARM.
 template <class C>
 float separable_interior_3d_f32x4(const float* input, std::int64_t base, const std::int64_t* stride, const C* weight) {
     using Float4 = float __attribute__((vector_size(16)));
