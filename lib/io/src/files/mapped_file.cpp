@@ -10,7 +10,6 @@
 #include <cstring>
 #include <string>
 
-#include "formats/gzip.hpp"
 #include "gridwarp/io/error.hpp"
 
 namespace gridwarp::io::detail {
@@ -59,8 +58,6 @@ std::vector<std::uint8_t> MappedFile::read_prefix(std::size_t count) const {
     }
     return bytes;
 }
-
-bool MappedFile::gzip() const { return has_gzip_magic(read_prefix(2)); }
 
 std::optional<MappedOutputFile> create_mapped_output(const fs::path& file, const fs::path& target, std::size_t size) {
     const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);

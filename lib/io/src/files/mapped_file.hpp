@@ -27,7 +27,6 @@ public:
     std::uint8_t* map(bool populate);
     // The first min(count, size()) bytes, read without mapping.
     std::vector<std::uint8_t> read_prefix(std::size_t count) const;
-    bool gzip() const;
 
 private:
     std::filesystem::path file_;

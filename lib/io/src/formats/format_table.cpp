@@ -8,9 +8,11 @@
 #include "formats/png.hpp"
 #include "formats/read_guards.hpp"
 #include "formats/tiff.hpp"
+#include "formats/volume_header_check.hpp"
 #include "formats/webp.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
+#include "gridwarp/io/file_identity.hpp"
 #include "gridwarp/io/npy.hpp"
 #include "modules/backends.hpp"
 
@@ -114,10 +116,12 @@ const FormatHandler kFormats[] = {
     {.name = "NumPy", .kind = FileKind::Tensor, .suffixes = {".npy"}, .read = read_npy_image, .write = write_npy_image,
      .map_output = map_npy_output},
     {.name = "NIfTI", .kind = FileKind::Volume, .suffixes = {".nii", ".nii.gz", ".hdr", ".hdr.gz", ".img", ".img.gz"},
-     .read = read_nifti, .write = write_nifti_image, .map_output = map_one_nifti_output, .streams = nifti_output_streams,
-     .stream = stream_nifti_output},
-    {.name = "NRRD", .kind = FileKind::Volume, .suffixes = {".nrrd", ".nhdr"}, .read = read_itk_volume, .write = write_itk_image},
-    {.name = "MetaImage", .kind = FileKind::Volume, .suffixes = {".mha", ".mhd"}, .read = read_itk_volume, .write = write_itk_image},
+     .read = read_nifti, .write = write_nifti_image, .files_read = nifti_files_read, .files_written = nifti_files_written,
+     .map_output = map_one_nifti_output, .streams = nifti_output_streams, .stream = stream_nifti_output},
+    {.name = "NRRD", .kind = FileKind::Volume, .suffixes = {".nrrd", ".nhdr"}, .read = read_itk_volume, .write = write_itk_image,
+     .files_read = detached_header_files_read, .files_written = detached_header_files_written},
+    {.name = "MetaImage", .kind = FileKind::Volume, .suffixes = {".mha", ".mhd"}, .read = read_itk_volume, .write = write_itk_image,
+     .files_read = detached_header_files_read, .files_written = detached_header_files_written},
     {.name = "PNG", .kind = FileKind::Raster, .suffixes = {".png"}, .sniff = has_png_signature, .read = read_raster_image,
      .decode = decode_png, .write = write_png_image},
     {.name = "JPEG", .kind = FileKind::Raster, .suffixes = {".jpg", ".jpeg"}, .sniff = is_jpeg, .read = read_raster_image,
@@ -151,3 +155,17 @@ const FormatHandler& format_for_path(const fs::path& file) {
 }
 
 }  // namespace gridwarp::io::detail
+
+namespace gridwarp::io {
+
+std::vector<std::filesystem::path> files_read(const std::filesystem::path& file) {
+    const detail::FormatHandler& format = detail::format_for_path(file);
+    return format.files_read != nullptr ? format.files_read(file) : std::vector<std::filesystem::path>{file};
+}
+
+std::vector<std::filesystem::path> files_written(const std::filesystem::path& file) {
+    const detail::FormatHandler& format = detail::format_for_path(file);
+    return format.files_written != nullptr ? format.files_written(file) : std::vector<std::filesystem::path>{file};
+}
+
+}  // namespace gridwarp::io

@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "formats/mapped_output.hpp"
 #include "gridwarp/io/image.hpp"
@@ -34,6 +35,11 @@ struct FormatHandler {
                                    std::uint64_t file_size) = nullptr;
     // Writes `image` to `target`, atomically (staged beside it, then renamed).
     void (*write)(const std::filesystem::path& target, const Image& image, const WriteOptions& options) = nullptr;
+    // The files a read of a path opens and those a write creates, companions included (a NIfTI
+    // pair's other half, a detached header's data files): files_read and files_written
+    // (gridwarp/io/file_identity.hpp). nullptr: the file alone.
+    std::vector<std::filesystem::path> (*files_read)(const std::filesystem::path& file) = nullptr;
+    std::vector<std::filesystem::path> (*files_written)(const std::filesystem::path& file) = nullptr;
     // An output sampled straight into its file (see MappedOutput); nullptr: sampled into memory.
     std::optional<MappedOutput> (*map_output)(const std::filesystem::path& file, const std::filesystem::path& target,
                                               const Image& description) = nullptr;

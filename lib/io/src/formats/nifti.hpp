@@ -14,10 +14,10 @@ namespace gridwarp::io::detail {
 Image read_nifti(const std::filesystem::path& file, const ReadOptions& options, bool with_pixels);
 void write_nifti(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image,
                  const WriteOptions& options);
-bool is_nifti_path(const std::filesystem::path& file);
 // The files of a NIfTI path: the file itself, or a pair's header and data file (for reading, the
 // partner found beside it; for writing, the one the writer makes).
-std::vector<std::filesystem::path> nifti_files(const std::filesystem::path& file, bool for_reading);
+std::vector<std::filesystem::path> nifti_files_read(const std::filesystem::path& file);
+std::vector<std::filesystem::path> nifti_files_written(const std::filesystem::path& file);
 
 // nullopt when the image cannot be stored without conversion (a compressed file, a pair, scaled
 // values, another channel layout) or the file system cannot reserve the space up front.

@@ -35,6 +35,8 @@ namespace {
 // this many (header extensions); a longer gap is inflated through a small buffer and dropped.
 constexpr std::uint64_t kGapInflatedInPlace = std::uint64_t{64} << 10;
 
+bool is_gzipped(const MappedFile& file) { return has_gzip_magic(file.read_prefix(2)); }
+
 // The file with `file`'s name but another ending, keeping the case of the stem.
 fs::path with_ending(const fs::path& file, std::size_t old_length, const std::string& ending) {
     const std::string name = file.filename().string();
@@ -159,13 +161,18 @@ void write_bytes(const fs::path& file, const fs::path& target, const std::vector
 
 }  // namespace
 
-bool is_nifti_path(const fs::path& file) { return format_for_path(file).read == read_nifti; }
+namespace {
 
 std::vector<fs::path> nifti_files(const fs::path& file, bool for_reading) {
     const NiftiPaths paths = nifti_paths(file, for_reading);
     if (!paths.pair) return {file};
     return {paths.header, paths.data};
 }
+
+}  // namespace
+
+std::vector<fs::path> nifti_files_read(const fs::path& file) { return nifti_files(file, true); }
+std::vector<fs::path> nifti_files_written(const fs::path& file) { return nifti_files(file, false); }
 
 Image read_nifti(const fs::path& file, const ReadOptions& options, bool with_pixels) {
     const NiftiPaths paths = nifti_paths(file, true);
@@ -176,7 +183,7 @@ Image read_nifti(const fs::path& file, const ReadOptions& options, bool with_pix
     }
     MappedFile header_file(paths.header);
     std::vector<std::uint8_t> header_bytes =
-        header_file.gzip() ? gunzip_prefix(paths.header, 544) : header_file.read_prefix(544);
+        is_gzipped(header_file) ? gunzip_prefix(paths.header, 544) : header_file.read_prefix(544);
     auto header = std::make_shared<NiftiHeader>(parse_nifti_header(header_bytes, paths.header));
     if (header->single_file == paths.pair) {
         throw FileError(paths.header, header->single_file ? "the header says single file (magic n+1/n+2) but this is a .hdr/.img pair"
@@ -217,7 +224,7 @@ Image read_nifti(const fs::path& file, const ReadOptions& options, bool with_pix
     const std::uint64_t voxel_bytes = static_cast<std::uint64_t>(shape_numel(storage_shape)) * dtype_size(dtype);
     const std::uint64_t offset = static_cast<std::uint64_t>(header->vox_offset);
     const auto data_file = std::make_shared<MappedFile>(paths.data);
-    if (data_file->gzip()) {
+    if (is_gzipped(*data_file)) {
         const std::uint64_t needed = offset + voxel_bytes;
         if (needed > kMaxDeflateRatio * data_file->size() + 4096) {
             throw FileError(paths.data, "truncated: the header describes " + std::to_string(voxel_bytes) + " bytes of voxels, more than the " +
@@ -234,7 +241,7 @@ Image read_nifti(const fs::path& file, const ReadOptions& options, bool with_pix
 
     std::shared_ptr<void> storage;
     std::uint8_t* voxels = nullptr;
-    if (data_file->gzip()) {
+    if (is_gzipped(*data_file)) {
         // Compressed voxels are as many as the header says: the budget bounds them (and their
         // scaled float64 copy), before anything is allocated.
         const auto values = static_cast<std::uint64_t>(shape_numel(storage_shape));

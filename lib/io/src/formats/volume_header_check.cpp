@@ -662,4 +662,31 @@ void check_volume_data_inflates(const DeclaredVolume& volume, const fs::path& fi
     }
 }
 
+std::vector<fs::path> detached_header_files_read(const fs::path& file) {
+    const std::string name = lowercase_filename(file);
+    if (!ends_with(name, ".nhdr") && !ends_with(name, ".mhd")) return {file};
+    std::vector<fs::path> files{file};
+    ReadOptions every_data_file;
+    every_data_file.allow_outside_data_files = true;
+    every_data_file.memory = MemoryBudget{0, 0};
+    try {
+        for (const auto& data : check_volume_file(file, every_data_file).data_files) {
+            if (std::find(files.begin(), files.end(), data.path) == files.end()) files.push_back(data.path);
+        }
+    } catch (const std::exception&) {
+        // Not readable as it is: the read itself will refuse it, naming the problem.
+    }
+    return files;
+}
+
+// What ITK names the data file of a detached header it writes (gridwarp writes them compressed):
+// teem's NRRD writer adds its encoding's suffix, MetaIO "zraw" for compressed data.
+std::vector<fs::path> detached_header_files_written(const fs::path& file) {
+    const std::string name = lowercase_filename(file);
+    const std::string filename = file.filename().string();
+    if (ends_with(name, ".nhdr")) return {file, file.parent_path() / (filename.substr(0, filename.size() - 5) + ".raw.gz")};
+    if (ends_with(name, ".mhd")) return {file, file.parent_path() / (filename.substr(0, filename.size() - 4) + ".zraw")};
+    return {file};
+}
+
 }  // namespace gridwarp::io::detail

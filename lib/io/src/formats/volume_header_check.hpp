@@ -58,4 +58,10 @@ DeclaredVolume check_volume_file(const std::filesystem::path& file, const ReadOp
 // before it has yielded its share of the voxels (ITK would go on with a partly filled buffer).
 void check_volume_data_inflates(const DeclaredVolume& volume, const std::filesystem::path& file);
 
+// The files a NRRD or MetaImage path stands for: an attached header itself; a detached header
+// (.nhdr, .mhd) and, for reading, the data files it names (itself only where it cannot be parsed:
+// the read will say why), for writing, the data file ITK writes beside it.
+std::vector<std::filesystem::path> detached_header_files_read(const std::filesystem::path& file);
+std::vector<std::filesystem::path> detached_header_files_written(const std::filesystem::path& file);
+
 }  // namespace gridwarp::io::detail
