@@ -2,6 +2,8 @@
 // (formats/format_table.hpp) and runs what the row names.
 #include <algorithm>
 #include <cctype>
+#include <span>
+#include <string_view>
 
 #include "files/file_checks.hpp"
 #include "files/shared_files_internal.hpp"
@@ -49,22 +51,28 @@ Image read_image_header(const fs::path& file, const ReadOptions& options) {
     return image;
 }
 
-void check_write_options(const fs::path& target, const WriteOptions& options) {
+namespace {
+
+bool named_with_one_of(const fs::path& file, std::span<const std::string_view> suffixes) {
+    const std::string name = detail::lowercase_filename(file);
+    return std::any_of(suffixes.begin(), suffixes.end(), [&](std::string_view s) { return !s.empty() && name.ends_with(s); });
+}
+
+void check_write_options(const fs::path& target, const detail::FormatHandler& format, const WriteOptions& options) {
     std::string extension = detail::lowercase(target.extension().string());
     if (!extension.empty()) extension.erase(0, 1);
-    const bool lossy = extension == "jpg" || extension == "jpeg" || extension == "jpe" || extension == "webp";
-    if (options.quality >= 0 && !lossy) {
+    if (options.quality >= 0 && !named_with_one_of(target, format.quality_suffixes)) {
         throw FileError(target, "a quality applies to JPEG and WebP outputs, not to a ." + extension + " file");
     }
     if (options.quality == 0 || options.quality > 100) {
         throw FileError(target, "the quality is " + std::to_string(options.quality) + ": JPEG and WebP take 1 to 100");
     }
-    if (extension == "png" && options.compression_level > 9) {
-        throw FileError(target, "a .png takes compression levels 0 to 9, not " + std::to_string(options.compression_level));
+    if (format.highest_compression_level > 0 && options.compression_level > format.highest_compression_level) {
+        throw FileError(target, "a ." + extension + " takes compression levels 0 to " + std::to_string(format.highest_compression_level) +
+                                    ", not " + std::to_string(options.compression_level));
     }
     // Names no row of the format table claims go to OpenCV: refused here, before any work, where it
     // has no encoder either, listing what gridwarp writes.
-    const detail::FormatHandler& format = detail::format_for_path(target);
     const auto opencv_writes = [&] {
         bool has = false;
         detail::throw_if_failed(detail::raster_backend().has_writer(target, has));
@@ -86,17 +94,32 @@ void check_write_options(const fs::path& target, const WriteOptions& options) {
     }
 }
 
+// The row of `target`, with `options` checked against it.
+const detail::FormatHandler& checked_format(const fs::path& target, const WriteOptions& options) {
+    const detail::FormatHandler& format = detail::format_for_path(target);
+    check_write_options(target, format, options);
+    return format;
+}
+
+}  // namespace
+
+void check_write_options(const fs::path& target, const WriteOptions& options) {
+    check_write_options(target, detail::format_for_path(target), options);
+}
+
 void write_image(const fs::path& file, const Image& image, const WriteOptions& options) {
-    check_write_options(file, options);
-    detail::format_for_path(file).write(file, image, options);
+    checked_format(file, options).write(file, image, options);
 }
 
 PendingOutput::PendingOutput(fs::path target, Image description, WriteOptions options)
-    : target_(std::move(target)), image_(std::move(description)), options_(options) {
-    const auto map_output = detail::format_for_path(target_).map_output;
+    : PendingOutput(target, std::move(description), options, checked_format(target, options)) {}
+
+PendingOutput::PendingOutput(fs::path target, Image description, WriteOptions options, const detail::FormatHandler& format)
+    : target_(std::move(target)), image_(std::move(description)), options_(options), format_(&format) {
+    const auto map_output = format.map_output;
     if (map_output) {
-        staged_ = detail::stage_mapped_output(target_, [&](const fs::path& file) -> std::optional<detail::FileClosers> {
-            auto mapped = map_output(file, target_, image_);
+        staged_ = detail::stage_mapped_output(target_, [&](const StagedFile& staged) -> std::optional<detail::FileClosers> {
+            auto mapped = map_output(staged, image_);
             if (!mapped) return std::nullopt;
             image_ = std::move(mapped->image);
             return std::move(mapped->closers);
@@ -117,7 +140,7 @@ void PendingOutput::commit() {
         staged_->publish(target_);
         staged_.reset();
     } else {
-        write_image(target_, image_, options_);
+        format_->write(target_, image_, options_);
         image_.pixels = Tensor();
     }
     committed_ = true;
@@ -125,15 +148,14 @@ void PendingOutput::commit() {
 
 void write_sampled(const fs::path& target, Image description, const WriteOptions& options, int sample_threads,
                    const WindowSampler& sample, const std::function<void()>& sampled, ChannelSampling channel_sampling) {
-    check_write_options(target, options);
-    const detail::FormatHandler& format = detail::format_for_path(target);
+    const detail::FormatHandler& format = checked_format(target, options);
     if (format.streams && format.streams(target, description)) {
-        write_path_atomically(target, [&](const fs::path& temporary) {
-            format.stream(temporary, target, description, options, sample, channel_sampling);
+        write_path_atomically(target, [&](const StagedFile& staged) {
+            format.stream(staged, description, options, sample, channel_sampling);
         });
         return;
     }
-    PendingOutput output(target, std::move(description), options);
+    PendingOutput output(target, std::move(description), options, format);
     Image& image = output.image();
     sample(Shape(image.spatial.size(), 0), image.spatial, 0, image.nchw(), sample_threads);
     if (sampled) sampled();

@@ -342,10 +342,10 @@ void discard_staged(const Staging& staging) noexcept {
 
 }  // namespace detail
 
-void write_path_atomically(const fs::path& target, const std::function<void(const fs::path&)>& write) {
+void write_path_atomically(const fs::path& target, const std::function<void(const StagedFile&)>& write) {
     const detail::Staging staging = detail::make_staging(target);
     try {
-        write(staging.file);
+        write(StagedFile{staging.file, target});
         detail::publish_staged(staging, target);
     } catch (...) {
         detail::discard_staged(staging);
@@ -355,8 +355,8 @@ void write_path_atomically(const fs::path& target, const std::function<void(cons
 }
 
 void write_file_atomically(const fs::path& target, const std::function<void(std::ostream&)>& write) {
-    write_path_atomically(target, [&](const fs::path& temporary) {
-        detail::OutputFile file(temporary, target);
+    write_path_atomically(target, [&](const StagedFile& staged) {
+        detail::OutputFile file(staged);
         OutputFileBuffer buffer(file);
         std::ostream stream(&buffer);
         write(stream);

@@ -59,27 +59,27 @@ std::vector<std::uint8_t> MappedFile::read_prefix(std::size_t count) const {
     return bytes;
 }
 
-std::optional<MappedOutputFile> create_mapped_output(const fs::path& file, const fs::path& target, std::size_t size) {
-    const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) throw FileError(target, std::string("cannot open for writing: ") + std::strerror(errno));
+std::optional<MappedOutputFile> create_mapped_output(const StagedFile& staged, std::size_t size) {
+    const int fd = ::open(staged.file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) throw FileError(staged.target, std::string("cannot open for writing: ") + std::strerror(errno));
     // The blocks are reserved now, so that a full disk is an error here rather than a SIGBUS
     // while sampling into the mapping.
     if (const int error = ::posix_fallocate(fd, 0, static_cast<off_t>(size)); error != 0) {
         ::close(fd);
-        ::unlink(file.c_str());
+        ::unlink(staged.file.c_str());
         if (error == EOPNOTSUPP || error == EINVAL) return std::nullopt;
-        throw FileError(target, std::string("cannot reserve ") + std::to_string(size) + " bytes: " + std::strerror(error));
+        throw FileError(staged.target, std::string("cannot reserve ") + std::to_string(size) + " bytes: " + std::strerror(error));
     }
     void* mapping = size == 0 ? MAP_FAILED : ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (mapping == MAP_FAILED) {
         ::close(fd);
-        ::unlink(file.c_str());
+        ::unlink(staged.file.c_str());
         return std::nullopt;
     }
     auto* bytes = static_cast<std::uint8_t*>(mapping);
     MappedOutputFile output;
     output.bytes = std::shared_ptr<std::uint8_t>(bytes, [size](std::uint8_t* address) { ::munmap(address, size); });
-    output.closers.finish = [fd, target]() {
+    output.closers.finish = [fd, target = staged.target]() {
         if (::close(fd) != 0) throw FileError(target, std::string("write failed: ") + std::strerror(errno));
     };
     output.closers.abandon = [fd]() { ::close(fd); };
@@ -104,11 +104,11 @@ void StagedOutput::publish(const fs::path& target) {
 }
 
 std::unique_ptr<StagedOutput> stage_mapped_output(const fs::path& target,
-                                                  const std::function<std::optional<FileClosers>(const fs::path& file)>& map) {
+                                                  const std::function<std::optional<FileClosers>(const StagedFile& staged)>& map) {
     const Staging staging = make_staging(target);
     std::optional<FileClosers> closers;
     try {
-        closers = map(staging.file);
+        closers = map(StagedFile{staging.file, target});
     } catch (...) {
         discard_staged(staging);
         throw;

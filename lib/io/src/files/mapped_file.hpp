@@ -50,8 +50,7 @@ struct MappedOutputFile {
 };
 // nullopt (and no file left) where the file system cannot reserve the space up front or map the
 // file; a FileError naming `target` when the disk is full or the file cannot be created.
-std::optional<MappedOutputFile> create_mapped_output(const std::filesystem::path& file, const std::filesystem::path& target,
-                                                     std::size_t size);
+std::optional<MappedOutputFile> create_mapped_output(const StagedFile& staged, std::size_t size);
 
 // A mapped output staged beside its target (atomic_file.hpp's rules). publish()
 // closes the file and moves it into place; destroyed unpublished, it closes and removes it. Its
@@ -71,10 +70,10 @@ private:
     bool published_ = false;
 };
 
-// Stages `target` and calls `map` with the path of the file to make. Where `map` gives nullopt
+// Stages `target` and calls `map` with the file to make. Where `map` gives nullopt
 // (the output cannot be mapped), or throws, what was staged is removed.
 std::unique_ptr<StagedOutput> stage_mapped_output(const std::filesystem::path& target,
-                                                  const std::function<std::optional<FileClosers>(const std::filesystem::path& file)>& map);
+                                                  const std::function<std::optional<FileClosers>(const StagedFile& staged)>& map);
 
 // Reverses the bytes of each of `count` elements of `size` bytes.
 void swap_elements(std::uint8_t* bytes, std::size_t count, std::size_t size);

@@ -20,9 +20,9 @@ namespace gridwarp::io::detail {
 
 namespace fs = std::filesystem;
 
-OutputFile::OutputFile(const fs::path& file, const fs::path& target) : target_(target) {
-    fd_ = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd_ < 0) throw FileError(target, std::string("cannot open for writing: ") + std::strerror(errno));
+OutputFile::OutputFile(const StagedFile& staged) : target_(staged.target) {
+    fd_ = ::open(staged.file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd_ < 0) throw FileError(staged.target, std::string("cannot open for writing: ") + std::strerror(errno));
 }
 
 OutputFile::~OutputFile() {

@@ -9,13 +9,15 @@
 #include <span>
 #include <vector>
 
+#include "gridwarp/io/atomic_file.hpp"
+
 namespace gridwarp::io::detail {
 
 // Creates (or truncates) `file`; errors name `target`, the path the user gave (the file itself is
 // a staging copy of it). A full disk is a FileError, never a short file.
 class OutputFile {
 public:
-    OutputFile(const std::filesystem::path& file, const std::filesystem::path& target);
+    explicit OutputFile(const StagedFile& staged);
     ~OutputFile();
     OutputFile(const OutputFile&) = delete;
     OutputFile& operator=(const OutputFile&) = delete;

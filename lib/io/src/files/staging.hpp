@@ -3,6 +3,8 @@
 
 #include <filesystem>
 
+#include "gridwarp/io/atomic_file.hpp"
+
 namespace gridwarp::io::detail {
 
 // Staging for atomic writes (atomic_file.cpp): where the writer makes target's file (beside target,

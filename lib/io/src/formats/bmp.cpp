@@ -151,8 +151,8 @@ std::optional<Image> read_plain_bmp(const fs::path& file, std::string_view head,
     return image;
 }
 
-bool write_plain_bmp(const fs::path& file, const fs::path& target, const Image& image) {
-    const std::string extension = extension_of(target);
+bool write_plain_bmp(const StagedFile& staged, const Image& image) {
+    const std::string extension = extension_of(staged.target);
     if (extension != "bmp" && extension != "dib") return false;
     if (image.batch != 1 || image.spatial.size() != 2 || image.dtype() != DType::UInt8) return false;
     if (image.channels != 1 && image.channels != 3 && image.channels != 4) return false;
@@ -162,8 +162,8 @@ bool write_plain_bmp(const fs::path& file, const fs::path& target, const Image& 
     const std::size_t headers = kFileHeaderBytes + kInfoHeaderBytes + (image.channels == 1 ? kGreyPaletteBytes : 0);
     const unsigned __int128 file_bytes = static_cast<unsigned __int128>(stored_bytes) * static_cast<std::uint64_t>(height) + headers;
     if (width > INT32_MAX || height > INT32_MAX || file_bytes > UINT32_MAX) {
-        throw FileError(target, "a " + std::to_string(width) + "x" + std::to_string(height) +
-                                    " image does not fit a BMP file (at most 4 GiB; write .png or .tif)");
+        throw FileError(staged.target, "a " + std::to_string(width) + "x" + std::to_string(height) +
+                                    " image does not fit a BMP staged.file (at most 4 GiB; write .png or .tif)");
     }
 
     std::vector<std::uint8_t> header(headers, 0);
@@ -188,7 +188,7 @@ bool write_plain_bmp(const fs::path& file, const fs::path& target, const Image& 
     std::vector<iovec> pieces{{header.data(), header.size()}};
     const auto rows = row_pieces(pixels, height, row_bytes, stored_bytes - row_bytes, true, padding.data());
     pieces.insert(pieces.end(), rows.begin(), rows.end());
-    OutputFile out(file, target);
+    OutputFile out(staged);
     out.write_gathered(std::move(pieces));
     out.close();
     return true;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string_view>
 
+#include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/image.hpp"
 
 namespace gridwarp::io::detail {
@@ -22,6 +23,6 @@ std::optional<Image> read_plain_bmp(const std::filesystem::path& file, std::stri
 // Writes the image to `file` as OpenCV's imwrite would for `target`'s name (.bmp, .dib): the same
 // bytes. False, writing nothing, for an image that is not 8-bit with 1, 3 or 4 channels or a name
 // that is not a BMP's; the caller leaves those to OpenCV.
-bool write_plain_bmp(const std::filesystem::path& file, const std::filesystem::path& target, const Image& image);
+bool write_plain_bmp(const StagedFile& staged, const Image& image);
 
 }  // namespace gridwarp::io::detail

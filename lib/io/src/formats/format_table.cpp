@@ -61,21 +61,21 @@ std::optional<Image> decode_bmp(const fs::path& file, const ReadOptions&, std::s
 void write_npy_image(const fs::path& target, const Image& image, const WriteOptions&) { write_npy(target, image.nchw()); }
 
 void write_nifti_image(const fs::path& target, const Image& image, const WriteOptions& options) {
-    write_path_atomically(target, [&](const fs::path& temporary) { write_nifti(temporary, target, image, options); });
+    write_path_atomically(target, [&](const StagedFile& staged) { write_nifti(staged, image, options); });
 }
 
 void write_itk_image(const fs::path& target, const Image& image, const WriteOptions&) {
-    write_path_atomically(target, [&](const fs::path& temporary) {
-        write_reporting_failures(temporary, target, [&] { throw_if_failed(itk_backend().write_volume(temporary, target, image)); });
+    write_path_atomically(target, [&](const StagedFile& staged) {
+        write_reporting_failures(staged, [&] { throw_if_failed(itk_backend().write_volume(staged, image)); });
     });
 }
 
 // OpenCV's encoder, where gridwarp's own writer (`native`, when given) declines the image.
 void write_raster_image(const fs::path& target, const Image& image, const WriteOptions& options,
-                        bool (*native)(const fs::path&, const fs::path&, const Image&, const WriteOptions&)) {
-    write_path_atomically(target, [&](const fs::path& temporary) {
-        if (native && native(temporary, target, image, options)) return;
-        write_reporting_failures(temporary, target, [&] { throw_if_failed(raster_backend().write(temporary, target, image, options)); });
+                        bool (*native)(const StagedFile&, const Image&, const WriteOptions&)) {
+    write_path_atomically(target, [&](const StagedFile& staged) {
+        if (native && native(staged, image, options)) return;
+        write_reporting_failures(staged, [&] { throw_if_failed(raster_backend().write(staged, image, options)); });
     });
 }
 
@@ -96,19 +96,19 @@ void write_webp_image(const fs::path& target, const Image& image, const WriteOpt
 }
 
 void write_bmp_image(const fs::path& target, const Image& image, const WriteOptions& options) {
-    write_raster_image(target, image, options, [](const fs::path& file, const fs::path& to, const Image& pixels, const WriteOptions&) {
-        return write_plain_bmp(file, to, pixels);
+    write_raster_image(target, image, options, [](const StagedFile& staged, const Image& pixels, const WriteOptions&) {
+        return write_plain_bmp(staged, pixels);
     });
 }
 
 void write_tiff_image(const fs::path& target, const Image& image, const WriteOptions&) {
-    write_path_atomically(target, [&](const fs::path& temporary) { write_tiff(temporary, target, image); });
+    write_path_atomically(target, [&](const StagedFile& staged) { write_tiff(staged, image); });
 }
 
 // A NIfTI file holds one image (N = 1) in its mapped pages.
-std::optional<MappedOutput> map_one_nifti_output(const fs::path& file, const fs::path& target, const Image& description) {
+std::optional<MappedOutput> map_one_nifti_output(const StagedFile& staged, const Image& description) {
     if (description.batch != 1) return std::nullopt;
-    return map_nifti_output(file, target, description);
+    return map_nifti_output(staged, description);
 }
 
 // One row per format. Rows with suffixes come before the row for every other name.
@@ -123,16 +123,18 @@ const FormatHandler kFormats[] = {
     {.name = "MetaImage", .kind = FileKind::Volume, .suffixes = {".mha", ".mhd"}, .read = read_itk_volume, .write = write_itk_image,
      .files_read = detached_header_files_read, .files_written = detached_header_files_written},
     {.name = "PNG", .kind = FileKind::Raster, .suffixes = {".png"}, .sniff = has_png_signature, .read = read_raster_image,
-     .decode = decode_png, .write = write_png_image},
+     .decode = decode_png, .highest_compression_level = 9, .write = write_png_image},
     {.name = "JPEG", .kind = FileKind::Raster, .suffixes = {".jpg", ".jpeg"}, .sniff = is_jpeg, .read = read_raster_image,
-     .decode = decode_jpeg, .write = write_jpeg_image},
+     .decode = decode_jpeg, .quality_suffixes = {".jpg", ".jpeg"}, .write = write_jpeg_image},
     {.name = "TIFF", .kind = FileKind::Raster, .suffixes = {".tif", ".tiff"}, .sniff = has_tiff_signature, .read = read_raster_image,
      .decode = decode_tiff, .write = write_tiff_image},
     {.name = "BMP", .kind = FileKind::Raster, .suffixes = {".bmp", ".dib"}, .sniff = is_bmp, .read = read_raster_image,
      .decode = decode_bmp, .write = write_bmp_image},
     {.name = "WebP", .kind = FileKind::Raster, .suffixes = {".webp"}, .sniff = is_webp, .read = read_raster_image,
-     .decode = decode_webp, .write = write_webp_image},
-    {.name = "image", .kind = FileKind::Raster, .suffixes = {}, .read = read_raster_image, .write = write_opencv_image},
+     .decode = decode_webp, .quality_suffixes = {".webp"}, .write = write_webp_image},
+    // (".jpe": OpenCV's third name for its JPEG encoder.)
+    {.name = "image", .kind = FileKind::Raster, .suffixes = {}, .read = read_raster_image, .quality_suffixes = {".jpe"},
+     .write = write_opencv_image},
 };
 
 }  // namespace

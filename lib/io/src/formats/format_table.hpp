@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "formats/mapped_output.hpp"
+#include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/image.hpp"
 
 namespace gridwarp::io::detail {
@@ -33,6 +34,10 @@ struct FormatHandler {
     // leaves the file to OpenCV. nullptr: always OpenCV.
     std::optional<Image> (*decode)(const std::filesystem::path& file, const ReadOptions& options, std::string_view head,
                                    std::uint64_t file_size) = nullptr;
+    // The write options the format takes beyond the common ones: the names whose writer takes a
+    // quality (lossy encoders), and the highest compression level (0: no limit of its own).
+    std::array<std::string_view, 3> quality_suffixes{};
+    int highest_compression_level = 0;
     // Writes `image` to `target`, atomically (staged beside it, then renamed).
     void (*write)(const std::filesystem::path& target, const Image& image, const WriteOptions& options) = nullptr;
     // The files a read of a path opens and those a write creates, companions included (a NIfTI
@@ -41,11 +46,10 @@ struct FormatHandler {
     std::vector<std::filesystem::path> (*files_read)(const std::filesystem::path& file) = nullptr;
     std::vector<std::filesystem::path> (*files_written)(const std::filesystem::path& file) = nullptr;
     // An output sampled straight into its file (see MappedOutput); nullptr: sampled into memory.
-    std::optional<MappedOutput> (*map_output)(const std::filesystem::path& file, const std::filesystem::path& target,
-                                              const Image& description) = nullptr;
+    std::optional<MappedOutput> (*map_output)(const StagedFile& staged, const Image& description) = nullptr;
     // An output written a block at a time as it is sampled, where streams(target, description).
     bool (*streams)(const std::filesystem::path& target, const Image& description) = nullptr;
-    void (*stream)(const std::filesystem::path& file, const std::filesystem::path& target, const Image& description,
+    void (*stream)(const StagedFile& staged, const Image& description,
                    const WriteOptions& options, const WindowSampler& sample, ChannelSampling channel_sampling) = nullptr;
 };
 

@@ -170,7 +170,7 @@ std::optional<Image> read_jpeg(const fs::path& file, const MemoryBudget& budget)
     return image;
 }
 
-bool write_jpeg(const fs::path& file, const fs::path& target, const Image& image, const WriteOptions& options) {
+bool write_jpeg(const StagedFile& staged, const Image& image, const WriteOptions& options) {
     if (image.dtype() != DType::UInt8 || (image.channels != 1 && image.channels != 3) || image.batch != 1 || image.spatial.size() != 2) {
         return false;
     }
@@ -181,9 +181,9 @@ bool write_jpeg(const fs::path& file, const fs::path& target, const Image& image
     if (!compress_jpeg(&compressor.info, &compressor.errors, pixels, static_cast<JDIMENSION>(image.spatial[1]),
                        static_cast<JDIMENSION>(image.spatial[0]), static_cast<int>(image.channels), quality, &compressor.encoded,
                        &compressor.encoded_size)) {
-        throw FileError(target, std::string("cannot write the JPEG: ") + compressor.errors.message);
+        throw FileError(staged.target, std::string("cannot write the JPEG: ") + compressor.errors.message);
     }
-    OutputFile out(file, target);
+    OutputFile out(staged);
     out.write(std::span<const std::uint8_t>(compressor.encoded, compressor.encoded_size));
     out.close();
     return true;

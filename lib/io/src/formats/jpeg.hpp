@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/image.hpp"
 
 namespace gridwarp::io::detail {
@@ -22,7 +23,7 @@ inline constexpr int kDefaultJpegQuality = 95;
 // Writes an 8-bit grey or BGR image as OpenCV's imwrite does (libjpeg's defaults, baseline
 // quantisation tables at options.quality or 95, 4:2:0 chroma), to `file`. False, writing nothing,
 // for any other image (the caller leaves it to OpenCV: four channels, other depths).
-bool write_jpeg(const std::filesystem::path& file, const std::filesystem::path& target, const Image& image,
+bool write_jpeg(const StagedFile& staged, const Image& image,
                 const WriteOptions& options);
 
 }  // namespace gridwarp::io::detail

@@ -19,7 +19,6 @@ struct MappedOutput {
 
 // The same for a .npy (any dtype but strings), stored as (N, C, spatial...): the image's layout
 // becomes planar.
-std::optional<MappedOutput> map_npy_output(const std::filesystem::path& file, const std::filesystem::path& target,
-                                           const Image& description);
+std::optional<MappedOutput> map_npy_output(const StagedFile& staged, const Image& description);
 
 }  // namespace gridwarp::io::detail

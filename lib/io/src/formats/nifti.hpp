@@ -7,12 +7,13 @@
 #include <vector>
 
 #include "formats/mapped_output.hpp"
+#include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/image.hpp"
 
 namespace gridwarp::io::detail {
 
 Image read_nifti(const std::filesystem::path& file, const ReadOptions& options, bool with_pixels);
-void write_nifti(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image,
+void write_nifti(const StagedFile& staged, const Image& image,
                  const WriteOptions& options);
 // The files of a NIfTI path: the file itself, or a pair's header and data file (for reading, the
 // partner found beside it; for writing, the one the writer makes).
@@ -21,8 +22,7 @@ std::vector<std::filesystem::path> nifti_files_written(const std::filesystem::pa
 
 // nullopt when the image cannot be stored without conversion (a compressed file, a pair, scaled
 // values, another channel layout) or the file system cannot reserve the space up front.
-std::optional<MappedOutput> map_nifti_output(const std::filesystem::path& file, const std::filesystem::path& target,
-                                             const Image& description);
+std::optional<MappedOutput> map_nifti_output(const StagedFile& staged, const Image& description);
 
 // write_sampled's NIfTI form: whether `target` is written block by block (one image whose
 // voxels need no conversion on the way: no scaled values, no other stored type; and not a plain
@@ -31,7 +31,7 @@ std::optional<MappedOutput> map_nifti_output(const std::filesystem::path& file, 
 // channel, sampled with a group of channels of about kChannelGroupBytes where `channel_sampling`
 // is Together.
 bool nifti_output_streams(const std::filesystem::path& target, const Image& description);
-void stream_nifti_output(const std::filesystem::path& file, const std::filesystem::path& target, const Image& description,
+void stream_nifti_output(const StagedFile& staged, const Image& description,
                          const WriteOptions& options, const WindowSampler& sample, ChannelSampling channel_sampling);
 inline constexpr std::uint64_t kChannelGroupBytes = std::uint64_t{32} << 20;
 inline constexpr std::uint64_t kMinSeriesBlockBytes = std::uint64_t{64} << 10;

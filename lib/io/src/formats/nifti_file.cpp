@@ -140,9 +140,9 @@ bool is_scaled(const NiftiHeader& header) {
            !(header.scl_slope == 1 && (header.scl_inter == 0 || std::isnan(header.scl_inter)));
 }
 
-void write_bytes(const fs::path& file, const fs::path& target, const std::vector<std::span<const std::uint8_t>>& pieces, bool compress,
+void write_bytes(const StagedFile& staged, const std::vector<std::span<const std::uint8_t>>& pieces, bool compress,
                  const WriteOptions& options) {
-    OutputFile out(file, target);
+    OutputFile out(staged);
     if (compress) {
         // The default level's trial block: the data's middle one.
         const BlockSource blocks = blocks_of(pieces, kGzipBlockBytes);
@@ -323,16 +323,16 @@ struct NiftiWritePlan {
 };
 
 // Uses the image's metadata only (its pixels may be an empty tensor of the right dtype).
-NiftiWritePlan plan_nifti_write(const fs::path& temporary, const fs::path& target, const Image& image) {
+NiftiWritePlan plan_nifti_write(const StagedFile& staged, const Image& image) {
     NiftiWritePlan plan;
-    if (image.batch != 1) throw FileError(target, "a NIfTI file holds one image, got N=" + std::to_string(image.batch) + " (write .npy)");
+    if (image.batch != 1) throw FileError(staged.target, "a NIfTI file holds one image, got N=" + std::to_string(image.batch) + " (write .npy)");
     const std::size_t spatial_rank = image.spatial.size();
     if (spatial_rank < 2 || spatial_rank > 3) {
-        throw FileError(target, "NIfTI files hold 2-D or 3-D images here, got size " + image_size_text(image.spatial));
+        throw FileError(staged.target, "NIfTI files hold 2-D or 3-D images here, got size " + image_size_text(image.spatial));
     }
     const Geometry geometry = image.geometry ? *image.geometry : Geometry::identity(spatial_rank);
     if (geometry.dimension() != spatial_rank) {
-        throw FileError(target, "geometry of dimension " + std::to_string(geometry.dimension()) + " for a " +
+        throw FileError(staged.target, "geometry of dimension " + std::to_string(geometry.dimension()) + " for a " +
                                     std::to_string(spatial_rank) + "-D image");
     }
     NiftiHeader header;
@@ -353,7 +353,7 @@ NiftiWritePlan plan_nifti_write(const fs::path& temporary, const fs::path& targe
         same_grid = read_spatial == image.spatial;
         if (same_grid) {
             try {
-                same_grid = same_geometry(nifti_geometry(*image.nifti, spatial_rank, NiftiGeometryRule::Standard, target), geometry);
+                same_grid = same_geometry(nifti_geometry(*image.nifti, spatial_rank, NiftiGeometryRule::Standard, staged.target), geometry);
             } catch (const FileError&) {
                 same_grid = false;
             }
@@ -372,7 +372,7 @@ NiftiWritePlan plan_nifti_write(const fs::path& temporary, const fs::path& targe
     const DType stored = store_scaled ? image.scaling->stored : image.dtype();
     const bool rgb = stored == DType::UInt8 && (image.channels == 3 || image.channels == 4) && image.layout == ChannelLayout::Interleaved &&
                      (!image.nifti || image.nifti->datatype == 128 || image.nifti->datatype == 2304 || image.nifti->dim[0] <= 3);
-    header.datatype = datatype_for(stored, rgb ? image.channels : 1, target);
+    header.datatype = datatype_for(stored, rgb ? image.channels : 1, staged.target);
     header.bitpix = bitpix_for(header.datatype);
     if (store_scaled) {
         header.scl_slope = image.scaling->slope;
@@ -413,7 +413,7 @@ NiftiWritePlan plan_nifti_write(const fs::path& temporary, const fs::path& targe
     bool needs_nifti_2 = false;
     for (std::size_t i = 1; i < 8; ++i) needs_nifti_2 = needs_nifti_2 || header.dim[i] > 32767;
     header.version = (image.nifti && image.nifti->version == 2) || needs_nifti_2 ? 2 : 1;
-    const NiftiPaths paths = nifti_paths(temporary, false);
+    const NiftiPaths paths = nifti_paths(staged.file, false);
     header.single_file = !paths.pair;
     header.vox_offset = paths.pair ? 0 : (header.version == 2 ? 544 : 352);
     header.big_endian = false;
@@ -428,8 +428,8 @@ NiftiWritePlan plan_nifti_write(const fs::path& temporary, const fs::path& targe
 
 }  // namespace
 
-void write_nifti(const fs::path& temporary, const fs::path& target, const Image& image, const WriteOptions& options) {
-    const NiftiWritePlan plan = plan_nifti_write(temporary, target, image);
+void write_nifti(const StagedFile& staged, const Image& image, const WriteOptions& options) {
+    const NiftiWritePlan plan = plan_nifti_write(staged, image);
     const NiftiHeader& header = plan.header;
     const NiftiPaths& paths = plan.paths;
     const bool store_scaled = plan.store_scaled;
@@ -460,10 +460,10 @@ void write_nifti(const fs::path& temporary, const fs::path& target, const Image&
     const bool compress_header = ends_with(lowercase_filename(paths.header), ".gz");
     const bool compress_data = ends_with(lowercase_filename(paths.data), ".gz");
     if (paths.pair) {
-        write_bytes(paths.data, target, {voxels}, compress_data, options);
-        write_bytes(paths.header, target, {header_span}, compress_header, options);
+        write_bytes({paths.data, staged.target}, {voxels}, compress_data, options);
+        write_bytes({paths.header, staged.target}, {header_span}, compress_header, options);
     } else {
-        write_bytes(paths.header, target, {header_span, voxels}, compress_header, options);
+        write_bytes({paths.header, staged.target}, {header_span, voxels}, compress_header, options);
     }
 }
 
@@ -611,12 +611,12 @@ bool nifti_output_streams(const fs::path& target, const Image& description) {
     // A plain .nii is sampled into its own mapped pages instead (map_nifti_output): that writes
     // each byte once, where a block written out is also copied into the page cache.
     if (ends_with(lowercase_filename(target), ".nii")) return false;
-    return description.batch == 1 && stores_values_as_they_are(plan_nifti_write(target, target, description), description);
+    return description.batch == 1 && stores_values_as_they_are(plan_nifti_write({target, target}, description), description);
 }
 
-void stream_nifti_output(const fs::path& file, const fs::path& target, const Image& description, const WriteOptions& options,
+void stream_nifti_output(const StagedFile& staged, const Image& description, const WriteOptions& options,
                          const WindowSampler& sample, ChannelSampling channel_sampling) {
-    const NiftiWritePlan plan = plan_nifti_write(file, target, description);
+    const NiftiWritePlan plan = plan_nifti_write(staged, description);
     if (!stores_values_as_they_are(plan, description)) throw std::logic_error("stream_nifti_output: the voxels need a conversion");
     std::size_t header_size = 0;
     const auto header_bytes = serialize_nifti_header(plan.header, header_size);
@@ -674,7 +674,7 @@ void stream_nifti_output(const fs::path& file, const fs::path& target, const Ima
     const bool compress_header = ends_with(lowercase_filename(plan.paths.header), ".gz");
     const bool compress_data = ends_with(lowercase_filename(plan.paths.data), ".gz");
     {
-        OutputFile out(plan.paths.data, target);
+        OutputFile out({plan.paths.data, staged.target});
         if (compress_data) {
             // The default level's trial block: the middle one, sampled on its own (so that no group
             // of ChannelGroupBoxes is touched before the blocks are taken in order).
@@ -694,13 +694,13 @@ void stream_nifti_output(const fs::path& file, const fs::path& target, const Ima
         }
         out.close();
     }
-    if (!single_file) write_bytes(plan.paths.header, target, {header_span}, compress_header, options);
+    if (!single_file) write_bytes({plan.paths.header, staged.target}, {header_span}, compress_header, options);
 }
 
-std::optional<MappedOutput> map_nifti_output(const fs::path& file, const fs::path& target, const Image& description) {
-    const std::string name = lowercase_filename(file);
+std::optional<MappedOutput> map_nifti_output(const StagedFile& staged, const Image& description) {
+    const std::string name = lowercase_filename(staged.file);
     if (!ends_with(name, ".nii")) return std::nullopt;  // compressed data and pairs are written afterwards
-    const NiftiWritePlan plan = plan_nifti_write(file, target, description);
+    const NiftiWritePlan plan = plan_nifti_write(staged, description);
     if (!stores_pixels_as_they_are(plan, description)) return std::nullopt;
     std::size_t header_size = 0;
     const auto header_bytes = serialize_nifti_header(plan.header, header_size);
@@ -708,7 +708,7 @@ std::optional<MappedOutput> map_nifti_output(const fs::path& file, const fs::pat
     const Shape storage_shape = description.storage_shape();
     const std::size_t size = offset + static_cast<std::size_t>(shape_numel(storage_shape)) * dtype_size(description.dtype());
 
-    auto file_mapping = create_mapped_output(file, target, size);
+    auto file_mapping = create_mapped_output(staged, size);
     if (!file_mapping) return std::nullopt;
     std::memcpy(file_mapping->bytes.get(), header_bytes.data(), header_size);
     MappedOutput output;

@@ -527,8 +527,8 @@ void write_npy(const std::filesystem::path& file, const ConstTensorView& tensor)
     }
     const std::string prefix = npy_prefix(npy_descr(tensor.dtype), tensor.shape);
     const std::size_t data_bytes = static_cast<std::size_t>(shape_numel(tensor.shape)) * dtype_size(tensor.dtype);
-    write_path_atomically(file, [&](const std::filesystem::path& temporary) {
-        detail::OutputFile out(temporary, file);
+    write_path_atomically(file, [&](const StagedFile& staged) {
+        detail::OutputFile out(staged);
         out.write(std::span(reinterpret_cast<const std::uint8_t*>(prefix.data()), prefix.size()));
         out.write(std::span(static_cast<const std::uint8_t*>(data), data_bytes));
         out.close();
@@ -543,12 +543,12 @@ struct MappedNpy {
     std::uint8_t* data = nullptr;
 };
 
-std::optional<MappedNpy> map_npy_file(const std::filesystem::path& file, const std::filesystem::path& target, DType dtype,
+std::optional<MappedNpy> map_npy_file(const StagedFile& staged, DType dtype,
                                       const Shape& shape) {
     if (!stored_as_in_memory(dtype)) return std::nullopt;
     const std::string prefix = npy_prefix(npy_descr(dtype), shape);
     const std::size_t size = prefix.size() + static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
-    auto mapping = detail::create_mapped_output(file, target, size);
+    auto mapping = detail::create_mapped_output(staged, size);
     if (!mapping) return std::nullopt;
     std::uint8_t* bytes = mapping->bytes.get();
     std::memcpy(bytes, prefix.data(), prefix.size());
@@ -558,8 +558,8 @@ std::optional<MappedNpy> map_npy_file(const std::filesystem::path& file, const s
 }  // namespace
 
 PendingNpy::PendingNpy(std::filesystem::path target, DType dtype, const Shape& shape) : target_(std::move(target)) {
-    staged_ = detail::stage_mapped_output(target_, [&](const std::filesystem::path& file) -> std::optional<detail::FileClosers> {
-        auto mapped = map_npy_file(file, target_, dtype, shape);
+    staged_ = detail::stage_mapped_output(target_, [&](const StagedFile& staged) -> std::optional<detail::FileClosers> {
+        auto mapped = map_npy_file(staged, dtype, shape);
         if (!mapped) return std::nullopt;
         tensor_ = Tensor::adopt(dtype, shape, std::shared_ptr<void>(mapped->file.bytes, mapped->data));
         return std::move(mapped->file.closers);
@@ -586,11 +586,10 @@ void PendingNpy::commit() {
 
 namespace detail {
 
-std::optional<MappedOutput> map_npy_output(const std::filesystem::path& file, const std::filesystem::path& target,
-                                           const Image& description) {
+std::optional<MappedOutput> map_npy_output(const StagedFile& staged, const Image& description) {
     Shape shape{description.batch, description.channels};
     shape.insert(shape.end(), description.spatial.begin(), description.spatial.end());
-    auto mapped = map_npy_file(file, target, description.dtype(), shape);
+    auto mapped = map_npy_file(staged, description.dtype(), shape);
     if (!mapped) return std::nullopt;
     MappedOutput output;
     output.image = Image::describe_like(description, description.spatial);

@@ -483,7 +483,7 @@ private:
 
 }  // namespace
 
-bool write_png(const fs::path& file, const fs::path& target, const Image& image, const WriteOptions& options) {
+bool write_png(const StagedFile& staged, const Image& image, const WriteOptions& options) {
     const DType dtype = image.dtype();
     const bool sixteen_bits = dtype == DType::UInt16;
     if ((dtype != DType::UInt8 && !sixteen_bits) || image.batch != 1 || image.spatial.size() != 2) return false;
@@ -537,7 +537,7 @@ bool write_png(const fs::path& file, const fs::path& target, const Image& image,
         return filtered;
     };
 
-    OutputFile out(file, target);
+    OutputFile out(staged);
     out.write(kSignature);
     ChunkWriter chunks(out);
     std::uint8_t header[13];

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <span>
 
+#include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/image.hpp"
 
 namespace gridwarp::io::detail {
@@ -27,7 +28,7 @@ inline constexpr std::size_t kIdatBytes = std::size_t{256} << 10;
 // Writes `image` (8- or 16-bit; 1, 3 or 4 channels taken as grey, BGR or BGRA) as a PNG to `file`;
 // compression_level 0..9 as zlib's, -1 the default. False, writing nothing, for any other image
 // (the caller leaves it to OpenCV, which refuses it).
-bool write_png(const std::filesystem::path& file, const std::filesystem::path& target, const Image& image,
+bool write_png(const StagedFile& staged, const Image& image,
                const WriteOptions& options);
 
 }  // namespace gridwarp::io::detail

@@ -398,24 +398,24 @@ std::optional<std::string> storage_failure(const fs::path& written, int saved_er
 
 }  // namespace
 
-void write_reporting_failures(const fs::path& temporary, const fs::path& target, const std::function<void()>& write) {
+void write_reporting_failures(const StagedFile& staged, const std::function<void()>& write) {
     std::string messages;
     try {
         errno = 0;
         messages = capture_stderr(write);
     } catch (const FileError&) {
-        if (const auto cause = storage_failure(temporary, errno)) throw FileError(target, "write failed: " + *cause);
+        if (const auto cause = storage_failure(staged.file, errno)) throw FileError(staged.target, "write failed: " + *cause);
         throw;
     }
     // A writer that ignores a failed write or close (ITK's MetaImage and NRRD writers do) still
     // leaves the storage error in errno.
     const int saved_errno = errno;
     if (messages.empty()) {
-        if (const auto cause = storage_error(saved_errno)) throw FileError(target, "write failed: " + *cause);
+        if (const auto cause = storage_error(saved_errno)) throw FileError(staged.target, "write failed: " + *cause);
         return;
     }
-    if (const auto cause = storage_failure(temporary, saved_errno)) throw FileError(target, "write failed: " + *cause);
-    throw FileError(target, "write failed: " + first_message_line(messages));
+    if (const auto cause = storage_failure(staged.file, saved_errno)) throw FileError(staged.target, "write failed: " + *cause);
+    throw FileError(staged.target, "write failed: " + first_message_line(messages));
 }
 
 }  // namespace gridwarp::io::detail

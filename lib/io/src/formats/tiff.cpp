@@ -510,18 +510,18 @@ constexpr std::size_t kStripBytes = std::size_t{256} << 10;
 
 }  // namespace
 
-void write_tiff(const fs::path& file, const fs::path& target, const Image& image) {
-    const std::string extension = lowercase_filename(target.extension());
+void write_tiff(const StagedFile& staged, const Image& image) {
+    const std::string extension = lowercase_filename(staged.target.extension());
     if (image.spatial.size() != 2) {
-        throw FileError(target, "a TIFF holds 2-D pages, got size " + image_size_text(image.spatial) + " (write .npy or a volume format)");
+        throw FileError(staged.target, "a TIFF holds 2-D pages, got size " + image_size_text(image.spatial) + " (write .npy or a volume format)");
     }
     const auto sample_format = tiff_sample_format(image.dtype());
     if (!sample_format) {
-        throw FileError(target, "a " + extension + " file cannot hold " + std::string(dtype_name(image.dtype())) +
+        throw FileError(staged.target, "a " + extension + " staged.file cannot hold " + std::string(dtype_name(image.dtype())) +
                                     " pixels (write .npy or .nii for other types)");
     }
     if (image.channels < 1 || image.channels > 4) {
-        throw FileError(target, "image files hold 1 to 4 channels, got " + std::to_string(image.channels));
+        throw FileError(staged.target, "image files hold 1 to 4 channels, got " + std::to_string(image.channels));
     }
     Tensor scratch;
     const auto* pixels = static_cast<const std::uint8_t*>(pixels_in_layout(image, ChannelLayout::Interleaved, scratch));
@@ -539,9 +539,9 @@ void write_tiff(const fs::path& file, const fs::path& target, const Image& image
     // Classic TIFF offsets are 32-bit; LZW can outgrow its input, so larger images go to BigTIFF.
     const bool big = page_bytes * static_cast<std::size_t>(image.batch) > (std::size_t{3} << 30);
     TiffHandle handle;
-    handle.tif = TIFFClientOpenExt(target.c_str(), big ? "w8" : "w", &memory, memory_read, memory_write, memory_seek, memory_close,
+    handle.tif = TIFFClientOpenExt(staged.target.c_str(), big ? "w8" : "w", &memory, memory_read, memory_write, memory_seek, memory_close,
                                    memory_size, memory_map, memory_unmap, open_options.options);
-    const auto failed = [&] { return FileError(target, "cannot write the TIFF: " + (report.error.empty() ? "libtiff failed" : report.error)); };
+    const auto failed = [&] { return FileError(staged.target, "cannot write the TIFF: " + (report.error.empty() ? "libtiff failed" : report.error)); };
     if (!handle.tif) throw failed();
     TIFF* tif = handle.tif;
     const bool colour = channels >= 3;
@@ -585,7 +585,7 @@ void write_tiff(const fs::path& file, const fs::path& target, const Image& image
     TIFFClose(tif);
     handle.tif = nullptr;
     if (!report.error.empty()) throw failed();
-    OutputFile out(file, target);
+    OutputFile out(staged);
     out.write(std::span<const std::uint8_t>(memory.bytes.data(), memory.bytes.size()));
     out.close();
 }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 
+#include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/image.hpp"
 
 namespace gridwarp::io::detail {
@@ -31,6 +32,6 @@ int read_tiff_orientation(const std::filesystem::path& file);
 // integers): 1 channel grey, 2 grey and an unspecified sample, 3 RGB (from BGR), 4 RGB and alpha.
 // Throws FileError, writing nothing, for a type TIFF readers do not share (bool, bfloat16, float16,
 // complex, strings) or more than 4 channels.
-void write_tiff(const std::filesystem::path& file, const std::filesystem::path& target, const Image& image);
+void write_tiff(const StagedFile& staged, const Image& image);
 
 }  // namespace gridwarp::io::detail

@@ -55,7 +55,7 @@ std::optional<Image> read_webp(const fs::path& file, const ReadOptions& options)
     return image;
 }
 
-bool write_webp(const fs::path& file, const fs::path& target, const Image& image, const WriteOptions& options) {
+bool write_webp(const StagedFile& staged, const Image& image, const WriteOptions& options) {
     const std::int64_t channels = image.channels;
     if (image.dtype() != DType::UInt8 || image.batch != 1 || image.spatial.size() != 2 ||
         (channels != 1 && channels != 3 && channels != 4)) {
@@ -63,7 +63,7 @@ bool write_webp(const fs::path& file, const fs::path& target, const Image& image
     }
     const std::int64_t height = image.spatial[0], width = image.spatial[1];
     if (height > kMaxWebpSide || width > kMaxWebpSide) {
-        throw FileError(target, "a WebP holds at most 16383 x 16383 pixels, got " + std::to_string(width) + " x " + std::to_string(height));
+        throw FileError(staged.target, "a WebP holds at most 16383 x 16383 pixels, got " + std::to_string(width) + " x " + std::to_string(height));
     }
     Tensor scratch;
     const auto* pixels = static_cast<const std::uint8_t*>(pixels_in_layout(image, ChannelLayout::Interleaved, scratch));
@@ -85,8 +85,8 @@ bool write_webp(const fs::path& file, const fs::path& target, const Image& image
                                       : (alpha ? WebPEncodeBGRA(pixels, w, h, stride, quality, &encoded)
                                                : WebPEncodeBGR(pixels, w, h, stride, quality, &encoded));
     const std::unique_ptr<std::uint8_t, void (*)(void*)> owner(encoded, WebPFree);
-    if (size == 0) throw FileError(target, "cannot write the WebP: libwebp's encoder failed");
-    OutputFile out(file, target);
+    if (size == 0) throw FileError(staged.target, "cannot write the WebP: libwebp's encoder failed");
+    OutputFile out(staged);
     out.write(std::span<const std::uint8_t>(encoded, size));
     out.close();
     return true;

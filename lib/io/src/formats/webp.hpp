@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/image.hpp"
 
 namespace gridwarp::io::detail {
@@ -16,7 +17,7 @@ std::optional<Image> read_webp(const std::filesystem::path& file, const ReadOpti
 
 // Writes an 8-bit grey (as BGR), BGR or BGRA image as OpenCV's imwrite does: lossless without
 // options.quality, else lossy at that quality. False, writing nothing, for any other image.
-bool write_webp(const std::filesystem::path& file, const std::filesystem::path& target, const Image& image,
+bool write_webp(const StagedFile& staged, const Image& image,
                 const WriteOptions& options);
 
 }  // namespace gridwarp::io::detail

@@ -74,12 +74,12 @@ void throw_if_failed(const ModuleFailure& failure) {
 }
 
 const RasterBackend& raster_backend() {
-    static const RasterBackend& table = load<RasterBackend>("gridwarp_opencv", "gridwarp_opencv_backend_v2");
+    static const RasterBackend& table = load<RasterBackend>("gridwarp_opencv", "gridwarp_opencv_backend_v3");
     return table;
 }
 
 const ItkBackend& itk_backend() {
-    static const ItkBackend& table = load<ItkBackend>("gridwarp_itk", "gridwarp_itk_backend_v2");
+    static const ItkBackend& table = load<ItkBackend>("gridwarp_itk", "gridwarp_itk_backend_v3");
     return table;
 }
 

@@ -3,7 +3,7 @@
 // command on .npy or NIfTI files never loads either library, so it starts in a few milliseconds
 // instead of resolving the ~160 shared libraries they pull in (docs/design.md).
 //
-// A module exports one C function, gridwarp_<name>_backend_v2(), returning a table of function
+// A module exports one C function, gridwarp_<name>_backend_v3(), returning a table of function
 // pointers. To add a reader: put its code in a module (or a new one), add its functions to the
 // table, and call them through the accessor below.
 //
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"
 #include "gridwarp/io/transform_io.hpp"
@@ -35,14 +36,14 @@ struct ModuleFailure {
 
 struct RasterBackend {  // OpenCV
     ModuleFailure (*read)(const std::filesystem::path& file, Image& image);
-    ModuleFailure (*write)(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image,
+    ModuleFailure (*write)(const StagedFile& staged, const Image& image,
                            const WriteOptions& options);
     ModuleFailure (*has_writer)(const std::filesystem::path& file, bool& has);
 };
 
 struct ItkBackend {  // ITK: NRRD, MetaImage, transform files
     ModuleFailure (*read_volume)(const std::filesystem::path& file, bool with_pixels, Image& image);
-    ModuleFailure (*write_volume)(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
+    ModuleFailure (*write_volume)(const StagedFile& staged, const Image& image);
     ModuleFailure (*read_transform)(const std::filesystem::path& file, std::size_t dimension, TransformFile& transform);
 };
 
@@ -82,5 +83,5 @@ const ItkBackend& itk_backend();
 }  // namespace gridwarp::io::detail
 
 // The entry points the modules define.
-extern "C" const gridwarp::io::detail::RasterBackend* gridwarp_opencv_backend_v2();
-extern "C" const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v2();
+extern "C" const gridwarp::io::detail::RasterBackend* gridwarp_opencv_backend_v3();
+extern "C" const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v3();

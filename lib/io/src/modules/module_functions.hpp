@@ -5,13 +5,14 @@
 #include <cstddef>
 #include <filesystem>
 
+#include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/image.hpp"
 #include "gridwarp/io/transform_io.hpp"
 
 namespace gridwarp::io::detail {
 
 Image read_raster(const std::filesystem::path& file);                           // OpenCV
-void write_raster(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image,
+void write_raster(const StagedFile& staged, const Image& image,
                   const WriteOptions& options);
 // Whether OpenCV has an encoder for the file's extension.
 bool has_raster_writer(const std::filesystem::path& file);
@@ -19,6 +20,6 @@ Image read_volume(const std::filesystem::path& file, bool with_pixels = true);  
 TransformFile read_itk_transform(const std::filesystem::path& file, std::size_t dimension);  // ITK
 // An ITK HDF5 file, its structure checked first; runs only in the HDF5 reader's process.
 TransformFile read_itk_hdf5_transform(const std::filesystem::path& file, std::size_t dimension, const MemoryBudget& budget);
-void write_volume(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image);
+void write_volume(const StagedFile& staged, const Image& image);
 
 }  // namespace gridwarp::io::detail

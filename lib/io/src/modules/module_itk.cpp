@@ -9,8 +9,8 @@ ModuleFailure read(const std::filesystem::path& file, bool with_pixels, Image& i
     return failure_of([&] { image = read_volume(file, with_pixels); });
 }
 
-ModuleFailure write(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image) {
-    return failure_of([&] { write_volume(temporary, target, image); });
+ModuleFailure write(const StagedFile& staged, const Image& image) {
+    return failure_of([&] { write_volume(staged, image); });
 }
 
 ModuleFailure read_transform(const std::filesystem::path& file, std::size_t dimension, TransformFile& transform) {
@@ -20,7 +20,7 @@ ModuleFailure read_transform(const std::filesystem::path& file, std::size_t dime
 }  // namespace
 }  // namespace gridwarp::io::detail
 
-extern "C" __attribute__((visibility("default"))) const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v2() {
+extern "C" __attribute__((visibility("default"))) const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v3() {
     namespace detail = gridwarp::io::detail;
     static const detail::ItkBackend table{&detail::read, &detail::write, &detail::read_transform};
     return &table;

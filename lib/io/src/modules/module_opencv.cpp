@@ -9,9 +9,9 @@ ModuleFailure read(const std::filesystem::path& file, Image& image) {
     return failure_of([&] { image = read_raster(file); });
 }
 
-ModuleFailure write(const std::filesystem::path& temporary, const std::filesystem::path& target, const Image& image,
+ModuleFailure write(const StagedFile& staged, const Image& image,
                     const WriteOptions& options) {
-    return failure_of([&] { write_raster(temporary, target, image, options); });
+    return failure_of([&] { write_raster(staged, image, options); });
 }
 
 ModuleFailure has_writer(const std::filesystem::path& file, bool& has) {
@@ -21,7 +21,7 @@ ModuleFailure has_writer(const std::filesystem::path& file, bool& has) {
 }  // namespace
 }  // namespace gridwarp::io::detail
 
-extern "C" __attribute__((visibility("default"))) const gridwarp::io::detail::RasterBackend* gridwarp_opencv_backend_v2() {
+extern "C" __attribute__((visibility("default"))) const gridwarp::io::detail::RasterBackend* gridwarp_opencv_backend_v3() {
     namespace detail = gridwarp::io::detail;
     static const detail::RasterBackend table{&detail::read, &detail::write, &detail::has_writer};
     return &table;

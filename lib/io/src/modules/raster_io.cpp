@@ -148,20 +148,20 @@ bool has_raster_writer(const fs::path& file) {
     return cv::haveImageWriter(file.string());
 }
 
-void write_raster(const fs::path& temporary, const fs::path& target, const Image& image, const WriteOptions& options) {
+void write_raster(const StagedFile& staged, const Image& image, const WriteOptions& options) {
     silence_opencv();
     if (image.batch != 1 || image.spatial.size() != 2) {
-        throw FileError(target, "an image file holds one 2-D image, got " + std::to_string(image.batch) + " item(s) of size " +
+        throw FileError(staged.target, "an image file holds one 2-D image, got " + std::to_string(image.batch) + " item(s) of size " +
                                     image_size_text(image.spatial) + " (write .npy or a volume format)");
     }
     const int depth = depth_for_dtype(image.dtype());
-    const std::string extension = extension_of(target);
+    const std::string extension = extension_of(staged.target);
     if (depth < 0 || !format_holds(extension, image.dtype()).value_or(true)) {
-        throw FileError(target, "a ." + extension + " file cannot hold " + std::string(dtype_name(image.dtype())) +
+        throw FileError(staged.target, "a ." + extension + " file cannot hold " + std::string(dtype_name(image.dtype())) +
                                     " pixels (write .tif, .npy or .nii for other types)");
     }
     if (image.channels < 1 || image.channels > 4) {
-        throw FileError(target, "image files hold 1 to 4 channels, got " + std::to_string(image.channels));
+        throw FileError(staged.target, "image files hold 1 to 4 channels, got " + std::to_string(image.channels));
     }
     Tensor scratch;
     const void* data = pixels_in_layout(image, ChannelLayout::Interleaved, scratch);
@@ -181,10 +181,10 @@ void write_raster(const fs::path& temporary, const fs::path& target, const Image
     try {
         encodes = cv::imencode("." + extension, mat, encoded, parameters);
     } catch (const cv::Exception& e) {
-        throw FileError(target, "cannot write the image: " + std::string(e.err));
+        throw FileError(staged.target, "cannot write the image: " + std::string(e.err));
     }
-    if (!encodes) throw FileError(target, "cannot write the image (OpenCV has no writer for this format and pixel type)");
-    OutputFile out(temporary, target);
+    if (!encodes) throw FileError(staged.target, "cannot write the image (OpenCV has no writer for this format and pixel type)");
+    OutputFile out(staged);
     out.write(std::span<const std::uint8_t>(encoded.data(), encoded.size()));
     out.close();
 }

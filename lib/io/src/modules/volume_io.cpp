@@ -155,30 +155,30 @@ Image read_volume(const fs::path& file, bool with_pixels) {
     return image;
 }
 
-void write_volume(const fs::path& temporary, const fs::path& target, const Image& image) {
+void write_volume(const StagedFile& staged, const Image& image) {
     register_itk_formats();
     if (image.batch != 1) {
-        throw FileError(target, "a volume file holds one image, got N=" + std::to_string(image.batch) + " (write .npy)");
+        throw FileError(staged.target, "a volume file holds one image, got N=" + std::to_string(image.batch) + " (write .npy)");
     }
     const auto spatial_dimensions = static_cast<unsigned>(image.spatial.size());
     if (spatial_dimensions < 2 || spatial_dimensions > 3) {
-        throw FileError(target, "volume files hold 2-D or 3-D images, got size " + image_size_text(image.spatial));
+        throw FileError(staged.target, "volume files hold 2-D or 3-D images, got size " + image_size_text(image.spatial));
     }
-    const auto component = component_for_dtype(image.dtype(), target);
+    const auto component = component_for_dtype(image.dtype(), staged.target);
     // Several channels of a volume are written as the input had them: vector voxels, or a 4-D series.
     const bool series = image.layout == ChannelLayout::Planar && image.channels > 1 && spatial_dimensions == 3;
     const unsigned dimensions = series ? 4 : spatial_dimensions;
     const Geometry geometry = image.geometry ? *image.geometry : Geometry::identity(spatial_dimensions);
     if (geometry.dimension() != spatial_dimensions) {
-        throw FileError(target, "geometry of dimension " + std::to_string(geometry.dimension()) + " for a " +
+        throw FileError(staged.target, "geometry of dimension " + std::to_string(geometry.dimension()) + " for a " +
                                     std::to_string(spatial_dimensions) + "-D image");
     }
     Tensor scratch;
     const void* data = pixels_in_layout(image, series ? ChannelLayout::Planar : ChannelLayout::Interleaved, scratch);
     try {
         itk::ImageIOBase::Pointer io =
-            itk::ImageIOFactory::CreateImageIO(temporary.string().c_str(), itk::ImageIOFactory::IOFileModeEnum::WriteMode);
-        if (!io) throw FileError(target, "no volume writer for this extension");
+            itk::ImageIOFactory::CreateImageIO(staged.file.string().c_str(), itk::ImageIOFactory::IOFileModeEnum::WriteMode);
+        if (!io) throw FileError(staged.target, "no volume writer for this extension");
         io->SetNumberOfDimensions(dimensions);
         for (unsigned i = 0; i < dimensions; ++i) {
             const bool spatial = i < spatial_dimensions;
@@ -195,7 +195,7 @@ void write_volume(const fs::path& temporary, const fs::path& target, const Image
         const unsigned components = series ? 1u : static_cast<unsigned>(image.channels);
         io->SetNumberOfComponents(components);
         io->SetPixelType(components > 1 ? itk::IOPixelEnum::VECTOR : itk::IOPixelEnum::SCALAR);
-        io->SetFileName(temporary.string());
+        io->SetFileName(staged.file.string());
         io->SetUseCompression(true);
         itk::ImageIORegion region(dimensions);
         for (unsigned i = 0; i < dimensions; ++i) {
@@ -208,7 +208,7 @@ void write_volume(const fs::path& temporary, const fs::path& target, const Image
     } catch (const itk::ExceptionObject& e) {
         std::string message = e.GetDescription();
         message.erase(std::remove(message.begin(), message.end(), '\n'), message.end());
-        throw FileError(target, "cannot write the volume: " + message);
+        throw FileError(staged.target, "cannot write the volume: " + message);
     }
 }
 

@@ -16,11 +16,17 @@ namespace gridwarp::io {
 // `target` for write failures).
 void write_file_atomically(const std::filesystem::path& target, const std::function<void(std::ostream&)>& write);
 
+// A file being written: `file`, where the writer makes it (staged beside the target), and `target`,
+// the name it will have once published, which error messages name.
+struct StagedFile {
+    std::filesystem::path file;
+    std::filesystem::path target;
+};
+
 // Same, for a writer that needs a path of its own (a third-party library writing by name). The
-// path it gets has target's file name, so format detection by extension works, and companion
+// staged file has target's file name, so format detection by extension works, and companion
 // files it writes beside it (a detached header's data file) are moved into place too.
-void write_path_atomically(const std::filesystem::path& target,
-                           const std::function<void(const std::filesystem::path& temporary)>& write);
+void write_path_atomically(const std::filesystem::path& target, const std::function<void(const StagedFile& staged)>& write);
 
 // A staged file is named .gridwarp-HOST-PID-XXXXXX-NAME; a format that may write companion files
 // is staged in a folder .gridwarp-HOST-PID-XXXXXX. The first write into a folder removes what

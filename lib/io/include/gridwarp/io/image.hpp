@@ -21,7 +21,8 @@
 namespace gridwarp::io {
 
 namespace detail {
-class StagedOutput;  // files/mapped_file.hpp
+class StagedOutput;          // files/mapped_file.hpp
+struct FormatHandler;        // formats/format_table.hpp
 }
 
 enum class FileKind { Tensor, Raster, Volume };
@@ -161,7 +162,10 @@ class PendingOutput {
 public:
     // `description`: the output's kind, dtype, channels, layout, spatial shape, geometry, NIfTI
     // header and scaling, without pixels (Image::describe_like).
+    // Throws FileError where `options` do not apply to the format (check_write_options).
     PendingOutput(std::filesystem::path target, Image description, WriteOptions options = {});
+    // The same, for the format row the caller has already looked up, `options` checked (internal).
+    PendingOutput(std::filesystem::path target, Image description, WriteOptions options, const detail::FormatHandler& format);
     ~PendingOutput();
     PendingOutput(const PendingOutput&) = delete;
     PendingOutput& operator=(const PendingOutput&) = delete;
@@ -175,6 +179,7 @@ private:
     std::filesystem::path target_;
     Image image_;
     WriteOptions options_;
+    const detail::FormatHandler* format_;
     std::unique_ptr<detail::StagedOutput> staged_;  // while the pixels are a mapped file
     bool committed_ = false;
 };
