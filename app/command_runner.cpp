@@ -62,8 +62,9 @@ bool runs_in_process(std::string_view name) {
 }
 
 Registrar in_process_registrar(std::string_view name) {
-    if (!runs_in_process(name)) throw std::invalid_argument("'" + std::string(name) + "' is not a command that runs in-process");
-    return find_command(name)->registrar;
+    const CommandEntry* entry = find_command(name);
+    if (!entry || !entry->in_process) throw std::invalid_argument("'" + std::string(name) + "' is not a command that runs in-process");
+    return entry->registrar;
 }
 
 CommandRunner::CommandRunner(const std::string& command) : storage_(in_process_registrar(command)(app_)) {
