@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# Installs everything gridwarp needs to build and test on Debian 12 (bookworm).
+# Installs what gridwarp needs on Debian 12 (bookworm): to build the gridwarp command and run it,
+# or, with --tests, to build the Python package and run every test too.
 set -euo pipefail
-packages=(
-  cmake ninja-build make g++ pkg-config
+build_packages=(
+  cmake ninja-build g++ pkg-config
   libhwy-dev               # Highway: the SIMD kernels (gridwarp::core)
-  libopencv-dev            # images (gridwarp::io)
+  # Images (gridwarp::io): OpenCV's core and codec modules; libopencv-dev would bring all 19
+  # (with VTK, Qt and protobuf among their dependencies).
+  libopencv-core-dev libopencv-imgcodecs-dev
   libinsighttoolkit5-dev   # NRRD, MetaImage and transforms (gridwarp::io)
   libdeflate-dev zlib1g-dev # gzip for the NIfTI codec and PNG (gridwarp::io)
   libpng-dev libjpeg62-turbo-dev libtiff-dev libwebp-dev  # PNG, JPEG, TIFF and WebP (gridwarp::io)
-  libcli11-dev libspdlog-dev
-  catch2 nlohmann-json3-dev
+  libcli11-dev libspdlog-dev nlohmann-json3-dev
+  catch2                   # configuring the tests (on by default) needs it
+)
+test_packages=(
+  make
   python3-dev pybind11-dev libdlpack-dev  # the Python package (build/python)
   python3-pytest python3-torch            # its tests: pytest, and PyTorch as an oracle and a DLPack producer
   python3-nibabel python3-numpy  # NIfTI tests read gridwarp's outputs back with nibabel
@@ -19,6 +25,12 @@ packages=(
   slurm-wlm munge          # the slurm test starts a single-node cluster
   groff-base zsh           # the installed man page and zsh completion are checked (groff, zsh -n)
 )
+packages=("${build_packages[@]}")
+case "${1:-}" in
+  "") ;;
+  --tests) packages+=("${test_packages[@]}") ;;
+  *) echo "usage: $0 [--tests]" >&2; exit 2 ;;
+esac
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
 export DEBIAN_FRONTEND=noninteractive
