@@ -42,6 +42,12 @@ class WriteOptions(FolderTestCase):
         default.convert("RGB").save(self.path("pil95.jpg"), quality=95, subsampling=0)
         self.assertEqual(default.quantization, Image.open(self.path("pil95.jpg")).quantization)
         self.assertLess(os.path.getsize(self.path("q30.jpg")), os.path.getsize(self.path("q80.jpg")))
+        # Every JPEG spelling takes --quality, .jpe too (written through OpenCV).
+        for suffix in ("jpeg", "jpe", "JPG"):
+            with self.subTest(suffix=suffix):
+                other = Image.open(self.write(f"q30.{suffix}", "--quality", "30"))
+                self.assertEqual(other.format, "JPEG")
+                self.assertEqual(other.quantization, Image.open(self.path("pil30.jpg")).quantization)
 
     def test_webp_quality_is_lossy_below_100(self):
         lossy = Image.open(self.write("q50.webp", "--quality", "50"))

@@ -41,18 +41,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <complex>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <numbers>
-#include <optional>
-#include <stdexcept>
-#include <string>
-#include <string_view>
 #include <vector>
-
 
 namespace gridwarp::detail {
 

@@ -611,7 +611,9 @@ bool nifti_output_streams(const fs::path& target, const Image& description) {
     // A plain .nii is sampled into its own mapped pages instead (map_nifti_output): that writes
     // each byte once, where a block written out is also copied into the page cache.
     if (ends_with(lowercase_filename(target), ".nii")) return false;
-    return description.batch == 1 && stores_values_as_they_are(plan_nifti_write({target, target}, description), description);
+    if (description.batch != 1) return false;
+    const StagedFile plan_only{target, target};  // for the plan's names: nothing is written here
+    return stores_values_as_they_are(plan_nifti_write(plan_only, description), description);
 }
 
 void stream_nifti_output(const StagedFile& staged, const Image& description, const WriteOptions& options,
