@@ -24,6 +24,7 @@ test_packages=(
   mrtrix3                  # ... and with MRtrix3; also a peer in bench_end_to_end
   slurm-wlm munge          # the slurm test starts a single-node cluster
   groff-base zsh           # the installed man page and zsh completion are checked (groff, zsh -n)
+  time                     # the batch scale test bounds CPU seconds and peak memory (/usr/bin/time)
 )
 packages=("${build_packages[@]}")
 case "${1:-}" in
