@@ -20,6 +20,7 @@ work=$(mktemp -d /tmp/gridwarp-slurm-XXXXXX)
 export SLURM_CONF="$work/slurm.conf"
 cleanup() {
     scontrol shutdown > /dev/null 2>&1 || true
+    [ -f "$work/slurmctld.pid" ] && kill "$(cat "$work/slurmctld.pid")" 2> /dev/null || true
     [ -f "$work/slurmd.pid" ] && kill "$(cat "$work/slurmd.pid")" 2> /dev/null || true
     [ -f "$work/munge/munged.pid" ] && kill "$(cat "$work/munge/munged.pid")" 2> /dev/null || true
     sleep 1
