@@ -6,7 +6,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <memory>
+#include <string_view>
+#include <type_traits>
+
+#include "image_arguments.hpp"
 
 namespace gridwarp::cli {
 
@@ -26,13 +31,41 @@ void apply_common_options(const CommonOptions& options);
 // reading, output format, resources, messages), one table for every command.
 void group_options(CLI::App& command);
 
+// A command as its options struct and run function, for a caller that fills the struct without a
+// command line (command_runner.hpp): its CLI11 options (each value converted and checked by the
+// option's own rules), its defaults, its run function, and its image arguments and output, which
+// an in-process caller may hold in memory.
+struct CommandBinding {
+    CLI::App* app = nullptr;
+    std::shared_ptr<void> storage;  // the options struct
+    std::function<void()> restore_defaults;
+    std::function<void()> run;
+    // The ImageArgument behind an option ("input", "flow", "reference"); null for any other name.
+    std::function<ImageArgument*(std::string_view option)> image_argument = [](std::string_view) { return nullptr; };
+    std::function<OutputArgument*()> output = [] { return nullptr; };
+};
+
 // Makes RUN the action of SUB, whose options write into COMMAND. Every parse starts from the values
-// COMMAND holds now (its defaults), so that batch can parse job after job with one CLI::App.
+// COMMAND holds now (its defaults), so that batch can parse job after job with one CLI::App. A
+// command whose struct has `OutputArgument output` and `ImageArgument* image_argument(name)` can
+// take its images from memory and keep its result there.
 template <class Command, class Run>
-void set_command_action(CLI::App& sub, const std::shared_ptr<Command>& command, Run run) {
+CommandBinding set_command_action(CLI::App& sub, const std::shared_ptr<Command>& command, Run run) {
     group_options(sub);
     sub.preparse_callback([command, defaults = *command](std::size_t) { *command = defaults; });
     sub.callback([command, run] { run(*command); });
+    CommandBinding binding;
+    binding.app = &sub;
+    binding.storage = command;
+    binding.restore_defaults = [command, defaults = *command] { *command = defaults; };
+    binding.run = [command, run] { run(*command); };
+    if constexpr (requires(Command& c) { c.image_argument(std::string_view()); }) {
+        binding.image_argument = [command](std::string_view option) -> ImageArgument* { return command->image_argument(option); };
+    }
+    if constexpr (requires(Command& c) { requires std::is_same_v<decltype(c.output), OutputArgument>; }) {
+        binding.output = [command]() -> OutputArgument* { return &command->output; };
+    }
+    return binding;
 }
 
 }  // namespace gridwarp::cli

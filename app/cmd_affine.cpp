@@ -8,6 +8,7 @@
 #include "cli_common.hpp"
 #include "sampling_options.hpp"
 #include "file_options.hpp"
+#include "image_arguments.hpp"
 #include "messages.hpp"
 #include "sample_and_write.hpp"
 #include "geometry_options.hpp"
@@ -22,8 +23,8 @@ namespace gridwarp::cli {
 namespace {
 
 struct AffineCommand {
-    std::filesystem::path input;
-    std::filesystem::path output;
+    ImageArgument input;
+    OutputArgument output;
     std::filesystem::path theta;
     std::filesystem::path matrix;
     bool inverse = false;
@@ -36,6 +37,8 @@ struct AffineCommand {
     SamplingFlags sampling;
     VolumeFlags volume;
     CommonOptions common;
+
+    ImageArgument* image_argument(std::string_view option) { return option == "input" ? &input : nullptr; }
 };
 
 // theta for AffineGrid: a .npy (N or 1, r, r+1) as stored, or a text matrix rounded to float32
@@ -250,20 +253,21 @@ void run_affine(const AffineCommand& command) {
     for (const double shift : command.shift) {
         if (!std::isfinite(shift)) throw std::invalid_argument("--shift: expected finite numbers, got " + std::to_string(shift));
     }
-    std::vector<std::filesystem::path> inputs{command.input};
+    std::vector<std::filesystem::path> inputs = files_of({&command.input});
     if (!command.theta.empty()) inputs.push_back(command.theta);
     if (!command.matrix.empty()) inputs.push_back(command.matrix);
     check_output_differs(command.output, inputs);
 
-    io::Image input = io::read_image(command.input, to_read_options(command.volume, command.common));
+    const std::shared_ptr<const io::Image> loaded_input = load_image(command.input, to_read_options(command.volume, command.common));
+    const io::Image& input = *loaded_input;
     report_warnings(input);
-    warn_if_label_map(command.input, input, options);
+    warn_if_label_map(command.input.path, input, options);
     const auto rank = static_cast<std::int64_t>(input.spatial.size());
     set_gaussian_sigma(options, command.sampling, input.geometry ? input.geometry->spacing : std::vector<double>{}, rank);
     try {
         check_taps_per_point(options.mode, options.spline_order, rank);
     } catch (const std::invalid_argument& e) {
-        throw io::FileError(command.input, e.what());
+        throw io::FileError(command.input.path, e.what());
     }
     spdlog::debug("input {}: {} {}, {} channel(s), size {}", command.input.string(), io::file_kind_name(input.kind),
                   dtype_name(input.dtype()), input.channels, image_size_text(input.spatial));
@@ -288,7 +292,7 @@ void run_affine(const AffineCommand& command) {
             }
         }
         output_spatial.assign(size.rbegin(), size.rend());  // W,H,D -> (D, H, W)
-        check_output_size(command.output, command.expand ? "--expand" : command.crop.empty() ? "--size" : "--crop", size,
+        check_output_size(command.output.path, command.expand ? "--expand" : command.crop.empty() ? "--size" : "--crop", size,
                           static_cast<std::uint64_t>(input.batch * input.channels), dtype_size(input.dtype()),
                           to_memory_budget(command.volume.memory));
     }
@@ -343,7 +347,7 @@ void run_affine(const AffineCommand& command) {
         return;
     }
     Tensor filtered;
-    const ConstTensorView pixels = input_to_sample(input.nchw(), antialias, options, false, command.input,
+    const ConstTensorView pixels = input_to_sample(input.nchw(), antialias, options, false, command.input.path,
                                                    to_memory_budget(command.volume.memory), filtered);
     sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), pixels, *positions, options,
                      &progress);
@@ -351,7 +355,7 @@ void run_affine(const AffineCommand& command) {
 
 }  // namespace
 
-std::shared_ptr<void> register_affine_command(CLI::App& app) {
+CommandBinding register_affine_command(CLI::App& app) {
     auto command = std::make_shared<AffineCommand>();
     CLI::App* sub = app.add_subcommand("affine", "Warp an image, volume or tensor by an affine map");
     sub->add_option("-i,--input", command->input, "Image (.png, .jpg, .tif, ...), volume (.nii[.gz], .nrrd, .mha, ...) or .npy")
@@ -384,8 +388,7 @@ std::shared_ptr<void> register_affine_command(CLI::App& app) {
         "  gridwarp affine -i photo.png -o centre.png --size 640x480        # the centre 640x480, padded where smaller\n"
         "  gridwarp affine -i photo.png -o face.png --crop 120,40,200,260   # the box at x 120, y 40, 200 wide, 260 high\n"
         "  gridwarp affine -i X.npy -o Y.npy --theta theta.npy --align-corners --antialias off   # = grid + sample");
-    set_command_action(*sub, command, run_affine);
-    return command;
+    return set_command_action(*sub, command, run_affine);
 }
 
 }  // namespace gridwarp::cli

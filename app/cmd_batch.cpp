@@ -103,7 +103,7 @@ ManifestColumns manifest_columns(const CommandOptions& options) {
 Values parse_defaults(const std::string& command, const std::vector<std::string>& tokens) {
     CLI::App app;
     // The replaced callback held the options' storage: the new one keeps it alive while parsing.
-    std::shared_ptr<void> storage = in_process_registrar(command)(app);
+    std::shared_ptr<void> storage = in_process_registrar(command)(app).storage;
     CLI::App* sub = app.get_subcommand(command);
     for (CLI::Option* option : sub->get_options()) option->required(false);
     sub->callback([storage] {});
@@ -137,14 +137,29 @@ Values merged_values(const Values& defaults, const Job& job) {
     return merged;
 }
 
-// A job's full argument list.
-std::vector<std::string> job_arguments(const std::string& command, const Values& defaults, const Job& job, const CommandOptions& options,
-                                       int threads) {
+// A job: the command's options by name, the row's values over the defaults (no command line is
+// built: each value goes to its option as it is).
+InProcessCall job_call(const Values& defaults, const Job& job, const CommandOptions& options, int threads) {
     const Values merged = merged_values(defaults, job);
-    std::vector<std::string> args{command};
+    InProcessCall call;
     for (const auto& [name, values] : merged) {
         if (options.is_flag(name)) {
-            if (flag_set(merged, name)) args.push_back("--" + name);
+            if (flag_set(merged, name)) call.options.push_back({name, {"true"}});
+            continue;
+        }
+        call.options.push_back({name, values});
+    }
+    if (merged.count("threads") == 0) call.options.push_back({"threads", {std::to_string(threads)}});
+    if (!flag_set(merged, "verbose") && !flag_set(merged, "quiet")) call.options.push_back({"quiet", {"true"}});
+    return call;
+}
+
+// The command line that runs a job as the program, for --dry-run.
+std::vector<std::string> job_arguments(const std::string& command, const InProcessCall& call, const CommandOptions& options) {
+    std::vector<std::string> args{command};
+    for (const auto& [name, values] : call.options) {
+        if (options.is_flag(name)) {
+            args.push_back("--" + name);
             continue;
         }
         for (const auto& value : values) {
@@ -152,12 +167,11 @@ std::vector<std::string> job_arguments(const std::string& command, const Values&
             args.push_back(value);
         }
     }
-    if (merged.count("threads") == 0) {
-        args.push_back("--threads");
-        args.push_back(std::to_string(threads));
-    }
-    if (!flag_set(merged, "verbose") && !flag_set(merged, "quiet")) args.push_back("--quiet");
     return args;
+}
+
+bool explains(const InProcessCall& call) {
+    return std::any_of(call.options.begin(), call.options.end(), [](const auto& option) { return option.first == "explain"; });
 }
 
 // A job's error about its arguments, with the manifest cell it came from where the message names
@@ -532,7 +546,8 @@ void run_batch(const BatchCommand& command) {
         std::map<std::string, std::string> folder_problems;
         read_manifest_jobs(manifest, command.manifest, columns, in_shard, [&](Job&& job) {
             if (threads_per_job == 0) threads_per_job = jobs_and_threads(&job).second;
-            const auto args = job_arguments(command.command, defaults, job, options, threads_per_job);
+            const InProcessCall call = job_call(defaults, job, options, threads_per_job);
+            const auto args = job_arguments(command.command, call, options);
             const bool skip = command.resume && outputs_exist(job);
             const char* note = skip ? "  # skipped: its outputs exist"
                                : command.resume && outputs_present(job) ? "  # redone: its outputs were made with other options"
@@ -541,9 +556,9 @@ void run_batch(const BatchCommand& command) {
             if (skip) return;
             const std::vector<std::string> problems = dry_run_problems(merged_values(defaults, job), !command.no_create_dirs, folder_problems);
             for (const auto& problem : problems) std::cout << "  would fail: " << escape_control_characters(problem) << "\n";
-            if (!problems.empty() || std::find(args.begin(), args.end(), "--explain") == args.end()) return;
+            if (!problems.empty() || !explains(call)) return;
             if (!runner) runner.emplace(command.command);
-            const std::string error = runner->run(args);
+            const std::string error = runner->run(call);
             if (!error.empty()) std::cout << "  would fail: " << escape_control_characters(error) << "\n";
         });
         std::cout.flush();
@@ -611,7 +626,7 @@ void run_batch(const BatchCommand& command) {
             const auto start = std::chrono::steady_clock::now();
             outcome.error = prepare_output_folders(outputs_of(job), !command.no_create_dirs);
             if (outcome.error.empty()) {
-                outcome.error = runner.run(job_arguments(command.command, defaults, job, options, threads_per_job));
+                outcome.error = runner.run(job_call(defaults, job, options, threads_per_job));
                 if (runner.bad_arguments()) outcome.error = name_the_cell(outcome.error, command.manifest, job);
             }
             outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -662,7 +677,7 @@ void run_batch(const BatchCommand& command) {
 
 }  // namespace
 
-std::shared_ptr<void> register_batch_command(CLI::App& app) {
+CommandBinding register_batch_command(CLI::App& app) {
     auto command = std::make_shared<BatchCommand>();
     CLI::App* sub = app.add_subcommand("batch", "Run affine, resize, flow, resample or sample over the rows of a manifest, in one process");
     sub->add_option("COMMAND", command->command, "affine, resize, flow, resample or sample")->required();
@@ -698,7 +713,10 @@ std::shared_ptr<void> register_batch_command(CLI::App& app) {
         command->defaults = sub->remaining();
         run_batch(*command);
     });
-    return command;
+    CommandBinding binding;
+    binding.app = sub;
+    binding.storage = command;
+    return binding;
 }
 
 }  // namespace gridwarp::cli

@@ -82,7 +82,7 @@ void run_convert_transform(const ConvertTransformCommand& command) {
 
 }  // namespace
 
-std::shared_ptr<void> register_convert_transform_command(CLI::App& app) {
+CommandBinding register_convert_transform_command(CLI::App& app) {
     auto command = std::make_shared<ConvertTransformCommand>();
     CLI::App* sub = app.add_subcommand("convert-transform", "Write a chain of linear transforms as one matrix in another package's format");
     sub->add_option("-t,--transform", command->transforms,
@@ -101,8 +101,7 @@ std::shared_ptr<void> register_convert_transform_command(CLI::App& app) {
         "  gridwarp convert-transform -t bold2t1.mat,fsl -i bold.nii.gz -r t1.nii.gz -o bold2t1.tfm\n"
         "  gridwarp convert-transform -t 0GenericAffine.mat -i moving.nii.gz -r fixed.nii.gz -o reg.lta\n"
         "  gridwarp convert-transform -t reg.lta -t motion.tfm -o combined.txt,itk");
-    set_command_action(*sub, command, run_convert_transform);
-    return command;
+    return set_command_action(*sub, command, run_convert_transform);
 }
 
 }  // namespace gridwarp::cli

@@ -6,6 +6,7 @@
 #include "cli_common.hpp"
 #include "sampling_options.hpp"
 #include "file_options.hpp"
+#include "image_arguments.hpp"
 #include "messages.hpp"
 #include "sample_and_write.hpp"
 #include "gridwarp/flow.hpp"
@@ -17,14 +18,18 @@ namespace gridwarp::cli {
 namespace {
 
 struct FlowCommand {
-    std::filesystem::path input;
-    std::filesystem::path flow;
-    std::filesystem::path output;
+    ImageArgument input;
+    ImageArgument flow;
+    OutputArgument output;
     std::string units = "pixels";
     bool absolute = false;
     SamplingFlags sampling;
     VolumeFlags volume;
     CommonOptions common;
+
+    ImageArgument* image_argument(std::string_view option) {
+        return option == "input" ? &input : option == "flow" ? &flow : nullptr;
+    }
 };
 
 FlowUnits parse_units(const std::string& name) {
@@ -64,13 +69,14 @@ void run_flow(const FlowCommand& command) {
     progress.phase("reading", 0, 3);
     SampleOptions options = to_sample_options(command.sampling, command.common);
     const FlowUnits units = parse_units(command.units);
-    check_output_differs(command.output, {command.input, command.flow});
+    check_output_differs(command.output, files_of({&command.input, &command.flow}));
 
     const io::ReadOptions read_options = to_read_options(command.volume, command.common);
-    io::Image input = io::read_image(command.input, read_options);
+    const std::shared_ptr<const io::Image> loaded_input = load_image(command.input, read_options);
+    const io::Image& input = *loaded_input;
     report_warnings(input);
-    warn_if_label_map(command.input, input, options);
-    const io::FlowField flow = io::read_flow(command.flow, read_options);
+    warn_if_label_map(command.input.path, input, options);
+    const io::FlowField flow = load_flow(command.flow, read_options);
     const auto rank = static_cast<std::int64_t>(input.spatial.size());
     set_gaussian_sigma(options, command.sampling, input.geometry ? input.geometry->spacing : std::vector<double>{}, rank);
     const Shape& field_shape = flow.field.shape();
@@ -98,7 +104,7 @@ void run_flow(const FlowCommand& command) {
     const Shape output_spatial = positions.output_shape();
 
     // The output takes the flow's size: a small flow file can ask for any size.
-    check_output_memory(command.output, "warping " + command.input.string() + " by " + command.flow.string(),
+    check_output_memory(command.output.path, "warping " + command.input.string() + " by " + command.flow.string(),
                         std::vector<std::int64_t>(output_spatial.begin(), output_spatial.end()),
                         static_cast<std::uint64_t>(input.batch * input.channels), dtype_size(input.dtype()),
                         to_memory_budget(command.volume.memory));
@@ -119,7 +125,7 @@ void run_flow(const FlowCommand& command) {
         return;
     }
     Tensor filtered;
-    const ConstTensorView pixels = input_to_sample(input.nchw(), antialias, options, false, command.input,
+    const ConstTensorView pixels = input_to_sample(input.nchw(), antialias, options, false, command.input.path,
                                                    to_memory_budget(command.volume.memory), filtered);
     sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), pixels, positions, options,
                      &progress);
@@ -127,7 +133,7 @@ void run_flow(const FlowCommand& command) {
 
 }  // namespace
 
-std::shared_ptr<void> register_flow_command(CLI::App& app) {
+CommandBinding register_flow_command(CLI::App& app) {
     auto command = std::make_shared<FlowCommand>();
     CLI::App* sub = app.add_subcommand("flow", "Warp an image or volume by a flow field: out(x) = in(x + flow(x))");
     sub->add_option("-i,--input", command->input, "Image, volume or .npy tensor to warp")->required();
@@ -147,8 +153,7 @@ std::shared_ptr<void> register_flow_command(CLI::App& app) {
         "  gridwarp flow -i frame2.png -f kitti_flow.png -o warped.png --fill 0\n"
         "  gridwarp flow -i moving.nii.gz -f displacement.nii.gz -o warped.nii.gz --padding border\n"
         "  gridwarp flow -i X.npy -f grid.npy -o Y.npy --units normalized --absolute --antialias off   # = sample");
-    set_command_action(*sub, command, run_flow);
-    return command;
+    return set_command_action(*sub, command, run_flow);
 }
 
 }  // namespace gridwarp::cli

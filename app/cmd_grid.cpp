@@ -101,7 +101,7 @@ void run_grid(const GridCommand& command) {
 
 }  // namespace
 
-std::shared_ptr<void> register_grid_command(CLI::App& app) {
+CommandBinding register_grid_command(CLI::App& app) {
     auto command = std::make_shared<GridCommand>();
     CLI::App* sub = app.add_subcommand("grid", "Make the sampling grid of an affine map (ONNX AffineGrid)");
     sub->add_option("-t,--theta", command->theta,
@@ -119,8 +119,7 @@ std::shared_ptr<void> register_grid_command(CLI::App& app) {
         "  gridwarp grid --theta theta.npy --size 2,3,64,64 --output grid.npy\n"
         "  printf '0.8 -0.2 0.1\\n0.2 0.8 0\\n' > theta.txt\n"
         "  gridwarp grid --theta theta.txt --size 1,1,480,640 --output grid.npy --align-corners");
-    set_command_action(*sub, command, run_grid);
-    return command;
+    return set_command_action(*sub, command, run_grid);
 }
 
 }  // namespace gridwarp::cli

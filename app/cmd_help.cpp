@@ -89,7 +89,7 @@ void run_help(CLI::App& app, const HelpCommand& command) {
 
 }  // namespace
 
-std::shared_ptr<void> register_help_command(CLI::App& app) {
+CommandBinding register_help_command(CLI::App& app) {
     auto command = std::make_shared<HelpCommand>();
     CLI::App* sub = app.add_subcommand("help", "The interpolation modes or padding rules in full, or a command's help");
     sub->add_option("topic", command->topic, "modes, padding, or a command's name");
@@ -100,8 +100,7 @@ std::shared_ptr<void> register_help_command(CLI::App& app) {
         "Examples:\n"
         "  gridwarp help modes\n"
         "  gridwarp help resample");
-    set_command_action(*sub, command, [&app](const HelpCommand& help) { run_help(app, help); });
-    return command;
+    return set_command_action(*sub, command, [&app](const HelpCommand& help) { run_help(app, help); });
 }
 
 }  // namespace gridwarp::cli

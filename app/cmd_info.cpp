@@ -368,7 +368,7 @@ void run_info(const InfoCommand& command) {
 
 }  // namespace
 
-std::shared_ptr<void> register_info_command(CLI::App& app) {
+CommandBinding register_info_command(CLI::App& app) {
     auto command = std::make_shared<InfoCommand>();
     CLI::App* sub = app.add_subcommand("info", "Describe an image, volume, tensor, flow or transform file");
     sub->add_option("file", command->file, "The file to describe")->required();
@@ -383,8 +383,7 @@ std::shared_ptr<void> register_info_command(CLI::App& app) {
         "  gridwarp info data/tilt.tfm\n"
         "  gridwarp info bold2t1.mat,fsl -i bold.nii.gz -r t1.nii.gz   # the matrix in RAS\n"
         "  gridwarp info photo.png --json | python3 -m json.tool");
-    set_command_action(*sub, command, run_info);
-    return command;
+    return set_command_action(*sub, command, run_info);
 }
 
 }  // namespace gridwarp::cli

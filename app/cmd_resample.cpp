@@ -9,6 +9,7 @@
 #include "cli_common.hpp"
 #include "sampling_options.hpp"
 #include "file_options.hpp"
+#include "image_arguments.hpp"
 #include "messages.hpp"
 #include "sample_and_write.hpp"
 #include "geometry_options.hpp"
@@ -23,9 +24,9 @@ namespace gridwarp::cli {
 namespace {
 
 struct ResampleCommand {
-    std::filesystem::path input;
-    std::filesystem::path output;
-    std::filesystem::path reference;
+    ImageArgument input;
+    OutputArgument output;
+    ImageArgument reference;
     std::vector<std::string> transforms;
     std::string output_type;
     int dimensionality = 0;  // antsApplyTransforms' -d; 0: not given
@@ -34,6 +35,10 @@ struct ResampleCommand {
     SamplingFlags sampling;
     VolumeFlags volume;
     CommonOptions common;
+
+    ImageArgument* image_argument(std::string_view option) {
+        return option == "input" ? &input : option == "reference" ? &reference : nullptr;
+    }
 };
 
 io::Geometry geometry_or_identity(const io::Image& image) {
@@ -54,39 +59,41 @@ void run_resample(const ResampleCommand& command) {
                                     "-e 1 resamples their components without reorienting them");
     }
     std::vector<TransformArgument> transforms;
-    std::vector<std::filesystem::path> inputs{command.input};
+    std::vector<std::filesystem::path> inputs = files_of({&command.input, &command.reference});
     bool per_volume = false;
     for (const auto& text : command.transforms) {
         transforms.push_back(parse_transform_argument(text));
         inputs.push_back(transforms.back().file);
         per_volume = per_volume || transforms.back().per_volume;
     }
-    if (!command.reference.empty()) inputs.push_back(command.reference);
     check_output_differs(command.output, inputs);
 
     const io::ReadOptions read_options = to_read_options(command.volume, command.common);
-    io::Image moving = io::read_image(command.input, read_options);
+    // Read from its file, the image is this run's own, and is converted in place where it is sampled
+    // in the output type; an image in memory stays its owner's.
+    io::Image read_moving = command.input.in_memory() ? io::Image{} : io::read_image(command.input.path, read_options);
+    const io::Image& moving = command.input.in_memory() ? *command.input.image : read_moving;
     report_warnings(moving);
-    warn_if_label_map(command.input, moving, options);
+    warn_if_label_map(command.input.path, moving, options);
     const std::size_t dimension = moving.spatial.size();
     set_gaussian_sigma(options, command.sampling, moving.geometry ? moving.geometry->spacing : std::vector<double>{},
                        static_cast<std::int64_t>(dimension));
     if (moving.batch != 1 || (dimension != 2 && dimension != 3)) {
-        throw io::FileError(command.input, "resample takes one 2-D or 3-D image, got N=" + std::to_string(moving.batch) +
+        throw io::FileError(command.input.path, "resample takes one 2-D or 3-D image, got N=" + std::to_string(moving.batch) +
                                                " of size " + image_size_text(moving.spatial));
     }
     // -d 2 also names a volume one slice deep, as antsApplyTransforms reads it.
     const bool one_slice = dimension == 3 && moving.spatial.front() == 1;
     if (command.dimensionality != 0 && command.dimensionality != static_cast<int>(dimension) &&
         !(command.dimensionality == 2 && one_slice)) {
-        throw io::FileError(command.input, "-d " + std::to_string(command.dimensionality) + " was given, but the image is " +
+        throw io::FileError(command.input.path, "-d " + std::to_string(command.dimensionality) + " was given, but the image is " +
                                                std::to_string(dimension) + "-D");
     }
-    const io::Image reference = command.reference.empty() ? io::Image{} : io::read_image_header(command.reference, read_options);
-    report_warnings(reference);
-    const io::Image& grid = command.reference.empty() ? moving : reference;
+    const std::shared_ptr<const io::Image> reference = command.reference.empty() ? nullptr : load_image_header(command.reference, read_options);
+    if (reference) report_warnings(*reference);
+    const io::Image& grid = reference ? *reference : moving;
     if (grid.spatial.size() != dimension) {
-        throw io::FileError(command.reference, "the reference is " + std::to_string(grid.spatial.size()) + "-D but " +
+        throw io::FileError(command.reference.path, "the reference is " + std::to_string(grid.spatial.size()) + "-D but " +
                                                    command.input.string() + " is " + std::to_string(dimension) + "-D");
     }
     const bool moving_type = command.output_type.empty() || command.output_type == "default";
@@ -114,11 +121,11 @@ void run_resample(const ResampleCommand& command) {
     // The output (on the reference's grid, or in another type) and a floating copy of an integer
     // input are sized by the command, not by a file's bytes.
     const io::MemoryBudget budget = to_memory_budget(command.volume.memory);
-    check_output_size(command.output, command.reference.empty() ? command.input.string() : "resampled onto " + command.reference.string(),
+    check_output_size(command.output.path, command.reference.empty() ? command.input.string() : "resampled onto " + command.reference.string(),
                       std::vector<std::int64_t>(grid.spatial.begin(), grid.spatial.end()), static_cast<std::uint64_t>(moving.channels),
                       dtype_size(output_type), budget);
     if (sample_as_output) {
-        io::check_memory_budget(command.input, "a " + std::string(dtype_name(output_type)) + " copy of the voxels",
+        io::check_memory_budget(command.input.path, "a " + std::string(dtype_name(output_type)) + " copy of the voxels",
                                 static_cast<std::uint64_t>(moving.pixels.numel() / volumes * converted_volumes),
                                 dtype_size(output_type), budget);
     }
@@ -162,7 +169,7 @@ void run_resample(const ResampleCommand& command) {
     try {
         point_to_moving_index = index_to_point(moving_geometry).inverse();
     } catch (const std::invalid_argument&) {
-        throw io::FileError(command.input, "the image's direction and spacing are singular");
+        throw io::FileError(command.input.path, "the image's direction and spacing are singular");
     }
     // For --explain: the chain as one affine map from output index to moving index, when it is one.
     std::optional<AffineMap> collapsed = index_to_point(output_geometry);
@@ -191,14 +198,17 @@ void run_resample(const ResampleCommand& command) {
     spdlog::debug("resampling {} ({} volume(s)) onto a {} grid through {} transform(s){}", command.input.string(), volumes,
                   image_size_text(grid.spatial), transforms.size(), positions.is_affine() ? " (one affine map)" : "");
 
-    if (sample_as_output && converted_volumes == volumes) {
-        moving.pixels = convert_to(moving.pixels.view(), output_type);
-    }
-    check_sampling_work(command.sampling, options, moving.nchw(), positions.output_shape());
-    const AntialiasPlan antialias = plan_antialias(command.sampling, options, positions, moving.spatial, moving.dtype());
+    // The whole series in the output type, where every volume is sampled in it.
+    const bool convert_all = sample_as_output && converted_volumes == volumes;
+    io::Image converted;
+    if (convert_all && command.input.in_memory()) converted = moving.with_pixels(convert_to(moving.pixels.view(), output_type));
+    if (convert_all && !command.input.in_memory()) read_moving.pixels = convert_to(moving.pixels.view(), output_type);
+    const io::Image& moving_to_sample = convert_all && command.input.in_memory() ? converted : moving;
+    check_sampling_work(command.sampling, options, moving_to_sample.nchw(), positions.output_shape());
+    const AntialiasPlan antialias = plan_antialias(command.sampling, options, positions, moving_to_sample.spatial, moving_to_sample.dtype());
     if (command.sampling.explain) {
         Explanation explanation("resample");
-        explanation.add("input", command.input.string() + " (" + describe_image(moving) + ")");
+        explanation.add("input", command.input.string() + " (" + describe_image(moving_to_sample) + ")");
         explanation.add("input grid", describe_geometry(moving_geometry));
         std::string chain;
         for (std::size_t i = 0; i < transforms.size(); ++i) {
@@ -231,25 +241,25 @@ void run_resample(const ResampleCommand& command) {
         explanation.print();
         return;
     }
-    io::Image description = io::Image::describe_like(moving, grid.spatial);
+    io::Image description = io::Image::describe_like(moving_to_sample, grid.spatial);
     description.geometry = output_geometry;
     // A NIfTI output keeps the moving image's header (intent, descrip, units, ...) with the
     // reference's qform and sform codes: they say what the reference's space is.
-    if (description.nifti && reference.nifti) {
+    if (description.nifti && reference && reference->nifti) {
         auto header = std::make_shared<io::NiftiHeader>(*description.nifti);
-        header->qform_code = reference.nifti->qform_code;
-        header->sform_code = reference.nifti->sform_code;
+        header->qform_code = reference->nifti->qform_code;
+        header->sform_code = reference->nifti->sform_code;
         description.nifti = header;
     }
     if (!command.output_type.empty()) description.scaling.reset();  // the values themselves, in that type
     description.pixels = Tensor(output_type, Shape{0});
     Tensor filtered;
-    const ConstTensorView pixels = input_to_sample(moving.nchw(), antialias, options, by_volume, command.input,
+    const ConstTensorView pixels = input_to_sample(moving_to_sample.nchw(), antialias, options, by_volume, command.input.path,
                                                    to_memory_budget(command.volume.memory), filtered);
     if (by_volume) {
         std::vector<const PositionSource*> sources;
         for (std::size_t v = 0; v < volume_positions.size(); ++v) sources.push_back(&sampled_positions(v));
-        const DType sample_type = antialias.filters ? pixels.dtype : sample_as_output ? output_type : moving.dtype();
+        const DType sample_type = antialias.filters ? pixels.dtype : sample_as_output ? output_type : moving_to_sample.dtype();
         sample_series_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), pixels,
                                 sample_type, sources, options, &progress);
         return;
@@ -260,7 +270,7 @@ void run_resample(const ResampleCommand& command) {
 
 }  // namespace
 
-std::shared_ptr<void> register_resample_command(CLI::App& app) {
+CommandBinding register_resample_command(CLI::App& app) {
     auto command = std::make_shared<ResampleCommand>();
     CLI::App* sub = app.add_subcommand("resample", "Resample a moving image onto a reference grid in physical space");
     sub->add_option("-i,--input", command->input, "Moving image or volume (.nii[.gz], .nrrd, .mha, ...)")->required();
@@ -309,8 +319,7 @@ std::shared_ptr<void> register_resample_command(CLI::App& app) {
         "  gridwarp resample -i moving.nii.gz -r fixed.nii.gz -o moved.nii.gz -t affine.mat --padding itk  # = antsApplyTransforms\n"
         "  gridwarp resample -i moving.nii.gz -r fixed.nii.gz -o moved.nii.gz -t 0GenericAffine.mat -n BSpline[3] -u float "
         "--padding itk");
-    set_command_action(*sub, command, run_resample);
-    return command;
+    return set_command_action(*sub, command, run_resample);
 }
 
 }  // namespace gridwarp::cli

@@ -10,6 +10,7 @@
 #include "cli_common.hpp"
 #include "sampling_options.hpp"
 #include "file_options.hpp"
+#include "image_arguments.hpp"
 #include "messages.hpp"
 #include "sample_and_write.hpp"
 #include "gridwarp/io/error.hpp"
@@ -20,8 +21,8 @@ namespace gridwarp::cli {
 namespace {
 
 struct ResizeCommand {
-    std::filesystem::path input;
-    std::filesystem::path output;
+    ImageArgument input;
+    OutputArgument output;
     std::string size;
     std::string scale;
     std::string voxel_size;
@@ -29,6 +30,8 @@ struct ResizeCommand {
     SamplingFlags sampling;
     VolumeFlags volume;
     CommonOptions common;
+
+    ImageArgument* image_argument(std::string_view option) { return option == "input" ? &input : nullptr; }
 };
 
 // "W,H[,D]" or "WxH[xD]", or one value for every axis where `one_for_all`: numbers, x first.
@@ -115,7 +118,7 @@ AxisMap plan_resize(const ResizeCommand& command, const io::Image& input, bool a
     for (std::size_t k = 0; k < rank; ++k) extents[k] = static_cast<double>(input.spatial[rank - 1 - k]);
     if (!command.voxel_size.empty()) {
         if (!input.geometry) {
-            throw io::FileError(command.input, "--voxel-size needs a volume with a voxel size; use --size or --scale for images");
+            throw io::FileError(command.input.path, "--voxel-size needs a volume with a voxel size; use --size or --scale for images");
         }
         const std::vector<double> voxel = parse_list("--voxel-size", command.voxel_size, rank, true);
         for (std::size_t k = 0; k < rank; ++k) {
@@ -157,11 +160,12 @@ void run_resize(const ResizeCommand& command) {
                       (command.fit.empty() ? 0 : 1);
     if (given != 1) throw std::invalid_argument("give exactly one of --size, --fit, --scale or --voxel-size");
     SampleOptions options = to_sample_options(command.sampling, command.common);
-    check_output_differs(command.output, {command.input});
+    check_output_differs(command.output, files_of({&command.input}));
 
-    io::Image input = io::read_image(command.input, to_read_options(command.volume, command.common));
+    const std::shared_ptr<const io::Image> loaded_input = load_image(command.input, to_read_options(command.volume, command.common));
+    const io::Image& input = *loaded_input;
     report_warnings(input);
-    warn_if_label_map(command.input, input, options);
+    warn_if_label_map(command.input.path, input, options);
     const auto rank = static_cast<std::int64_t>(input.spatial.size());
     set_gaussian_sigma(options, command.sampling, input.geometry ? input.geometry->spacing : std::vector<double>{}, rank);
     AxisMap map;
@@ -171,7 +175,7 @@ void run_resize(const ResizeCommand& command) {
         throw ExitStatus(2, e.what());  // a value the command line got wrong, as CLI11's own checks
     }
     Shape output_spatial(map.size.rbegin(), map.size.rend());
-    check_output_size(command.output,
+    check_output_size(command.output.path,
                       !command.size.empty() ? "--size" : !command.fit.empty() ? "--fit" : !command.scale.empty() ? "--scale" : "--voxel-size", map.size,
                       static_cast<std::uint64_t>(input.batch * input.channels), dtype_size(input.dtype()),
                       to_memory_budget(command.volume.memory));
@@ -220,7 +224,7 @@ void run_resize(const ResizeCommand& command) {
         return;
     }
     Tensor filtered;
-    const ConstTensorView pixels = input_to_sample(input.nchw(), antialias, options, false, command.input,
+    const ConstTensorView pixels = input_to_sample(input.nchw(), antialias, options, false, command.input.path,
                                                to_memory_budget(command.volume.memory), filtered);
     sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), pixels, positions, options,
                      &progress);
@@ -228,7 +232,7 @@ void run_resize(const ResizeCommand& command) {
 
 }  // namespace
 
-std::shared_ptr<void> register_resize_command(CLI::App& app) {
+CommandBinding register_resize_command(CLI::App& app) {
     auto command = std::make_shared<ResizeCommand>();
     command->sampling.padding = "border";  // the edge pixels, not black, beyond the outermost centres
     CLI::App* sub = app.add_subcommand("resize", "Resize an image or volume to a size, a scale or a voxel size, same field of view");
@@ -254,8 +258,7 @@ std::shared_ptr<void> register_resize_command(CLI::App& app) {
         "  gridwarp resize -i photo.jpg -o half.jpg --scale 50%\n"
         "  gridwarp resize -i t1.nii.gz -o t1_2mm.nii.gz --voxel-size 2 --mode cubic\n"
         "  gridwarp resize -i labels.nii.gz -o labels_1mm.nii.gz --voxel-size 1 --mode GenericLabel");
-    set_command_action(*sub, command, run_resize);
-    return command;
+    return set_command_action(*sub, command, run_resize);
 }
 
 }  // namespace gridwarp::cli

@@ -77,7 +77,7 @@ void run_sample(const SampleCommand& command) {
 
 }  // namespace
 
-std::shared_ptr<void> register_sample_command(CLI::App& app) {
+CommandBinding register_sample_command(CLI::App& app) {
     auto command = std::make_shared<SampleCommand>();
     CLI::App* sub = app.add_subcommand("sample", "Sample a tensor at the positions of a grid (ONNX GridSample)");
     sub->add_option("-i,--input", command->input, "Input tensor X (N, C, D1..Dr) as .npy, any dtype")->required();
@@ -91,8 +91,7 @@ std::shared_ptr<void> register_sample_command(CLI::App& app) {
         "  gridwarp sample --input X.npy --grid G.npy --output Y.npy\n"
         "  gridwarp sample -i X.npy -g G.npy -o Y.npy --mode cubic --padding reflection --align-corners\n"
         "  gridwarp sample -i labels.npy -g G.npy -o out.npy --mode nearest --fill 255");
-    set_command_action(*sub, command, run_sample);
-    return command;
+    return set_command_action(*sub, command, run_sample);
 }
 
 }  // namespace gridwarp::cli

@@ -129,4 +129,8 @@ void check_output_differs(const std::filesystem::path& output, const std::vector
     check_outputs_differ({output}, inputs);
 }
 
+void check_output_differs(const OutputArgument& output, const std::vector<std::filesystem::path>& inputs) {
+    if (!output.in_memory()) check_outputs_differ({output.path}, inputs);
+}
+
 }  // namespace gridwarp::cli

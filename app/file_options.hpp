@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli_common.hpp"
+#include "image_arguments.hpp"
 #include "gridwarp/io/image.hpp"
 
 namespace gridwarp::cli {
@@ -56,5 +57,7 @@ void check_output_memory(const std::filesystem::path& output, const std::string&
 // by spelling.
 void check_outputs_differ(const std::vector<std::filesystem::path>& outputs, const std::vector<std::filesystem::path>& inputs);
 void check_output_differs(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs);
+// The same for an output file; a result kept in memory overwrites nothing.
+void check_output_differs(const OutputArgument& output, const std::vector<std::filesystem::path>& inputs);
 
 }  // namespace gridwarp::cli

@@ -22,23 +22,38 @@ BasicTensorView<Pointer> channel_range(const BasicTensorView<Pointer>& view, std
     return result;
 }
 
-// Samples with `sample` and writes, as write_sampled does, logging "wrote FILE (...)".
-void write_windows(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options, int threads,
+// Samples with `sample` and writes, as write_sampled does, or into the output's image in memory,
+// with the whole grid in one call (as write_sampled samples a format it does not stream).
+void sample_to_output(const OutputArgument& output, io::Image description, const io::WriteOptions& write_options, int threads,
+                      const io::WindowSampler& sample, const std::function<void()>& sampled, io::ChannelSampling channel_sampling) {
+    if (!output.in_memory()) {
+        io::write_sampled(output.path, std::move(description), write_options, threads, sample, sampled, channel_sampling);
+        return;
+    }
+    io::Image& image = *output.result;
+    image = std::move(description);
+    image.allocate();
+    sample(Shape(image.spatial.size(), 0), image.spatial, 0, image.nchw(), threads);
+    if (sampled) sampled();
+}
+
+// Samples with `sample` and writes, logging "wrote FILE (...)".
+void write_windows(const OutputArgument& output, io::Image description, const io::WriteOptions& write_options, int threads,
                    const io::WindowSampler& sample, CommandProgress* progress) {
     // (An output written a block at a time is sampled and written together: "sampling" to the end.)
     if (progress) progress->phase("sampling", 1, 3);
     const std::string summary = std::string(io::file_kind_name(description.kind)) + " " + std::string(dtype_name(description.dtype())) +
                                 ", size " + image_size_text(description.spatial);
-    io::write_sampled(file, std::move(description), write_options, threads, sample, [&] {
+    sample_to_output(output, std::move(description), write_options, threads, sample, [&] {
         if (progress) progress->phase("writing", 2, 3);
-    });
+    }, io::ChannelSampling::Together);
     if (progress) progress->finish();
-    spdlog::info("wrote {} ({})", file.string(), summary);
+    spdlog::info("wrote {} ({})", output.string(), summary);
 }
 
 }  // namespace
 
-void sample_and_write(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options,
+void sample_and_write(const OutputArgument& output, io::Image description, const io::WriteOptions& write_options,
                       const ConstTensorView& input, const PositionSource& positions, const SampleOptions& options,
                       CommandProgress* progress) {
     const auto sample = [&](const Shape& start, const Shape& extent, std::int64_t first_channel, const TensorView& pixels, int threads) {
@@ -54,10 +69,10 @@ void sample_and_write(const std::filesystem::path& file, io::Image description, 
         const Tensor converted = convert_to(sampled.view(), pixels.dtype);
         copy_elements(converted.view(), pixels);
     };
-    write_windows(file, std::move(description), write_options, options.threads, sample, progress);
+    write_windows(output, std::move(description), write_options, options.threads, sample, progress);
 }
 
-void shrink_and_write(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options,
+void shrink_and_write(const OutputArgument& output, io::Image description, const io::WriteOptions& write_options,
                       const ConstTensorView& input, const AxisAlignedMap& map, const std::vector<double>& factors,
                       const SampleOptions& options, CommandProgress* progress) {
     spdlog::debug("anti-aliasing on the output grid: {}", describe_antialias(factors, Shape(input.shape.begin() + 2, input.shape.end())));
@@ -74,10 +89,10 @@ void shrink_and_write(const std::filesystem::path& file, io::Image description, 
         shrink_onto_grid(channels, map, factors, window_options, start, reduced.view());
         copy_elements(convert_to(reduced.view(), pixels.dtype).view(), pixels);
     };
-    write_windows(file, std::move(description), write_options, options.threads, sample, progress);
+    write_windows(output, std::move(description), write_options, options.threads, sample, progress);
 }
 
-void sample_series_and_write(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options,
+void sample_series_and_write(const OutputArgument& output, io::Image description, const io::WriteOptions& write_options,
                              const ConstTensorView& input, DType sample_type,
                              const std::vector<const PositionSource*>& volume_positions, const SampleOptions& options,
                              CommandProgress* progress) {
@@ -109,11 +124,11 @@ void sample_series_and_write(const std::filesystem::path& file, io::Image descri
     };
     const std::string summary = std::string(io::file_kind_name(description.kind)) + " " + std::string(dtype_name(description.dtype())) +
                                 ", " + std::to_string(volumes) + " volume(s), size " + image_size_text(description.spatial);
-    io::write_sampled(file, std::move(description), write_options, options.threads, sample, [&] {
+    sample_to_output(output, std::move(description), write_options, options.threads, sample, [&] {
         if (progress) progress->phase("writing", 2, 3);
     }, io::ChannelSampling::Apart);
     if (progress) progress->finish();
-    spdlog::info("wrote {} ({})", file.string(), summary);
+    spdlog::info("wrote {} ({})", output.string(), summary);
 }
 
 }  // namespace gridwarp::cli

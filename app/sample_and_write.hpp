@@ -7,21 +7,22 @@
 #include "gridwarp/antialias.hpp"
 #include "gridwarp/grid_sample.hpp"
 #include "gridwarp/io/image.hpp"
+#include "image_arguments.hpp"
 #include "messages.hpp"
 
 namespace gridwarp::cli {
 
 // Samples `input` (N, C, D1..Dr) at `positions` into the output `description` describes, writes
-// it to `file` (io::write_sampled: a block of rows at a time where the format allows), and logs
-// "wrote FILE (volume int16, spatial (D, H, W))"; tells `progress` (when given) when sampling
+// it to `output`'s file (io::write_sampled: a block of rows at a time where the format allows), or
+// into its image in memory, and logs "wrote FILE (volume int16, spatial (D, H, W))"; tells `progress` (when given) when sampling
 // and writing begin. An output of another dtype than the input's is sampled in the input's, then rounded and
 // saturated into its own.
-void sample_and_write(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options,
+void sample_and_write(const OutputArgument& output, io::Image description, const io::WriteOptions& write_options,
                       const ConstTensorView& input, const PositionSource& positions, const SampleOptions& options,
                       CommandProgress* progress = nullptr);
 // sample_and_write for an anti-aliased axis-aligned map that gridwarp::shrinks_onto_grid serves:
 // the output is reduced onto its grid (gridwarp::shrink_onto_grid), no filtered copy of the input made.
-void shrink_and_write(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options,
+void shrink_and_write(const OutputArgument& output, io::Image description, const io::WriteOptions& write_options,
                       const ConstTensorView& input, const AxisAlignedMap& map, const std::vector<double>& factors,
                       const SampleOptions& options, CommandProgress* progress = nullptr);
 // sample_and_write for a series: each channel of `input` (1, C, D1..Dr), a volume of a 4-D series,
@@ -29,7 +30,7 @@ void shrink_and_write(const std::filesystem::path& file, io::Image description, 
 // `volume_positions[0]` for every volume), in `sample_type`. A volume of another type is converted
 // one at a time, and an output of another type is rounded and saturated a volume at a time: the
 // series itself is never copied.
-void sample_series_and_write(const std::filesystem::path& file, io::Image description, const io::WriteOptions& write_options,
+void sample_series_and_write(const OutputArgument& output, io::Image description, const io::WriteOptions& write_options,
                              const ConstTensorView& input, DType sample_type,
                              const std::vector<const PositionSource*>& volume_positions, const SampleOptions& options,
                              CommandProgress* progress = nullptr);

@@ -85,3 +85,61 @@ def test_image_objects_in_and_out(exe, tmp_path):
         assert result.geometry == expected.geometry
     photo = gridwarp.read(SAMPLES / "card.png")
     assert gridwarp.resize(photo, size=(64, 48)).array.shape == (1, 3, 48, 64)
+
+
+def test_images_in_memory_write_no_file(exe, tmp_path, monkeypatch):
+    card = gridwarp.read(SAMPLES / "card.png")
+
+    def no_file(*args, **kwargs):
+        raise AssertionError("an Image went through a file")
+
+    # Neither the package's own read and write nor a temporary folder may carry an Image.
+    monkeypatch.setattr(gridwarp, "read", no_file)
+    monkeypatch.setattr(gridwarp, "write", no_file)
+    import tempfile
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", no_file)
+    monkeypatch.setattr(tempfile, "mkdtemp", no_file)
+    turned = gridwarp.affine(card, rotate=30, mode="cubic")
+    moved = gridwarp.flow(turned, SAMPLES / "swirl.flo", padding="border")
+    monkeypatch.undo()
+    run_program(exe, "affine", "-i", SAMPLES / "card.png", "-o", tmp_path / "a.png", "--rotate", 30, "--mode", "cubic")
+    run_program(exe, "flow", "-i", tmp_path / "a.png", "-f", SAMPLES / "swirl.flo", "-o", tmp_path / "f.png", "--padding", "border")
+    assert turned.array.tobytes() == gridwarp.read(tmp_path / "a.png").array.tobytes()
+    assert moved.array.tobytes() == gridwarp.read(tmp_path / "f.png").array.tobytes()
+    assert moved.format == "png" and moved.channel_order == "BGR"
+
+
+def test_flow_and_reference_images_in_memory(exe, tmp_path):
+    brain = SAMPLES / "brain.nii.gz"
+    reference = gridwarp.resize(brain, voxel_size=3)
+    gridwarp.write(reference, tmp_path / "ref.nii.gz")
+    moved = gridwarp.resample(gridwarp.read(brain), reference=reference, transforms=[SAMPLES / "tilt.tfm"], mode="BSpline[3]",
+                              padding="itk", output_type="float")
+    run_program(exe, "resample", "-i", brain, "-r", tmp_path / "ref.nii.gz", "-t", SAMPLES / "tilt.tfm", "-o", tmp_path / "cli.nii",
+                "--mode", "BSpline[3]", "--padding", "itk", "--output-type", "float")
+    expected = gridwarp.read(tmp_path / "cli.nii")
+    assert moved.array.dtype == expected.array.dtype and moved.array.tobytes() == expected.array.tobytes()
+    assert moved.geometry == expected.geometry
+    # A displacement field read from a .npy file is the same field in memory.
+    import numpy as np
+    field = np.zeros((1, 48, 64, 2), dtype=np.float32)
+    field[..., 0] = 2.5
+    np.save(tmp_path / "field.npy", field)
+    photo = gridwarp.resize(SAMPLES / "card.png", size=(64, 48))
+    from_file = gridwarp.flow(photo, tmp_path / "field.npy")
+    from_memory = gridwarp.flow(photo, gridwarp.read(tmp_path / "field.npy"))
+    assert from_file.array.tobytes() == from_memory.array.tobytes()
+
+
+def test_keywords_are_typed_values_not_a_command_line(exe, tmp_path):
+    card = SAMPLES / "card.png"
+    # A value beginning with '-' is a value, never an option; False turns a flag off.
+    shifted = gridwarp.affine(card, shift=(-3, -2), align_corners=False)
+    run_program(exe, "affine", "-i", card, "-o", tmp_path / "s.png", "--shift=-3,-2")
+    assert shifted.array.tobytes() == gridwarp.read(tmp_path / "s.png").array.tobytes()
+    with pytest.raises(ValueError, match="--rotate"):
+        gridwarp.affine(card, rotate="a lot")
+    with pytest.raises(ValueError, match="unknown option '--input-image'"):
+        gridwarp.affine(card, input_image=card)
+    with pytest.raises(TypeError, match="transforms"):
+        gridwarp.resample(card, transforms=[gridwarp.read(card)])

@@ -8,7 +8,6 @@ array view with the file's geometry and header). docs/python.md has examples.
 """
 
 import os as _os
-import tempfile as _tempfile
 
 from ._gridwarp import __version__, affine_grid, grid_sample, simd_target, simd_targets
 
@@ -23,63 +22,45 @@ from . import _gridwarp
 
 
 def _text(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, (list, tuple)):
         return ",".join(_text(v) for v in value)
     return _os.fspath(value) if isinstance(value, _os.PathLike) else str(value)
 
 
-# The lossless file type an Image goes through, by the format it was read from.
-_PASSING_EXTENSIONS = {"nifti": ".nii", "npy": ".npy", "nrrd": ".nrrd", "metaimage": ".mha", "jpg": ".png", "jpeg": ".png"}
+def _run(command, files, options, output, repeated=()):
+    """Runs `gridwarp COMMAND` in this process on options by name ('_' for '-'), without a command line.
 
-
-def _run(command, required, options, output):
-    """Runs `gridwarp COMMAND` in this process: options are its long options, '_' for '-'.
-
-    Image objects among the files go through a temporary file; output=None returns the result
-    as an Image (read back from one)."""
+    files: (option, path or Image) pairs; an Image is sampled where it is, in memory. Each value
+    goes through its option's conversion and checks, as on the command line. output=None returns
+    the result as an Image, kept in memory."""
     if not hasattr(_gridwarp, "_run_command"):
         raise RuntimeError("this build of gridwarp has no file functions (built without the io library)")
-    with _tempfile.TemporaryDirectory(prefix="gridwarp-") as folder:
-        def passed(value, name):
-            if not isinstance(value, Image):
-                return value
-            path = _os.path.join(folder, name + _PASSING_EXTENSIONS.get(value.format, "." + value.format))
-            write(value, path)
-            return path
-
-        first_image = next((value for _, value in required if isinstance(value, Image)), None)
-        args = [command]
-        for k, (flag, value) in enumerate(required):
-            args += [flag, _text(passed(value, f"input{k}"))]
-        target = output
-        if output is None:
-            like = first_image if first_image is not None else next(value for flag, value in required if flag == "--input")
-            suffix = _PASSING_EXTENSIONS.get(like.format, "." + like.format) if isinstance(like, Image) else _suffix(like)
-            target = _os.path.join(folder, "output" + suffix)
-        args += ["--output", _text(target)]
-        for name, value in options.items():
-            if value is None or value is False:
-                continue
-            flag = "--" + name.replace("_", "-")
-            if value is True:
-                args.append(flag)
-            else:
-                args += [flag, _text(value)]
-        _gridwarp._run_command(args)
-        return _os.fspath(output) if output is not None else read(target)
+    named, images = [], {}
+    for option, value in files:
+        if isinstance(value, Image):
+            images[option] = value
+        else:
+            named.append((option, [_text(value)]))
+    if output is not None:
+        named.append(("output", [_text(output)]))
+    for name, value in options.items():
+        if value is None:
+            continue
+        option = name.replace("_", "-")
+        if option in repeated and isinstance(value, (list, tuple)):
+            named.append((option, [_text(v) for v in value]))
+        else:
+            named.append((option, [_text(value)]))
+    verbose = options.get("verbose") is True
+    result = _gridwarp._run_command(command, named, images, output is None, verbose)
+    return _os.fspath(output) if output is not None else result
 
 
-def _suffix(path):
-    name = _os.fspath(path).lower()
-    for double in (".nii.gz", ".img.gz"):
-        if name.endswith(double):
-            return double
-    return _os.path.splitext(name)[1]
-
-
-_FILES = """Files are paths or Image objects (gridwarp.read's; they go through a temporary file).
-    With output=None the result comes back as an Image; otherwise it is written to `output`,
-    whose path is returned."""
+_FILES = """Files are paths or Image objects (gridwarp.read's, sampled in memory: no file is
+    written for them). With output=None the result comes back as an Image, kept in memory;
+    otherwise it is written to `output`, whose path is returned."""
 
 
 def affine(input, output=None, **options):
@@ -89,17 +70,17 @@ def affine(input, output=None, **options):
     rotate=, scale=, shift=(x, y), size=(w, h), crop=, mode=, padding=, fill=, align_corners=True,
     antialias=, threads=, ... (docs/cli.md). FILES
     """
-    return _run("affine", [("--input", input)], options, output)
+    return _run("affine", [("input", input)], options, output)
 
 
 def resize(input, output=None, **options):
     """gridwarp resize: resamples to size=(w, h[, d]), scale= or voxel_size= (docs/cli.md). FILES"""
-    return _run("resize", [("--input", input)], options, output)
+    return _run("resize", [("input", input)], options, output)
 
 
 def flow(input, flow, output=None, **options):
     """gridwarp flow: warps by a flow field file (units=, absolute=True, mode=, ...; docs/cli.md). FILES"""
-    return _run("flow", [("--input", input), ("--flow", flow)], options, output)
+    return _run("flow", [("input", input), ("flow", flow)], options, output)
 
 
 def resample(moving, output=None, reference=None, transforms=(), **options):
@@ -110,13 +91,16 @@ def resample(moving, output=None, reference=None, transforms=(), **options):
     fields (docs/resample.md). Other options: mode=, padding= ("itk" for antsApplyTransforms'
     edges), fill=, output_type=, antialias=, nifti_geometry=, threads=, ... FILES
     """
-    required = [("--input", moving)]
+    files = [("input", moving)]
     if reference is not None:
-        required.append(("--reference", reference))
+        files.append(("reference", reference))
     if isinstance(transforms, (str, _os.PathLike)):
         transforms = [transforms]
-    required += [("--transform", t) for t in transforms]
-    return _run("resample", required, options, output)
+    if any(isinstance(t, Image) for t in transforms):
+        raise TypeError("transforms: give files (a transform is read by its format's conventions)")
+    if transforms:
+        options["transform"] = list(transforms)
+    return _run("resample", files, options, output, repeated=("transform",))
 
 
 for _function in (affine, resize, flow, resample):

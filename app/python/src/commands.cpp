@@ -1,13 +1,15 @@
 // The file-level functions' compiled half: a command of the gridwarp program run in this process
-// (app/command_runner.hpp), with its messages on stderr as the program writes them.
+// (app/command_runner.hpp) on options by name and images in memory, with its messages on stderr as
+// the program writes them.
 #include "commands.hpp"
 
 #include <pybind11/stl.h>
 #include <spdlog/sinks/ansicolor_sink.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <cstdio>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "cli_common.hpp"
 #include "messages.hpp"
 #include "command_runner.hpp"
+#include "gridwarp/io/image.hpp"
 
 namespace gridwarp::python {
 
@@ -37,26 +40,34 @@ void log_as_the_program_does(bool verbose) {
     sink->set_level(verbose ? spdlog::level::trace : spdlog::level::warn);
 }
 
-void run_command(const std::vector<std::string>& args) {
-    if (args.empty() || !cli::runs_in_process(args.front())) {
-        throw py::value_error("no such command: " + (args.empty() ? std::string("(none)") : args.front()));
-    }
-    log_as_the_program_does(std::find(args.begin(), args.end(), "--verbose") != args.end());
+// Runs `command` on options by name (each with its values as the option takes them), the images in
+// memory by the option they stand for, and, with keep_result, the result kept in memory.
+std::shared_ptr<io::Image> run_command(const std::string& command, const std::vector<std::pair<std::string, std::vector<std::string>>>& options,
+                                       const std::map<std::string, std::shared_ptr<io::Image>>& images, bool keep_result, bool verbose) {
+    if (!cli::runs_in_process(command)) throw py::value_error("no such command: " + command);
+    log_as_the_program_does(verbose);
+    cli::InProcessCall call;
+    call.options = options;
+    for (const auto& [name, image] : images) call.images.emplace_back(name, image);
+    if (keep_result) call.result = std::make_shared<io::Image>();
     std::string error;
     {
         py::gil_scoped_release released;
-        cli::CommandRunner runner(args.front());
-        error = runner.run(args);
+        cli::CommandRunner runner(command);
+        error = runner.run(call);
     }
     // One line, as the program prints it: a value holding a newline is quoted with \n.
     if (!error.empty()) throw py::value_error(cli::escape_control_characters(error));
+    return call.result;
 }
 
 }  // namespace
 
 void add_command_functions(py::module_& module) {
-    module.def("_run_command", &run_command, py::arg("args"),
-               "Runs a gridwarp command in this process: args is its command line without 'gridwarp'.");
+    module.def("_run_command", &run_command, py::arg("command"), py::arg("options"), py::arg("images"), py::arg("keep_result"),
+               py::arg("verbose"),
+               "Runs a gridwarp command in this process: options are (long name, values) pairs, images the Image objects "
+               "standing for input files by option name; keep_result: return the result instead of writing --output.");
 }
 
 }  // namespace gridwarp::python

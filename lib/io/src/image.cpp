@@ -91,6 +91,29 @@ Image Image::allocate_like(const Image& prototype, const Shape& spatial) {
     return image;
 }
 
+Image Image::with_pixels(Tensor new_pixels) const {
+    if (new_pixels.shape() != pixels.shape()) {
+        throw std::invalid_argument("with_pixels: shape " + shape_to_string(new_pixels.shape()) + ", but the image stores " +
+                                    shape_to_string(pixels.shape()));
+    }
+    Image image;
+    image.kind = kind;
+    image.format = format;
+    image.pixels = std::move(new_pixels);
+    image.batch = batch;
+    image.channels = channels;
+    image.spatial = spatial;
+    image.layout = layout;
+    image.geometry = geometry;
+    image.channel_order = channel_order;
+    image.nifti = nifti;
+    image.scaling = scaling;
+    image.warnings = warnings;
+    image.exif_orientation = exif_orientation;
+    image.pages = pages;
+    return image;
+}
+
 Image Image::from_tensor(Tensor tensor) {
     if (tensor.rank() < 3) {
         throw std::invalid_argument("a tensor image needs shape (N, C, D1..Dr), got " + shape_to_string(tensor.shape()));

@@ -84,6 +84,8 @@ FlowField parse_flo(std::string_view bytes, const fs::path& source) {
 
 namespace {
 
+FlowField kitti_from_image(const Image& image, const fs::path& file);
+
 // KITTI: 16-bit RGB PNG, u = (R - 2^15) / 64, v = (G - 2^15) / 64, B = 1 where the flow is valid.
 FlowField read_kitti(const fs::path& file, const ReadOptions& options) {
     // OpenCV picks its decoder by the content, not the name: without this check a .png holding a
@@ -95,7 +97,10 @@ FlowField read_kitti(const fs::path& file, const ReadOptions& options) {
         throw FileError(file, "not a KITTI flow PNG: expected the PNG signature at the start of the file");
     }
     in.close();
-    const Image image = read_image(file, options);
+    return kitti_from_image(read_image(file, options), file);
+}
+
+FlowField kitti_from_image(const Image& image, const fs::path& file) {
     if (image.dtype() != DType::UInt16 || image.channels != 3) {
         throw FileError(file, "not a KITTI flow PNG: expected 16-bit with 3 channels, got " +
                                   std::string(dtype_name(image.dtype())) + " with " + std::to_string(image.channels) +
@@ -115,8 +120,7 @@ FlowField read_kitti(const fs::path& file, const ReadOptions& options) {
     return flow;
 }
 
-FlowField read_npy_flow(const fs::path& file) {
-    Tensor tensor = read_npy(file);
+FlowField npy_flow_from_tensor(Tensor tensor, const fs::path& file) {
     const auto rank = tensor.rank();
     const std::int64_t components = rank >= 1 ? tensor.shape().back() : 0;
     if (rank < 2 || components < 1 || (rank != components + 1 && rank != components + 2)) {
@@ -137,8 +141,7 @@ FlowField read_npy_flow(const fs::path& file) {
     return flow;
 }
 
-FlowField read_volume_flow(const fs::path& file, const ReadOptions& options) {
-    Image image = read_image(file, options);
+FlowField volume_flow_from_image(Image image, const fs::path& file) {
     const auto rank = static_cast<std::int64_t>(image.spatial.size());
     if (image.channels == rank && image.layout == ChannelLayout::Planar) image = detail::interleaved(std::move(image));
     if (image.layout != ChannelLayout::Interleaved || image.channels != rank) {
@@ -163,11 +166,25 @@ FlowField read_flow(const fs::path& file, const ReadOptions& options) {
     if (detail::ends_with(name, ".flo")) return parse_flo(read_file_bytes(file), file);
     if (detail::ends_with(name, ".png")) return read_kitti(file, options);
     switch (kind_for_path(file)) {
-        case FileKind::Tensor: return read_npy_flow(file);
-        case FileKind::Volume: return read_volume_flow(file, options);
+        case FileKind::Tensor: return npy_flow_from_tensor(read_npy(file), file);
+        case FileKind::Volume: return volume_flow_from_image(read_image(file, options), file);
         case FileKind::Raster: break;
     }
     throw FileError(file, "not a flow format gridwarp reads (expected .flo, KITTI .png, .npy, .nii, .nii.gz, .nrrd, .nhdr, .mha or .mhd)");
+}
+
+FlowField flow_from_image(const Image& image, const fs::path& source) {
+    switch (image.kind) {
+        case FileKind::Tensor: return npy_flow_from_tensor(image.pixels.clone(), source);
+        case FileKind::Volume: {
+            Image copy = Image::allocate_like(image, image.spatial);
+            copy.geometry = image.geometry;
+            copy_elements(image.nchw(), copy.nchw());
+            return volume_flow_from_image(std::move(copy), source);
+        }
+        case FileKind::Raster: return kitti_from_image(image, source);
+    }
+    throw FileError(source, "not an image a flow field can come from");
 }
 
 void write_flo(const fs::path& file, const ConstTensorView& field) {

@@ -22,6 +22,11 @@ struct FlowField {
 // apply to the PNG and volume forms (the memory budget, the NIfTI geometry rule, data files).
 FlowField read_flow(const std::filesystem::path& file, const ReadOptions& options = {});
 
+// The field an image read by read_image holds, by the conventions read_flow applies to its kind: a
+// tensor as a .npy flow, a volume as a vector image, a 16-bit colour image as KITTI's PNG. `source`
+// names it in errors. The image is copied, not moved from.
+FlowField flow_from_image(const Image& image, const std::filesystem::path& source);
+
 // The bytes of a Middlebury .flo file; `source` names it in errors. Throws FileError for a wrong
 // tag, a size that is implausible or disagrees with the byte count, and vectors that are NaN,
 // infinite, or 2^24 pixels and more without reaching the unknown mark (1e9).

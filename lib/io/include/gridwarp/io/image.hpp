@@ -89,6 +89,9 @@ struct Image {
     static Image allocate_like(const Image& prototype, const Shape& spatial);
     // The same without pixels (an empty tensor of the dtype): a description for PendingOutput.
     static Image describe_like(const Image& prototype, const Shape& spatial);
+    // The same image (header, geometry, layout, ...) holding `new_pixels`, of the same storage shape
+    // and any dtype: an image in memory is shared, never changed, so a conversion makes a new one.
+    Image with_pixels(Tensor new_pixels) const;
     // Allocates zeroed pixels for the description's shape, layout and dtype.
     void allocate();
     // The C-ordered shape of the pixel buffer: (N, C, D1..Dr) when planar, (D1..Dr, C) when
