@@ -1,5 +1,7 @@
 #include "gridwarp/physical.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -222,6 +224,85 @@ void TransformChainPositions::row(std::int64_t n, const std::int64_t* outer, std
                                   double* xyz) const {
     if (collapsed_) return collapsed_->row(n, outer, start, count, xyz);
     compute_row(outer, start, count, xyz);
+}
+
+namespace {
+
+std::size_t point_count(const std::vector<PointTransform>& steps, const std::vector<double>& points) {
+    if (steps.empty()) return 0;
+    const std::size_t dimension = steps.front().dimension();
+    if (points.size() % dimension != 0) throw std::invalid_argument("points: not a whole number of " + std::to_string(dimension) + "-D points");
+    return points.size() / dimension;
+}
+
+constexpr int kMaxInverseIterations = 1000;
+
+}  // namespace
+
+void map_points(const std::vector<PointTransform>& steps, std::vector<double>& points, int threads) {
+    const auto count = static_cast<std::int64_t>(point_count(steps, points));
+    if (count == 0) return;
+    const std::size_t dimension = steps.front().dimension();
+#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads()) if (count > 4096)
+    for (std::int64_t p = 0; p < count; ++p) {
+        double* point = points.data() + static_cast<std::size_t>(p) * dimension;
+        double moved[3];
+        for (const PointTransform& step : steps) {
+            step.apply(point, moved);
+            std::copy_n(moved, dimension, point);
+        }
+    }
+}
+
+InversionReport map_points_inverse(const std::vector<PointTransform>& steps, std::vector<double>& points, double tolerance, int threads) {
+    InversionReport report;
+    const auto count = static_cast<std::int64_t>(point_count(steps, points));
+    if (count == 0) return report;
+    const std::size_t dimension = steps.front().dimension();
+    std::vector<AffineMap> inverses(steps.size());
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+        if (steps[k].affine) inverses[k] = steps[k].affine->inverse();
+    }
+    std::vector<double> residuals(static_cast<std::size_t>(count), 0.0);
+    std::vector<char> converged(static_cast<std::size_t>(count), 1);
+#pragma omp parallel for schedule(dynamic, 1024) num_threads(threads > 0 ? threads : omp_get_max_threads()) if (count > 4096)
+    for (std::int64_t p = 0; p < count; ++p) {
+        double* point = points.data() + static_cast<std::size_t>(p) * dimension;
+        double target[3], x[3], moved[3];
+        for (std::size_t k = steps.size(); k-- > 0;) {
+            if (steps[k].affine) {
+                inverses[k].apply(point, moved);
+                std::copy_n(moved, dimension, point);
+                continue;
+            }
+            std::copy_n(point, dimension, target);
+            std::copy_n(point, dimension, x);
+            double residual = 0.0;
+            bool reached = false;
+            for (int iteration = 0; iteration < kMaxInverseIterations; ++iteration) {
+                steps[k].field->apply(x, moved);  // x + d(x)
+                residual = 0.0;
+                for (std::size_t i = 0; i < dimension; ++i) residual += (moved[i] - target[i]) * (moved[i] - target[i]);
+                residual = std::sqrt(residual);
+                if (residual <= tolerance) {
+                    reached = true;
+                    break;
+                }
+                for (std::size_t i = 0; i < dimension; ++i) x[i] -= moved[i] - target[i];  // x <- y - d(x)
+            }
+            std::copy_n(x, dimension, point);
+            residuals[static_cast<std::size_t>(p)] = std::max(residuals[static_cast<std::size_t>(p)], residual);
+            if (!reached) converged[static_cast<std::size_t>(p)] = 0;
+        }
+    }
+    for (std::int64_t p = 0; p < count; ++p) {
+        report.max_residual = std::max(report.max_residual, residuals[static_cast<std::size_t>(p)]);
+        if (!converged[static_cast<std::size_t>(p)]) {
+            if (report.unconverged == 0) report.first_unconverged = static_cast<std::size_t>(p);
+            ++report.unconverged;
+        }
+    }
+    return report;
 }
 
 }  // namespace gridwarp

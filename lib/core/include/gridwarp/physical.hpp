@@ -57,6 +57,23 @@ struct PointTransform {
     std::size_t dimension() const { return affine ? affine->dimension : field->dimension(); }
 };
 
+// Maps `points` (N x dimension values, x first, physical) through `steps` in the order they act, in place.
+void map_points(const std::vector<PointTransform>& steps, std::vector<double>& points, int threads = 0);
+
+// How far an inverted chain missed: the largest |chain(x) - y| of the points, and the points whose
+// fixed-point iteration did not reach the tolerance (a field that folds there has no inverse).
+struct InversionReport {
+    double max_residual = 0.0;
+    std::size_t unconverged = 0;
+    std::size_t first_unconverged = 0;  // its index, when unconverged > 0
+};
+// The inverse of the chain at `points`, in place: the steps undone last to first, an affine map by
+// its inverse, a displacement field (y = x + d(x)) by the fixed-point iteration x <- y - d(x) per
+// point, as ITK's InvertDisplacementFieldImageFilter iterates, until |x + d(x) - y| <= tolerance (mm).
+// Throws std::invalid_argument for a singular affine step.
+InversionReport map_points_inverse(const std::vector<PointTransform>& steps, std::vector<double>& points, double tolerance = 1e-6,
+                                   int threads = 0);
+
 // Positions in the input's pixel space: for output index x,
 //   input_index = point_to_input_index( steps[last]( ... steps[0]( output_index_to_point(x) )))
 // `steps` are listed in the order they act (antsApplyTransforms' -t list reversed). When every step

@@ -1,0 +1,143 @@
+// gridwarp points: map points (landmarks, electrodes, seeds) through a transform chain, as resample
+// maps a reference point into the moving image, or the other way with --from-moving.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "cli_common.hpp"
+#include "file_options.hpp"
+#include "geometry_options.hpp"
+#include "messages.hpp"
+#include "gridwarp/io/error.hpp"
+#include "gridwarp/io/image.hpp"
+#include "gridwarp/io/points_io.hpp"
+#include "gridwarp/io/transform_io.hpp"
+#include "gridwarp/physical.hpp"
+
+namespace gridwarp::cli {
+
+namespace {
+
+struct PointsCommand {
+    std::filesystem::path input;
+    std::filesystem::path output;
+    std::vector<std::string> transforms;
+    std::filesystem::path reference;
+    std::filesystem::path moving;
+    std::string space = "ras";
+    bool from_moving = false;
+    double tolerance = 1e-5;
+    VolumeFlags volume;
+    CommonOptions common;
+};
+
+// ITK's physical space is LPS; RAS (NIfTI's, nibabel's) differs in the signs of x and y.
+void flip_ras_lps(std::vector<double>& coordinates, std::size_t dimension) {
+    for (std::size_t at = 0; at < coordinates.size(); at += dimension) {
+        coordinates[at] = -coordinates[at];
+        coordinates[at + 1] = -coordinates[at + 1];
+    }
+}
+
+// The -t list as resample reads it: the first listed acts first on reference points.
+std::vector<PointTransform> read_chain(const PointsCommand& command, std::size_t dimension, const io::Image* moving,
+                                       const io::Image* reference, std::vector<std::shared_ptr<const Tensor>>& buffers) {
+    const io::ReadOptions read_options = to_read_options(command.volume, command.common);
+    std::vector<PointTransform> steps;
+    for (std::size_t k = 0; k < command.transforms.size(); ++k) {
+        const TransformArgument argument = parse_transform_argument(command.transforms[k]);
+        if (argument.per_volume) throw io::FileError(argument.file, "a per-volume transform list maps a series, not points");
+        io::TransformContext context;
+        context.dimension = dimension;
+        context.moving = moving;
+        context.reference = reference;
+        context.moving_file = command.moving;
+        context.reference_file = command.reference;
+        context.acts_first = k == 0;
+        context.acts_last = k + 1 == command.transforms.size();
+        io::TransformFile file = io::read_transform(argument, context, read_options);
+        for (const auto& warning : file.warnings) spdlog::warn("{}", warning);
+        steps.insert(steps.end(), file.steps.rbegin(), file.steps.rend());
+        buffers.insert(buffers.end(), file.buffers.begin(), file.buffers.end());
+    }
+    return steps;
+}
+
+void run_points(const PointsCommand& command) {
+    apply_common_options(command.common);
+    if (!(command.tolerance > 0) || !std::isfinite(command.tolerance)) throw std::invalid_argument("--tolerance must be a positive number of mm");
+    std::vector<std::filesystem::path> inputs{command.input};
+    for (const auto& text : command.transforms) inputs.push_back(parse_transform_argument(text).file);
+    if (!command.reference.empty()) inputs.push_back(command.reference);
+    if (!command.moving.empty()) inputs.push_back(command.moving);
+    check_output_differs(command.output, inputs);
+
+    io::PointSet points = io::read_points(command.input);
+    const io::ReadOptions read_options = to_read_options(command.volume, command.common);
+    std::optional<io::Image> reference, moving;
+    if (!command.reference.empty()) reference = io::read_image_header(command.reference, read_options);
+    if (!command.moving.empty()) moving = io::read_image_header(command.moving, read_options);
+    for (const std::optional<io::Image>* image : {&reference, &moving}) {
+        if (*image && (*image)->spatial.size() != points.dimension) {
+            throw io::FileError(image == &reference ? command.reference : command.moving,
+                                "the image is " + std::to_string((*image)->spatial.size()) + "-D but the points are " +
+                                    std::to_string(points.dimension) + "-D");
+        }
+    }
+    std::vector<std::shared_ptr<const Tensor>> buffers;
+    const std::vector<PointTransform> steps = read_chain(command, points.dimension, moving ? &*moving : nullptr,
+                                                         reference ? &*reference : nullptr, buffers);
+    if (command.space == "ras") flip_ras_lps(points.coordinates, points.dimension);
+    if (!command.from_moving) {
+        map_points(steps, points.coordinates, command.common.threads);
+    } else {
+        InversionReport report;
+        try {
+            report = map_points_inverse(steps, points.coordinates, command.tolerance, command.common.threads);
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument(std::string("--from-moving: the chain has no inverse: ") + e.what());
+        }
+        if (report.unconverged > 0) {
+            throw io::FileError(command.input, std::to_string(report.unconverged) + " point(s), the first point " +
+                                                   std::to_string(report.first_unconverged) + " (0-based), do not invert within --tolerance " +
+                                                   std::to_string(command.tolerance) + " mm (the field folds or runs off there)");
+        }
+        spdlog::info("inverted the chain at {} point(s): largest residual {:.3g} mm", points.size(), report.max_residual);
+    }
+    if (command.space == "ras") flip_ras_lps(points.coordinates, points.dimension);
+    io::write_points(command.output, points);
+    spdlog::info("wrote {} ({} {}-D point(s), {})", command.output.string(), points.size(), points.dimension, command.space);
+}
+
+}  // namespace
+
+CommandBinding register_points_command(CLI::App& app) {
+    auto command = std::make_shared<PointsCommand>();
+    CLI::App* sub = app.add_subcommand("points", "Map points through a transform chain, as resample maps reference points");
+    sub->add_option("-i,--input", command->input, "Points: .csv or .tsv with x,y[,z] columns (others kept), or .npy (N, 2|3)")->required();
+    sub->add_option("-o,--output", command->output, "Output points (.csv, .tsv or .npy)")->required();
+    sub->add_option("-t,--transform", command->transforms,
+                    "Transform files as resample takes them, the first acting first on reference points (FILE, FILE,inverse, [FILE,1])")
+        ->take_all()
+        ->allow_extra_args(false);
+    sub->add_option("-r,--reference", command->reference, "The reference image, for transforms defined on its grid (FSL, LTA)");
+    sub->add_option("--moving", command->moving, "The moving image, for transforms defined on its grid (FSL, LTA)");
+    sub->add_option("--space", command->space, "ras (world coordinates as NIfTI and nibabel give them) or lps (ITK's, ANTs' CSV)")
+        ->check(CLI::IsMember({"ras", "lps"}))
+        ->capture_default_str();
+    sub->add_flag("--from-moving", command->from_moving,
+                  "The points are in the moving image's space: map them into the reference's (the chain inverted, fields by "
+                  "fixed-point iteration)");
+    sub->add_option("--tolerance", command->tolerance, "--from-moving: largest |chain(x) - point| accepted, in mm")->capture_default_str();
+    add_volume_options(*sub, command->volume, false);
+    add_common_options(*sub, command->common);
+    sub->footer(
+        "Examples:\n"
+        "  gridwarp points -i electrodes.csv -o in_template.csv -t warp.nii.gz -t affine.mat --space lps  # = antsApplyTransformsToPoints\n"
+        "  gridwarp points -i seeds.tsv -o moved.tsv -t affine.mat --from-moving   # moving-image points into the reference");
+    return set_command_action(*sub, command, run_points);
+}
+
+}  // namespace gridwarp::cli

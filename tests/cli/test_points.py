@@ -1,0 +1,142 @@
+#!/usr/bin/python3
+"""gridwarp points against a NumPy evaluation of ITK's conventions: an affine .tfm (centre, LPS),
+a NIfTI displacement field (LPS vectors, linear between its voxels), their chain in resample's
+order, RAS and LPS, the inverse by --from-moving, the tables' other cells kept, and refusals.
+
+    /usr/bin/python3 tests/cli/test_points.py --gridwarp build/app/gridwarp
+"""
+import csv
+import os
+import sys
+
+import nibabel as nib
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from script_support import FolderTestCase, main, run  # noqa: E402
+
+LPS = np.diag([-1.0, -1.0, 1.0])
+MATRIX = np.array([[0.9, -0.2, 0.05], [0.25, 1.1, 0.0], [-0.1, 0.02, 0.95]])
+TRANSLATION = np.array([3.0, -4.5, 2.25])
+CENTRE = np.array([1.0, 2.0, -3.0])
+FIELD_AFFINE = np.array([[2.0, 0.0, 0.0, -20.0], [0.0, 2.5, 0.0, -18.0], [0.0, 0.0, 3.0, -12.0], [0, 0, 0, 1.0]])
+
+
+def affine_lps(points):
+    """ITK's AffineTransform: A (p - c) + c + t, in LPS."""
+    return (points - CENTRE) @ MATRIX.T + CENTRE + TRANSLATION
+
+
+def field_values(shape):
+    i, j, k = np.meshgrid(*[np.arange(n, dtype=np.float64) for n in shape], indexing="ij")
+    return np.stack([np.sin(i / 3.0) * 1.5, np.cos(j / 4.0) * 0.8 + 0.1 * k, 0.05 * i * j / 10.0], axis=-1)
+
+
+def field_lps(points, vectors):
+    """p + d(p): d trilinear at p's continuous index in the field's LPS grid."""
+    index_to_lps = LPS @ FIELD_AFFINE[:3, :3]
+    index = (points - LPS @ FIELD_AFFINE[:3, 3]) @ np.linalg.inv(index_to_lps).T
+    out = []
+    for p, x in zip(points, index):
+        base = np.floor(x).astype(int)
+        f = x - base
+        d = np.zeros(3)
+        for corner in np.ndindex(2, 2, 2):
+            weight = np.prod([f[a] if corner[a] else 1 - f[a] for a in range(3)])
+            d += weight * vectors[tuple(base + np.array(corner))]
+        out.append(p + d)
+    return np.array(out)
+
+
+class Points(FolderTestCase):
+    def setUp(self):
+        super().setUp()
+        with open(self.path("affine.tfm"), "w") as f:
+            parameters = " ".join(f"{v:.17g}" for v in list(MATRIX.ravel()) + list(TRANSLATION))
+            f.write("#Insight Transform File V1.0\n#Transform 0\nTransform: AffineTransform_double_3_3\n"
+                    f"Parameters: {parameters}\nFixedParameters: {' '.join(f'{v:.17g}' for v in CENTRE)}\n")
+        self.vectors = field_values((20, 16, 12))
+        warp = nib.Nifti1Image(self.vectors[:, :, :, None, :].astype(np.float64), FIELD_AFFINE)
+        warp.header.set_intent("vector")
+        nib.save(warp, self.path("warp.nii.gz"))
+        # Points well inside the field (its voxels 3..15, 3..12, 2..9), in LPS.
+        rng = np.random.default_rng(7)
+        index = rng.uniform([3, 3, 2], [15, 12, 9], size=(40, 3))
+        self.lps = (index @ FIELD_AFFINE[:3, :3].T + FIELD_AFFINE[:3, 3]) @ LPS.T
+
+    def write_csv(self, name, points, extra=True):
+        with open(self.path(name), "w", newline="") as f:
+            out = csv.writer(f)
+            out.writerow(["label", "x", "y", "z", "t", "comment"] if extra else ["x", "y", "z"])
+            for k, p in enumerate(points):
+                out.writerow([k, *(repr(float(v)) for v in p), 0, f"point {k}, kept"] if extra else [repr(float(v)) for v in p])
+        return self.path(name)
+
+    def read_csv(self, name):
+        with open(self.path(name), newline="") as f:
+            rows = list(csv.DictReader(f))
+        return np.array([[float(r["x"]), float(r["y"]), float(r["z"])] for r in rows]), rows
+
+    def points(self, *args):
+        result = run("points", *args, "-q")
+        self.assertEqual(result.returncode, 0, result.stderr)
+
+    def test_affine_in_lps_and_ras(self):
+        self.points("-i", self.write_csv("in.csv", self.lps), "-o", self.path("lps.csv"), "-t", self.path("affine.tfm"), "--space", "lps")
+        mapped, rows = self.read_csv("lps.csv")
+        np.testing.assert_allclose(mapped, affine_lps(self.lps), rtol=0, atol=1e-12)
+        self.assertEqual([r["comment"] for r in rows], [f"point {k}, kept" for k in range(len(rows))])
+        self.assertEqual([r["label"] for r in rows], [str(k) for k in range(len(rows))])
+        ras = self.lps @ LPS.T
+        self.points("-i", self.write_csv("ras.csv", ras), "-o", self.path("ras_out.csv"), "-t", self.path("affine.tfm"))
+        np.testing.assert_allclose(self.read_csv("ras_out.csv")[0], affine_lps(self.lps) @ LPS.T, rtol=0, atol=1e-12)
+
+    def test_chain_with_a_field_in_resample_order(self):
+        # -t warp -t affine: the warp acts first on the points, then the affine, as resample maps them.
+        self.points("-i", self.write_csv("in.csv", self.lps, extra=False), "-o", self.path("out.csv"), "-t", self.path("warp.nii.gz"),
+                    "-t", self.path("affine.tfm"), "--space", "lps")
+        expected = affine_lps(field_lps(self.lps, self.vectors))
+        np.testing.assert_allclose(self.read_csv("out.csv")[0], expected, rtol=0, atol=1e-9)
+
+    def test_from_moving_inverts_the_chain(self):
+        self.points("-i", self.write_csv("in.csv", self.lps), "-o", self.path("out.csv"), "-t", self.path("warp.nii.gz"),
+                    "-t", self.path("affine.tfm"), "--space", "lps")
+        self.points("-i", self.path("out.csv"), "-o", self.path("back.csv"), "-t", self.path("warp.nii.gz"), "-t", self.path("affine.tfm"),
+                    "--space", "lps", "--from-moving", "--tolerance", "1e-9")
+        np.testing.assert_allclose(self.read_csv("back.csv")[0], self.lps, rtol=0, atol=1e-8)
+
+    def test_npy_and_tsv(self):
+        np.save(self.path("in.npy"), self.lps.astype(np.float32))
+        self.points("-i", self.path("in.npy"), "-o", self.path("out.npy"), "-t", self.path("affine.tfm"), "--space", "lps")
+        out = np.load(self.path("out.npy"))
+        self.assertEqual((out.dtype, out.shape), (np.float32, (40, 3)))
+        np.testing.assert_allclose(out, affine_lps(self.lps.astype(np.float32).astype(np.float64)), rtol=0, atol=1e-5)
+        with open(self.path("in.tsv"), "w") as f:
+            f.write("x\ty\tz\tname\n" + "".join(f"{p[0]!r}\t{p[1]!r}\t{p[2]!r}\tn{k}\n" for k, p in enumerate(self.lps)))
+        self.points("-i", self.path("in.tsv"), "-o", self.path("out.tsv"), "-t", self.path("affine.tfm"), "--space", "lps")
+        with open(self.path("out.tsv")) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(lines[0], "x\ty\tz\tname")
+        got = np.array([[float(v) for v in line.split("\t")[:3]] for line in lines[1:]])
+        np.testing.assert_allclose(got, affine_lps(self.lps), rtol=0, atol=1e-12)
+        self.assertEqual([line.split("\t")[3] for line in lines[1:]], [f"n{k}" for k in range(40)])
+
+    def test_refusals_name_the_file_and_write_nothing(self):
+        with open(self.path("no_x.csv"), "w") as f:
+            f.write("a,y,z\n1,2,3\n")
+        with open(self.path("bad.csv"), "w") as f:
+            f.write("x,y,z\n1,2,3\n4,nan,6\n")
+        with open(self.path("short.csv"), "w") as f:
+            f.write("x,y,z\n1,2\n")
+        for name, words in (("no_x.csv", "no x and y"), ("bad.csv", "line 3"), ("short.csv", "too few")):
+            with self.subTest(name=name):
+                result = run("points", "-i", self.path(name), "-o", self.path("refused.csv"), "-t", self.path("affine.tfm"))
+                self.assertNotEqual(result.returncode, 0)
+                self.assertIn(name, result.stderr)
+                self.assertIn(words, result.stderr)
+                self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+                self.assertFalse(os.path.exists(self.path("refused.csv")))
+
+
+if __name__ == "__main__":
+    main()
