@@ -104,6 +104,10 @@ void run_points(const PointsCommand& command) {
                                                    std::to_string(report.first_unconverged) + " (0-based), do not invert within --tolerance " +
                                                    std::to_string(command.tolerance) + " mm (the field folds or runs off there)");
         }
+        if (report.off_grid > 0) {
+            spdlog::warn("{} point(s) are reached from no point of a displacement field's grid: they stay where they are there "
+                         "(the field is zero off its grid)", report.off_grid);
+        }
         spdlog::info("inverted the chain at {} point(s): largest residual {:.3g} mm", points.size(), report.max_residual);
     }
     if (command.space == "ras") flip_ras_lps(points.coordinates, points.dimension);

@@ -115,6 +115,16 @@ DisplacementField::DisplacementField(ConstTensorView field, AffineMap index_to_p
     }
 }
 
+bool DisplacementField::covers(const double* point) const {
+    const std::size_t d = dimension();
+    double index[8];
+    point_to_index_.apply(point, index);
+    for (std::size_t a = 0; a < d; ++a) {
+        if (!(index[a] >= -0.5 && index[a] < static_cast<double>(field_.shape[d - 1 - a]) - 0.5)) return false;
+    }
+    return true;
+}
+
 void DisplacementField::apply(const double* in, double* out) const {
     const std::size_t d = dimension();
     double index[8];
@@ -264,7 +274,8 @@ InversionReport map_points_inverse(const std::vector<PointTransform>& steps, std
         if (steps[k].affine) inverses[k] = steps[k].affine->inverse();
     }
     std::vector<double> residuals(static_cast<std::size_t>(count), 0.0);
-    std::vector<char> converged(static_cast<std::size_t>(count), 1);
+    enum Outcome : char { Converged, Unconverged, OffGrid };
+    std::vector<char> outcomes(static_cast<std::size_t>(count), Converged);
 #pragma omp parallel for schedule(dynamic, 1024) num_threads(threads > 0 ? threads : omp_get_max_threads()) if (count > 4096)
     for (std::int64_t p = 0; p < count; ++p) {
         double* point = points.data() + static_cast<std::size_t>(p) * dimension;
@@ -278,8 +289,9 @@ InversionReport map_points_inverse(const std::vector<PointTransform>& steps, std
             std::copy_n(point, dimension, target);
             std::copy_n(point, dimension, x);
             double residual = 0.0;
-            bool reached = false;
+            bool reached = false, left_the_grid = false;
             for (int iteration = 0; iteration < kMaxInverseIterations; ++iteration) {
+                left_the_grid = left_the_grid || !steps[k].field->covers(x);
                 steps[k].field->apply(x, moved);  // x + d(x)
                 residual = 0.0;
                 for (std::size_t i = 0; i < dimension; ++i) residual += (moved[i] - target[i]) * (moved[i] - target[i]);
@@ -290,19 +302,55 @@ InversionReport map_points_inverse(const std::vector<PointTransform>& steps, std
                 }
                 for (std::size_t i = 0; i < dimension; ++i) x[i] -= moved[i] - target[i];  // x <- y - d(x)
             }
+            char& outcome = outcomes[static_cast<std::size_t>(p)];
+            if (!reached && left_the_grid) {
+                if (outcome == Converged) outcome = OffGrid;
+                continue;  // the point stays: the field is zero off its grid
+            }
             std::copy_n(x, dimension, point);
-            residuals[static_cast<std::size_t>(p)] = std::max(residuals[static_cast<std::size_t>(p)], residual);
-            if (!reached) converged[static_cast<std::size_t>(p)] = 0;
+            if (!reached) outcome = Unconverged;
+            if (reached) residuals[static_cast<std::size_t>(p)] = std::max(residuals[static_cast<std::size_t>(p)], residual);
         }
     }
     for (std::int64_t p = 0; p < count; ++p) {
         report.max_residual = std::max(report.max_residual, residuals[static_cast<std::size_t>(p)]);
-        if (!converged[static_cast<std::size_t>(p)]) {
+        const char outcome = outcomes[static_cast<std::size_t>(p)];
+        if (outcome == OffGrid) ++report.off_grid;
+        if (outcome == Unconverged) {
             if (report.unconverged == 0) report.first_unconverged = static_cast<std::size_t>(p);
             ++report.unconverged;
         }
     }
     return report;
+}
+
+InvertedField invert_displacement_field(const DisplacementField& field, double tolerance, int threads) {
+    const std::size_t d = field.dimension();
+    const Shape& shape = field.vectors().shape;  // (D1..Dd, d), outermost first
+    std::int64_t voxels = 1;
+    for (std::size_t a = 0; a < d; ++a) voxels *= shape[a];
+    // Each voxel's point, in the field's C order (innermost index first in the map's terms).
+    std::vector<double> targets(static_cast<std::size_t>(voxels) * d);
+    for (std::int64_t v = 0; v < voxels; ++v) {
+        double index[8];
+        std::int64_t rest = v;
+        for (std::size_t a = 0; a < d; ++a) {  // innermost-first
+            const std::int64_t extent = shape[d - 1 - a];
+            index[a] = static_cast<double>(rest % extent);
+            rest /= extent;
+        }
+        field.index_to_point().apply(index, targets.data() + static_cast<std::size_t>(v) * d);
+    }
+    std::vector<double> sources = targets;
+    InvertedField inverted;
+    inverted.report = map_points_inverse({PointTransform{nullptr, std::shared_ptr<const DisplacementField>(&field, [](const DisplacementField*) {})}},
+                                         sources, tolerance, threads);
+    auto vectors = std::make_shared<Tensor>(DType::Float64, shape);
+    double* out = vectors->data_as<double>();
+    for (std::size_t k = 0; k < sources.size(); ++k) out[k] = sources[k] - targets[k];
+    inverted.vectors = vectors;
+    inverted.field = std::make_shared<const DisplacementField>(vectors->view(), field.index_to_point());
+    return inverted;
 }
 
 }  // namespace gridwarp

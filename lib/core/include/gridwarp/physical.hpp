@@ -40,6 +40,8 @@ public:
 
     std::size_t dimension() const { return index_to_point_.dimension; }
     void apply(const double* in, double* out) const;
+    // Whether `point` is within half a voxel of the field (where it displaces at all).
+    bool covers(const double* point) const;
     const ConstTensorView& vectors() const { return field_; }
     const AffineMap& index_to_point() const { return index_to_point_; }
 
@@ -60,12 +62,15 @@ struct PointTransform {
 // Maps `points` (N x dimension values, x first, physical) through `steps` in the order they act, in place.
 void map_points(const std::vector<PointTransform>& steps, std::vector<double>& points, int threads = 0);
 
-// How far an inverted chain missed: the largest |chain(x) - y| of the points, and the points whose
-// fixed-point iteration did not reach the tolerance (a field that folds there has no inverse).
+// How far an inverted chain missed: the largest |chain(x) - y| of the points that converged, the
+// points whose fixed-point iteration did not reach the tolerance inside a field (it folds there),
+// and those whose iteration left a field's grid: no point of the field reaches them, and, the field
+// being zero outside, they stay where they are (ITK's inverse filter likewise zeroes its edge).
 struct InversionReport {
     double max_residual = 0.0;
     std::size_t unconverged = 0;
     std::size_t first_unconverged = 0;  // its index, when unconverged > 0
+    std::size_t off_grid = 0;
 };
 // The inverse of the chain at `points`, in place: the steps undone last to first, an affine map by
 // its inverse, a displacement field (y = x + d(x)) by the fixed-point iteration x <- y - d(x) per
@@ -73,6 +78,16 @@ struct InversionReport {
 // Throws std::invalid_argument for a singular affine step.
 InversionReport map_points_inverse(const std::vector<PointTransform>& steps, std::vector<double>& points, double tolerance = 1e-6,
                                    int threads = 0);
+
+// The inverse of a displacement field on the field's own grid: at each voxel's point y the vector
+// x - y, where x + d(x) = y (map_points_inverse at every voxel). `vectors` are float64, of the
+// field's shape; the report says how far the inverse missed and where it did not converge.
+struct InvertedField {
+    std::shared_ptr<const Tensor> vectors;
+    std::shared_ptr<const DisplacementField> field;  // over `vectors`, with the field's geometry
+    InversionReport report;
+};
+InvertedField invert_displacement_field(const DisplacementField& field, double tolerance = 1e-6, int threads = 0);
 
 // Positions in the input's pixel space: for output index x,
 //   input_index = point_to_input_index( steps[last]( ... steps[0]( output_index_to_point(x) )))

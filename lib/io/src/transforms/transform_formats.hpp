@@ -14,6 +14,13 @@
 
 namespace gridwarp::io::detail {
 
+// `,inverse` of one step, in place: an affine map by its inverse, a displacement field by its
+// inverse on its own grid (gridwarp::invert_displacement_field, kept alive in `owner.buffers`, a
+// warning in `owner.warnings` where it misses). Throws FileError naming `file`, after `context`
+// ("transform 3: ") when given, for a singular matrix or a field that does not invert.
+void invert_step(const std::filesystem::path& file, PointTransform& step, TransformFile& owner, const ReadOptions& options,
+                 const std::string& context = "");
+
 using TransformDetector = bool (*)(const std::string& lowercase_name, std::string_view head);
 using TransformReader = TransformFile (*)(const TransformSpec& spec, const TransformContext& context,
                                           const ReadOptions& options);

@@ -98,14 +98,7 @@ std::vector<TransformFile> read_transform_series(const TransformSpec& spec, cons
         TransformFile one;
         one.steps.push_back(step);
         one.buffers = list.buffers;
-        if (spec.inverse) {
-            if (!step.affine) throw FileError(spec.file, "a displacement field cannot be inverted here; pass its inverse field");
-            try {
-                one.steps.front().affine = std::make_shared<const AffineMap>(step.affine->inverse());
-            } catch (const std::invalid_argument& e) {
-                throw FileError(spec.file, "transform " + std::to_string(series.size()) + ": " + e.what());
-            }
-        }
+        if (spec.inverse) detail::invert_step(spec.file, one.steps.front(), one, options, "transform " + std::to_string(series.size()) + ": ");
         series.push_back(std::move(one));
     }
     return series;

@@ -86,7 +86,8 @@ struct TransformFile {
 //  - FreeSurfer .lta and AFNI .1D matrices;
 //  - with a tag only: NiftyReg reg_aladin affines (,niftyreg), plain world matrices (,ras / ,lps);
 //  - a bare matrix no format claims: 2-D ones (3x3, 2x3) as LPS; a 3-D one is refused with the tags.
-// `spec.inverse` inverts linear transforms (a displacement field cannot be inverted here). Throws
+// `spec.inverse` inverts the file's transforms (a displacement field by its inverse on its own grid,
+// gridwarp::invert_displacement_field). Throws
 // FileError naming the file and the problem.
 TransformFile read_transform(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options = {});
 // The same for a file detected by its content, without images.
