@@ -41,30 +41,6 @@ void flip_ras_lps(std::vector<double>& coordinates, std::size_t dimension) {
     }
 }
 
-// The -t list as resample reads it: the first listed acts first on reference points.
-std::vector<PointTransform> read_chain(const PointsCommand& command, std::size_t dimension, const io::Image* moving,
-                                       const io::Image* reference, std::vector<std::shared_ptr<const Tensor>>& buffers) {
-    const io::ReadOptions read_options = to_read_options(command.volume, command.common);
-    std::vector<PointTransform> steps;
-    for (std::size_t k = 0; k < command.transforms.size(); ++k) {
-        const TransformArgument argument = parse_transform_argument(command.transforms[k]);
-        if (argument.per_volume) throw io::FileError(argument.file, "a per-volume transform list maps a series, not points");
-        io::TransformContext context;
-        context.dimension = dimension;
-        context.moving = moving;
-        context.reference = reference;
-        context.moving_file = command.moving;
-        context.reference_file = command.reference;
-        context.acts_first = k == 0;
-        context.acts_last = k + 1 == command.transforms.size();
-        io::TransformFile file = io::read_transform(argument, context, read_options);
-        for (const auto& warning : file.warnings) spdlog::warn("{}", warning);
-        steps.insert(steps.end(), file.steps.rbegin(), file.steps.rend());
-        buffers.insert(buffers.end(), file.buffers.begin(), file.buffers.end());
-    }
-    return steps;
-}
-
 void run_points(const PointsCommand& command) {
     apply_common_options(command.common);
     if (!(command.tolerance > 0) || !std::isfinite(command.tolerance)) throw std::invalid_argument("--tolerance must be a positive number of mm");
@@ -87,8 +63,8 @@ void run_points(const PointsCommand& command) {
         }
     }
     std::vector<std::shared_ptr<const Tensor>> buffers;
-    const std::vector<PointTransform> steps = read_chain(command, points.dimension, moving ? &*moving : nullptr,
-                                                         reference ? &*reference : nullptr, buffers);
+    const std::vector<PointTransform> steps = read_transform_chain(command.transforms, points.dimension, moving ? &*moving : nullptr,
+                                                                   reference ? &*reference : nullptr, read_options, buffers);
     if (command.space == "ras") flip_ras_lps(points.coordinates, points.dimension);
     if (!command.from_moving) {
         map_points(steps, points.coordinates, command.common.threads);

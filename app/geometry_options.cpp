@@ -1,6 +1,10 @@
 // Sizes and transforms as the command line spells them.
 #include "geometry_options.hpp"
 
+#include "gridwarp/io/error.hpp"
+
+#include <spdlog/spdlog.h>
+
 #include <sstream>
 #include <stdexcept>
 
@@ -32,6 +36,27 @@ std::vector<std::int64_t> parse_integer_list(const std::string& option, const st
 
 TransformArgument parse_transform_argument(std::string text) {
     return io::parse_transform_spec(std::move(text));
+}
+
+std::vector<PointTransform> read_transform_chain(const std::vector<std::string>& arguments, std::size_t dimension,
+                                                 const io::Image* moving, const io::Image* reference,
+                                                 const io::ReadOptions& options, std::vector<std::shared_ptr<const Tensor>>& buffers) {
+    std::vector<PointTransform> steps;
+    for (std::size_t k = 0; k < arguments.size(); ++k) {
+        const TransformArgument argument = parse_transform_argument(arguments[k]);
+        if (argument.per_volume) throw io::FileError(argument.file, "a per-volume transform list maps a 4-D series: give it to resample");
+        io::TransformContext context;
+        context.dimension = dimension;
+        context.moving = moving;
+        context.reference = reference;
+        context.acts_first = k == 0;
+        context.acts_last = k + 1 == arguments.size();
+        io::TransformFile file = io::read_transform(argument, context, options);
+        for (const auto& warning : file.warnings) spdlog::warn("{}", warning);
+        steps.insert(steps.end(), file.steps.rbegin(), file.steps.rend());
+        buffers.insert(buffers.end(), file.buffers.begin(), file.buffers.end());
+    }
+    return steps;
 }
 
 }  // namespace gridwarp::cli

@@ -18,4 +18,12 @@ std::vector<std::int64_t> parse_integer_list(const std::string& option, const st
 using TransformArgument = io::TransformSpec;
 TransformArgument parse_transform_argument(std::string text);
 
+// A -t list read as resample reads it, the first listed acting first on reference points: the steps
+// in the order they act. `moving` and `reference` (headers; null where not given) place the formats
+// defined through images; warnings are logged; the fields' buffers are kept in `buffers`.
+// Per-volume lists are refused (they map a series).
+std::vector<PointTransform> read_transform_chain(const std::vector<std::string>& arguments, std::size_t dimension,
+                                                 const io::Image* moving, const io::Image* reference,
+                                                 const io::ReadOptions& options, std::vector<std::shared_ptr<const Tensor>>& buffers);
+
 }  // namespace gridwarp::cli

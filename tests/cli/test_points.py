@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""gridwarp points against a NumPy evaluation of ITK's conventions: an affine .tfm (centre, LPS),
+"""gridwarp points and gridwarp jacobian against a NumPy evaluation of ITK's conventions: an affine .tfm (centre, LPS),
 a NIfTI displacement field (LPS vectors, linear between its voxels), their chain in resample's
 order, RAS and LPS, the inverse by --from-moving, the tables' other cells kept, and refusals.
 
@@ -48,7 +48,9 @@ def field_lps(points, vectors):
     return np.array(out)
 
 
-class Points(FolderTestCase):
+class ChainFixture(FolderTestCase):
+    """An affine .tfm and a NIfTI field, and points inside the field."""
+
     def setUp(self):
         super().setUp()
         with open(self.path("affine.tfm"), "w") as f:
@@ -81,6 +83,7 @@ class Points(FolderTestCase):
         result = run("points", *args, "-q")
         self.assertEqual(result.returncode, 0, result.stderr)
 
+class Points(ChainFixture):
     def test_affine_in_lps_and_ras(self):
         self.points("-i", self.write_csv("in.csv", self.lps), "-o", self.path("lps.csv"), "-t", self.path("affine.tfm"), "--space", "lps")
         mapped, rows = self.read_csv("lps.csv")
@@ -153,6 +156,59 @@ class Points(FolderTestCase):
                 self.assertIn(words, result.stderr)
                 self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
                 self.assertFalse(os.path.exists(self.path("refused.csv")))
+
+
+def rotation(ax, ay, az):
+    cx, sx, cy, sy, cz, sz = np.cos(ax), np.sin(ax), np.cos(ay), np.sin(ay), np.cos(az), np.sin(az)
+    return (np.array([[cz, -sz, 0], [sz, cz, 0], [0, 0, 1]]) @ np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
+            @ np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]]))
+
+
+class Jacobian(ChainFixture):
+    """gridwarp jacobian on an oblique reference grid inside the field: det of the chain's Jacobian
+    by central differences one voxel either side, in physical units (direction and spacing)."""
+
+    def setUp(self):
+        super().setUp()
+        self.direction = rotation(0.2, -0.1, 0.3)
+        self.spacing = np.array([1.7, 1.9, 2.1])
+        self.size = (9, 7, 6)  # x, y, z
+        centre_lps = ((np.array([10.0, 8.0, 6.0]) @ FIELD_AFFINE[:3, :3].T) + FIELD_AFFINE[:3, 3]) @ LPS.T
+        self.index_to_lps = self.direction @ np.diag(self.spacing)
+        self.origin = centre_lps - self.index_to_lps @ ((np.array(self.size) - 1) / 2)
+        affine = np.eye(4)
+        affine[:3, :3] = LPS @ self.index_to_lps
+        affine[:3, 3] = LPS @ self.origin
+        nib.save(nib.Nifti1Image(np.zeros(self.size, np.float32), affine), self.path("ref.nii.gz"))
+
+    def expected(self, chain):
+        index = np.stack(np.meshgrid(*[np.arange(n) for n in self.size], indexing="ij"), -1).astype(np.float64)
+        columns = []
+        for a in range(3):
+            step = np.zeros(3)
+            step[a] = 1
+            ahead = chain((index + step).reshape(-1, 3) @ self.index_to_lps.T + self.origin)
+            behind = chain((index - step).reshape(-1, 3) @ self.index_to_lps.T + self.origin)
+            columns.append((ahead - behind) / 2)
+        jacobian = np.stack(columns, -1)  # (voxels, 3 components, 3 index axes)
+        return (np.linalg.det(jacobian) / np.linalg.det(self.index_to_lps)).reshape(self.size)
+
+    def jacobian(self, output, *args):
+        result = run("jacobian", "-r", self.path("ref.nii.gz"), "-o", self.path(output), *args, "-q")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return np.asanyarray(nib.load(self.path(output)).dataobj)
+
+    def test_linear_chain_is_det_a(self):
+        got = self.jacobian("linear.nii.gz", "-t", self.path("affine.tfm"))
+        np.testing.assert_allclose(got, np.full(self.size, np.linalg.det(MATRIX)), rtol=1e-6)
+
+    def test_field_and_affine_on_an_oblique_grid(self):
+        got = self.jacobian("chain.nii.gz", "-t", self.path("warp.nii.gz"), "-t", self.path("affine.tfm"))
+        expected = self.expected(lambda p: affine_lps(field_lps(p, self.vectors)))
+        self.assertEqual(got.dtype, np.float32)
+        np.testing.assert_allclose(got, expected, rtol=2e-6)
+        log = self.jacobian("log.nii.gz", "-t", self.path("warp.nii.gz"), "-t", self.path("affine.tfm"), "--log")
+        np.testing.assert_allclose(log, np.log(expected), rtol=0, atol=2e-6)
 
 
 if __name__ == "__main__":

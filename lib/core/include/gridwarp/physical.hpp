@@ -89,6 +89,14 @@ struct InvertedField {
 };
 InvertedField invert_displacement_field(const DisplacementField& field, double tolerance = 1e-6, int threads = 0);
 
+// The determinant of the chain's spatial Jacobian at every voxel of a grid (`shape` outermost first,
+// its voxels' points given by `index_to_point`): each derivative by central differences of the
+// mapped points one voxel either side (the chain is evaluated one voxel past the grid's edge, not
+// differenced one-sidedly), turned into physical units through the grid's direction and spacing.
+// A linear chain gives det(A) everywhere. Float64, of `shape`.
+Tensor chain_jacobian_determinant(const std::vector<PointTransform>& steps, const AffineMap& index_to_point, const Shape& shape,
+                                  int threads = 0);
+
 // Positions in the input's pixel space: for output index x,
 //   input_index = point_to_input_index( steps[last]( ... steps[0]( output_index_to_point(x) )))
 // `steps` are listed in the order they act (antsApplyTransforms' -t list reversed). When every step
