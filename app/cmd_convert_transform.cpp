@@ -1,5 +1,5 @@
-// gridwarp convert-transform: a chain of linear transforms, read in any package's convention,
-// written as one matrix in another's.
+// gridwarp convert-transform: a chain of transforms, read in any package's convention, written as
+// one matrix in another's, or as one displacement field on a reference grid.
 #include <spdlog/spdlog.h>
 
 #include <optional>
@@ -24,6 +24,55 @@ struct ConvertTransformCommand {
     CommonOptions common;
 };
 
+// A volume file name (.nii[.gz], .nrrd, .nhdr, .mha, .mhd): the chain is written as a displacement field.
+bool names_a_volume(const std::filesystem::path& file) {
+    try {
+        return io::kind_for_path(file) == io::FileKind::Volume;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+// The chain as ITK's displacement field on the reference grid (as antsApplyTransforms -o [FIELD,1]
+// writes it): at each voxel's point p the vector chain(p) - p, LPS millimetres, float32 vectors.
+void write_displacement_field(const std::filesystem::path& file, const std::vector<PointTransform>& steps, const io::Image& reference,
+                              const ConvertTransformCommand& command) {
+    const std::size_t dimension = reference.spatial.size();
+    const io::Geometry geometry = reference.geometry ? *reference.geometry : io::Geometry::identity(dimension);
+    check_output_size(file, command.reference.string(), std::vector<std::int64_t>(reference.spatial.begin(), reference.spatial.end()),
+                      dimension, sizeof(double) * 2 + sizeof(float), to_memory_budget(command.volume.memory));
+    const AffineMap index_to_point = AffineMap::from_geometry(geometry.spacing, geometry.origin, geometry.direction);
+    std::int64_t voxels = 1;
+    for (const std::int64_t extent : reference.spatial) voxels *= extent;
+    std::vector<double> points(static_cast<std::size_t>(voxels) * dimension);
+    for (std::int64_t v = 0; v < voxels; ++v) {
+        double index[3];
+        std::int64_t rest = v;
+        for (std::size_t a = 0; a < dimension; ++a) {  // innermost-first
+            index[a] = static_cast<double>(rest % reference.spatial[dimension - 1 - a]);
+            rest /= reference.spatial[dimension - 1 - a];
+        }
+        index_to_point.apply(index, points.data() + static_cast<std::size_t>(v) * dimension);
+    }
+    std::vector<double> mapped = points;
+    map_points(steps, mapped, command.common.threads);
+    io::Image field;
+    field.kind = io::FileKind::Volume;
+    field.format = "nifti";
+    field.spatial = reference.spatial;
+    field.channels = static_cast<std::int64_t>(dimension);
+    field.layout = io::ChannelLayout::Interleaved;
+    field.geometry = geometry;
+    field.pixels = Tensor(DType::Float32, [&] {
+        Shape shape = reference.spatial;
+        shape.push_back(static_cast<std::int64_t>(dimension));
+        return shape;
+    }());
+    float* vectors = field.pixels.data_as<float>();
+    for (std::size_t k = 0; k < mapped.size(); ++k) vectors[k] = static_cast<float>(mapped[k] - points[k]);
+    io::write_image(file, field, to_write_options(command.volume, command.common));
+}
+
 std::string format_tags() {
     std::string tags;
     for (const auto& [tag, format] : io::transform_format_tags()) tags += (tags.empty() ? "" : ", ") + tag;
@@ -36,7 +85,14 @@ void run_convert_transform(const ConvertTransformCommand& command) {
     if (output.inverse || output.per_volume || !output.source.empty() || !output.reference.empty()) {
         throw std::invalid_argument("-o " + command.output + ": an output takes a format tag only (" + format_tags() + ")");
     }
-    const std::optional<io::TransformFormat> format = io::transform_output_format(output.file, output.format);
+    const bool field_output = names_a_volume(output.file) &&
+                              (output.format == io::TransformFormat::Detect || output.format == io::TransformFormat::Itk);
+    if (names_a_volume(output.file) && !field_output) {
+        throw std::invalid_argument("-o " + command.output + ": a displacement field is written in ITK's convention (LPS millimetres); "
+                                    "drop the tag or give ,itk");
+    }
+    const std::optional<io::TransformFormat> format =
+        field_output ? std::optional<io::TransformFormat>(io::TransformFormat::Itk) : io::transform_output_format(output.file, output.format);
     if (!format) {
         throw std::invalid_argument("-o " + output.file.string() + ": the name does not say which package's format to write; add a tag: " +
                                     output.file.string() + ",TAG with TAG one of " + format_tags());
@@ -65,17 +121,32 @@ void run_convert_transform(const ConvertTransformCommand& command) {
 
     // -t T1 -t T2 ... maps a point p to ...T2(T1(p)), as resample applies them; inside a file the
     // last step acts first.
-    AffineMap chain = AffineMap::identity(dimension);
+    std::vector<PointTransform> steps;  // in the order they act
+    std::vector<std::shared_ptr<const Tensor>> buffers;
     for (auto spec = specs.begin(); spec != specs.end(); ++spec) {
         context.acts_first = spec == specs.begin();
         context.acts_last = spec + 1 == specs.end();
         const io::TransformFile file = io::read_transform(*spec, context, read_options);
         for (const auto& warning : file.warnings) spdlog::warn("{}", warning);
-        for (auto step = file.steps.rbegin(); step != file.steps.rend(); ++step) {
-            if (!step->affine) throw io::FileError(spec->file, "a displacement field cannot be written as a matrix");
-            chain = step->affine->after(chain);
+        if (!field_output) {
+            for (const auto& step : file.steps) {
+                if (!step.affine) {
+                    throw io::FileError(spec->file, "a displacement field cannot be written as a matrix; write the chain as a field "
+                                                    "on the reference's grid: -o FIELD.nii.gz -r REF");
+                }
+            }
         }
+        steps.insert(steps.end(), file.steps.rbegin(), file.steps.rend());
+        buffers.insert(buffers.end(), file.buffers.begin(), file.buffers.end());
     }
+    if (field_output) {
+        if (!reference) throw std::invalid_argument("-o " + output.file.string() + ": a displacement field is written on the reference's grid: give -r REF");
+        write_displacement_field(output.file, steps, *reference, command);
+        spdlog::info("wrote {} (ITK displacement field, LPS mm, on {}'s grid)", output.file.string(), command.reference.string());
+        return;
+    }
+    AffineMap chain = AffineMap::identity(dimension);
+    for (const auto& step : steps) chain = step.affine->after(chain);
     io::write_affine_transform(output.file, *format, chain, context);
     spdlog::info("wrote {} ({})", output.file.string(), io::transform_format_name(*format));
 }

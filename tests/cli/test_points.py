@@ -254,6 +254,41 @@ class Jacobian(ChainFixture):
         got = np.load(self.path("grid_inverse.npy"))
         inside = np.all((index >= 2) & (index <= np.array(self.size) - 3), axis=1)
         np.testing.assert_allclose(got[inside], expected[inside], rtol=0, atol=1e-2)
+    def test_chain_written_as_one_field(self):
+        # convert-transform -o FIELD.nii.gz -r REF: ITK's displacement field (LPS mm, float32) of the
+        # whole chain at REF's voxels; resampling with it equals resampling with the chain.
+        result = run("convert-transform", "-t", self.path("warp.nii.gz"), "-t", self.path("affine.tfm"), "-r", self.path("ref.nii.gz"),
+                     "-o", self.path("composed.nii.gz"), "-q")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        written = nib.load(self.path("composed.nii.gz"))
+        self.assertEqual(written.shape, self.size + (1, 3))
+        self.assertEqual(written.header.get_intent()[0], "vector")
+        self.assertEqual(written.get_data_dtype(), np.float32)
+        np.testing.assert_allclose(written.affine, nib.load(self.path("ref.nii.gz")).affine, atol=1e-6)
+        index = np.stack(np.meshgrid(*[np.arange(n) for n in self.size], indexing="ij"), -1).reshape(-1, 3).astype(np.float64)
+        points = index @ self.index_to_lps.T + self.origin
+        expected = affine_lps(field_lps(points, self.vectors)) - points
+        np.testing.assert_allclose(np.asanyarray(written.dataobj).reshape(-1, 3), expected, rtol=0, atol=1e-5)
+        # A smooth moving volume on the field's grid, resampled both ways.
+        i, j, k = np.meshgrid(*[np.arange(n, dtype=np.float64) for n in (20, 16, 12)], indexing="ij")
+        nib.save(nib.Nifti1Image((100 * np.sin(i / 4) * np.cos(j / 5) + 3 * k).astype(np.float32), FIELD_AFFINE), self.path("moving.nii.gz"))
+        outputs = {}
+        for name, chain in (("chain", ["-t", self.path("warp.nii.gz"), "-t", self.path("affine.tfm")]),
+                            ("field", ["-t", self.path("composed.nii.gz")])):
+            result = run("resample", "-i", self.path("moving.nii.gz"), "-r", self.path("ref.nii.gz"), "-o", self.path(f"by_{name}.nii"),
+                         *chain, "-q")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            outputs[name] = np.asanyarray(nib.load(self.path(f"by_{name}.nii")).dataobj)
+        np.testing.assert_allclose(outputs["field"], outputs["chain"], rtol=0, atol=1e-3)
+        self.assertGreater(np.abs(outputs["chain"]).max(), 10)
+        for args, words in ((["-o", self.path("no_ref.nii.gz")], "-r REF"),
+                            (["-r", self.path("ref.nii.gz"), "-o", self.path("tagged.nii.gz") + ",fsl"], "ITK's convention"),
+                            (["-r", self.path("ref.nii.gz"), "-o", self.path("matrix.tfm")], "cannot be written as a matrix")):
+            with self.subTest(args=args):
+                refused = run("convert-transform", "-t", self.path("warp.nii.gz"), *args)
+                self.assertNotEqual(refused.returncode, 0)
+                self.assertIn(words, refused.stderr)
+
 
 if __name__ == "__main__":
     main()
