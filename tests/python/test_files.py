@@ -143,3 +143,20 @@ def test_keywords_are_typed_values_not_a_command_line(exe, tmp_path):
         gridwarp.affine(card, input_image=card)
     with pytest.raises(TypeError, match="transforms"):
         gridwarp.resample(card, transforms=[gridwarp.read(card)])
+
+
+def test_map_points_equals_the_points_command(exe, tmp_path):
+    import numpy as np
+    points = np.array([[1.0, 2.0, 3.0], [-10.5, 20.0, 8.0], [0.25, -4.0, 12.0]])
+    np.save(tmp_path / "in.npy", points)
+    tilt = str(SAMPLES / "tilt.tfm")
+    for space in ("ras", "lps"):
+        run_program(exe, "points", "-i", tmp_path / "in.npy", "-o", tmp_path / f"{space}.npy", "-t", tilt, "--space", space)
+        mapped = gridwarp.map_points(points, [tilt], space=space)
+        assert mapped.dtype == np.float64 and mapped.tobytes() == np.load(tmp_path / f"{space}.npy").tobytes()
+    back = gridwarp.map_points(gridwarp.map_points(points, [tilt]), [tilt], from_moving=True)
+    np.testing.assert_allclose(back, points, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="nope.tfm"):
+        gridwarp.map_points(points, [str(tmp_path / "nope.tfm")])
+    with pytest.raises(ValueError, match=r"\(N, 2\) or \(N, 3\)"):
+        gridwarp.map_points(points[:, :1], [tilt])

@@ -11,10 +11,11 @@ import os as _os
 
 from ._gridwarp import __version__, affine_grid, grid_sample, simd_target, simd_targets
 
-__all__ = ["Image", "affine", "affine_grid", "flow", "grid_sample", "read", "resample", "resize", "simd_target", "simd_targets", "write"]
+__all__ = ["Image", "affine", "affine_grid", "flow", "grid_sample", "map_points", "read", "resample", "resize", "simd_target",
+           "simd_targets", "write"]
 
 try:  # built where the io library is
-    from ._gridwarp import Image, read, write
+    from ._gridwarp import Image, map_points, read, write
 except ImportError:
     pass
 

@@ -65,6 +65,17 @@ class Image:
     def warnings(self) -> list[str]: ...
     def with_array(self, array: ArrayLike) -> "Image": ...
 
+def map_points(
+    points: ArrayLike,
+    transforms: Sequence[str],
+    *,
+    space: str = "ras",
+    from_moving: bool = False,
+    reference: Optional[PathLike] = None,
+    moving: Optional[PathLike] = None,
+    tolerance: float = 1e-5,
+    threads: Optional[int] = None,
+) -> npt.NDArray[np.float64]: ...
 def read(
     path: PathLike,
     *,

@@ -3,11 +3,15 @@
 // the program writes them.
 #include "commands.hpp"
 
+#include <pybind11/numpy.h>
 #include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
 #include <spdlog/sinks/ansicolor_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,6 +21,9 @@
 #include "cli_common.hpp"
 #include "messages.hpp"
 #include "command_runner.hpp"
+#include "geometry_options.hpp"
+#include "array_bridge.hpp"
+#include "gridwarp/physical.hpp"
 #include "gridwarp/io/image.hpp"
 
 namespace gridwarp::python {
@@ -61,9 +68,70 @@ std::shared_ptr<io::Image> run_command(const std::string& command, const std::ve
     return call.result;
 }
 
+// points (N, 2|3) through the chain as `gridwarp points` maps them; a new float64 array.
+py::array map_points(py::handle points, const std::vector<std::string>& transforms, const std::string& space, bool from_moving,
+                     std::optional<std::filesystem::path> reference, std::optional<std::filesystem::path> moving, double tolerance,
+                     std::optional<int> threads) {
+    if (space != "ras" && space != "lps") throw py::value_error("space: '" + space + "': expected ras or lps");
+    if (!(tolerance > 0)) throw py::value_error("tolerance: must be a positive number of mm");
+    const BorrowedArray borrowed = BorrowedArray::borrow(points, "points", false);
+    const ConstTensorView& view = borrowed.view();
+    if (view.rank() != 2 || (view.shape[1] != 2 && view.shape[1] != 3) || !is_floating(view.dtype)) {
+        throw py::value_error("points: expected a floating array of shape (N, 2) or (N, 3), got " + std::string(dtype_name(view.dtype)) + " " +
+                              shape_to_string(view.shape));
+    }
+    const Tensor values = convert_to(view, DType::Float64);
+    std::vector<double> coordinates(values.data_as<double>(), values.data_as<double>() + values.numel());
+    const auto dimension = static_cast<std::size_t>(view.shape[1]);
+    InversionReport report;
+    {
+        py::gil_scoped_release released;
+        io::ReadOptions options;
+        options.threads = threads.value_or(0);
+        std::optional<io::Image> reference_image, moving_image;
+        if (reference) reference_image = io::read_image_header(*reference, options);
+        if (moving) moving_image = io::read_image_header(*moving, options);
+        std::vector<std::shared_ptr<const Tensor>> buffers;
+        const std::vector<PointTransform> steps =
+            cli::read_transform_chain(transforms, dimension, moving_image ? &*moving_image : nullptr,
+                                      reference_image ? &*reference_image : nullptr, options, buffers);
+        auto flip = [&] {
+            if (space != "ras") return;
+            for (std::size_t at = 0; at < coordinates.size(); at += dimension) coordinates[at] = -coordinates[at], coordinates[at + 1] = -coordinates[at + 1];
+        };
+        flip();
+        if (from_moving) {
+            report = map_points_inverse(steps, coordinates, tolerance, options.threads);
+        } else {
+            map_points(steps, coordinates, options.threads);
+        }
+        flip();
+    }
+    if (report.unconverged > 0) {
+        throw py::value_error(std::to_string(report.unconverged) + " point(s), the first point " + std::to_string(report.first_unconverged) +
+                              ", do not invert within tolerance " + std::to_string(tolerance) + " mm (the field folds there)");
+    }
+    py::array_t<double> result({view.shape[0], view.shape[1]});
+    std::copy(coordinates.begin(), coordinates.end(), result.mutable_data());
+    return result;
+}
+
 }  // namespace
 
 void add_command_functions(py::module_& module) {
+    module.def("map_points", &map_points, py::arg("points"), py::arg("transforms"), py::kw_only(), py::arg("space") = "ras",
+               py::arg("from_moving") = false, py::arg("reference") = py::none(), py::arg("moving") = py::none(),
+               py::arg("tolerance") = 1e-5, py::arg("threads") = py::none(),
+               R"(Maps points (N, 2) or (N, 3), x first, through a transform chain, as `gridwarp points` does.
+
+transforms: files as resample takes them ("FILE", "FILE,inverse", "[FILE,1]", tags), the first
+    acting first on reference points: a reference point goes to where resample reads it in the
+    moving image (antsApplyTransformsToPoints' direction).
+space: "ras" (world coordinates as NIfTI and nibabel give them) or "lps" (ITK's).
+from_moving: the points are in the moving image's space; map them into the reference's (the chain
+    undone, displacement fields by fixed-point iteration to `tolerance` mm).
+reference, moving: image files, for transforms defined through their grids (FSL, LTA).
+Returns a new float64 array; raises ValueError naming a file it cannot read.)");
     module.def("_run_command", &run_command, py::arg("command"), py::arg("options"), py::arg("images"), py::arg("keep_result"),
                py::arg("verbose"),
                "Runs a gridwarp command in this process: options are (long name, values) pairs, images the Image objects "
