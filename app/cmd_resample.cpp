@@ -32,6 +32,7 @@ struct ResampleCommand {
     int dimensionality = 0;  // antsApplyTransforms' -d; 0: not given
     int input_image_type = 0;  // antsApplyTransforms' -e
     bool single_precision = false;  // antsApplyTransforms' --float
+    bool modulate = false;
     SamplingFlags sampling;
     VolumeFlags volume;
     CommonOptions common;
@@ -165,6 +166,17 @@ void run_resample(const ResampleCommand& command) {
         for (const auto& file : files) buffers.insert(buffers.end(), file.buffers.begin(), file.buffers.end());
     }
     const std::vector<PointTransform>& steps = volume_steps.front();
+    // --modulate: each output value times the chain's local volume change at its voxel.
+    Tensor modulation;
+    if (command.modulate) {
+        if (!is_floating(output_type)) {
+            throw std::invalid_argument("--modulate scales values by the Jacobian's determinant: give a floating --output-type (float or double)");
+        }
+        if (per_volume) throw std::invalid_argument("--modulate takes one chain for every volume, not a per-volume list");
+        check_output_memory(command.output.path, "--modulate's determinants", std::vector<std::int64_t>(grid.spatial.begin(), grid.spatial.end()),
+                            1, sizeof(double), budget);
+        modulation = chain_jacobian_determinant(steps, index_to_point(output_geometry), grid.spatial, command.common.threads);
+    }
     AffineMap point_to_moving_index;
     try {
         point_to_moving_index = index_to_point(moving_geometry).inverse();
@@ -233,6 +245,7 @@ void run_resample(const ResampleCommand& command) {
                                                                      "the edge voxel, the mirror (B-spline) or 0 (windowed sinc))")
                                         : describe_sampling(options));
         explanation.add("anti-aliasing", antialias.explanation);
+        if (command.modulate) explanation.add("modulation", "each value times the determinant of the chain's Jacobian at its voxel");
         explanation.add("output", command.output.string() + " (" + std::string(dtype_name(output_type)) +
                                       (volumes > 1 || one_volume_series ? ", " + std::to_string(volumes) + " volume(s)" : std::string()) + ", size " +
                                       image_size_text(grid.spatial) + ")");
@@ -253,6 +266,7 @@ void run_resample(const ResampleCommand& command) {
     }
     if (!command.output_type.empty()) description.scaling.reset();  // the values themselves, in that type
     description.pixels = Tensor(output_type, Shape{0});
+    const ConstTensorView modulation_view = modulation.view();
     Tensor filtered;
     const ConstTensorView pixels = input_to_sample(moving_to_sample.nchw(), antialias, options, by_volume, command.input.path,
                                                    to_memory_budget(command.volume.memory), filtered);
@@ -261,11 +275,11 @@ void run_resample(const ResampleCommand& command) {
         for (std::size_t v = 0; v < volume_positions.size(); ++v) sources.push_back(&sampled_positions(v));
         const DType sample_type = antialias.filters ? pixels.dtype : sample_as_output ? output_type : moving_to_sample.dtype();
         sample_series_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), pixels,
-                                sample_type, sources, options, &progress);
+                                sample_type, sources, options, &progress, command.modulate ? &modulation_view : nullptr);
         return;
     }
     sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), pixels, sampled_positions(0), options,
-                     &progress);
+                     &progress, command.modulate ? &modulation_view : nullptr);
 }
 
 }  // namespace
@@ -299,6 +313,9 @@ CommandBinding register_resample_command(CLI::App& app) {
                     "volume resampled), 4 multichannel; gridwarp reads what the file holds, so these only document it. "
                     "2 (tensors, reoriented) is refused")
         ->check(CLI::IsMember({0, 1, 2, 3, 4}));
+    sub->add_flag("--modulate", command->modulate,
+                  "Multiply each output value by the determinant of the chain's Jacobian at its voxel (as mrtransform -modulate "
+                  "jac), so that totals are kept; needs a floating --output-type");
     sub->add_flag("--float", command->single_precision,
                   "antsApplyTransforms' --float, accepted: gridwarp already computes float32 and 8/16-bit inputs in "
                   "float32 and keeps the input's type (see --output-type)");

@@ -22,6 +22,36 @@ BasicTensorView<Pointer> channel_range(const BasicTensorView<Pointer>& view, std
     return result;
 }
 
+// Multiplies the window `pixels` (N, C, extent...) of a floating output, at `start` of the output
+// grid, by `factors` (the grid's shape, float64) voxel by voxel.
+void modulate_window(const TensorView& pixels, const Shape& start, const ConstTensorView& factors) {
+    const std::size_t rank = start.size();
+    std::int64_t points = 1;
+    for (std::size_t a = 0; a < rank; ++a) points *= pixels.shape[2 + a];
+    const auto* scale = static_cast<const double*>(factors.data);
+    for (std::int64_t n = 0; n < pixels.shape[0]; ++n) {
+        for (std::int64_t c = 0; c < pixels.shape[1]; ++c) {
+            for (std::int64_t p = 0; p < points; ++p) {
+                std::int64_t rest = p, at = 0, factor_at = 0;
+                for (std::size_t a = rank; a-- > 0;) {  // innermost first
+                    const std::int64_t i = rest % pixels.shape[2 + a];
+                    rest /= pixels.shape[2 + a];
+                    at += i * pixels.strides[2 + a];
+                    factor_at += (start[a] + i) * factors.strides[a];
+                }
+                at += n * pixels.strides[0] + c * pixels.strides[1];
+                if (pixels.dtype == DType::Float32) {
+                    auto* value = static_cast<float*>(pixels.data) + at;
+                    *value = static_cast<float>(static_cast<double>(*value) * scale[factor_at]);
+                } else {
+                    auto* value = static_cast<double*>(pixels.data) + at;
+                    *value *= scale[factor_at];
+                }
+            }
+        }
+    }
+}
+
 // Samples with `sample` and writes, as write_sampled does, or into the output's image in memory,
 // with the whole grid in one call (as write_sampled samples a format it does not stream).
 void sample_to_output(const OutputArgument& output, io::Image description, const io::WriteOptions& write_options, int threads,
@@ -55,7 +85,7 @@ void write_windows(const OutputArgument& output, io::Image description, const io
 
 void sample_and_write(const OutputArgument& output, io::Image description, const io::WriteOptions& write_options,
                       const ConstTensorView& input, const PositionSource& positions, const SampleOptions& options,
-                      CommandProgress* progress) {
+                      CommandProgress* progress, const ConstTensorView* modulation) {
     const auto sample = [&](const Shape& start, const Shape& extent, std::int64_t first_channel, const TensorView& pixels, int threads) {
         SampleOptions window_options = options;
         window_options.threads = threads;
@@ -63,11 +93,12 @@ void sample_and_write(const OutputArgument& output, io::Image description, const
         const ConstTensorView channels = channel_range(input, first_channel, pixels.shape[1]);
         if (pixels.dtype == input.dtype) {
             grid_sample(channels, window, pixels, window_options);
-            return;
+        } else {
+            const Tensor sampled = grid_sample(channels, window, window_options);
+            const Tensor converted = convert_to(sampled.view(), pixels.dtype);
+            copy_elements(converted.view(), pixels);
         }
-        const Tensor sampled = grid_sample(channels, window, window_options);
-        const Tensor converted = convert_to(sampled.view(), pixels.dtype);
-        copy_elements(converted.view(), pixels);
+        if (modulation) modulate_window(pixels, start, *modulation);
     };
     write_windows(output, std::move(description), write_options, options.threads, sample, progress);
 }
@@ -95,7 +126,7 @@ void shrink_and_write(const OutputArgument& output, io::Image description, const
 void sample_series_and_write(const OutputArgument& output, io::Image description, const io::WriteOptions& write_options,
                              const ConstTensorView& input, DType sample_type,
                              const std::vector<const PositionSource*>& volume_positions, const SampleOptions& options,
-                             CommandProgress* progress) {
+                             CommandProgress* progress, const ConstTensorView* modulation) {
     const std::int64_t volumes = input.shape[1];
     if (volume_positions.size() != 1 && static_cast<std::int64_t>(volume_positions.size()) != volumes) {
         throw std::logic_error("sample_series_and_write: one position source, or one per volume");
@@ -120,6 +151,7 @@ void sample_series_and_write(const OutputArgument& output, io::Image description
                 const Tensor sampled = grid_sample(volume, window, window_options);
                 copy_elements(convert_to(sampled.view(), output.dtype).view(), output);
             }
+            if (modulation) modulate_window(output, start, *modulation);
         }
     };
     const std::string summary = std::string(io::file_kind_name(description.kind)) + " " + std::string(dtype_name(description.dtype())) +

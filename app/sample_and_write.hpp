@@ -17,9 +17,11 @@ namespace gridwarp::cli {
 // into its image in memory, and logs "wrote FILE (volume int16, spatial (D, H, W))"; tells `progress` (when given) when sampling
 // and writing begin. An output of another dtype than the input's is sampled in the input's, then rounded and
 // saturated into its own.
+// `modulation` (given: float64 of the output's spatial shape, a floating output) multiplies each
+// output value by its voxel's factor (resample --modulate).
 void sample_and_write(const OutputArgument& output, io::Image description, const io::WriteOptions& write_options,
                       const ConstTensorView& input, const PositionSource& positions, const SampleOptions& options,
-                      CommandProgress* progress = nullptr);
+                      CommandProgress* progress = nullptr, const ConstTensorView* modulation = nullptr);
 // sample_and_write for an anti-aliased axis-aligned map that gridwarp::shrinks_onto_grid serves:
 // the output is reduced onto its grid (gridwarp::shrink_onto_grid), no filtered copy of the input made.
 void shrink_and_write(const OutputArgument& output, io::Image description, const io::WriteOptions& write_options,
@@ -33,6 +35,6 @@ void shrink_and_write(const OutputArgument& output, io::Image description, const
 void sample_series_and_write(const OutputArgument& output, io::Image description, const io::WriteOptions& write_options,
                              const ConstTensorView& input, DType sample_type,
                              const std::vector<const PositionSource*>& volume_positions, const SampleOptions& options,
-                             CommandProgress* progress = nullptr);
+                             CommandProgress* progress = nullptr, const ConstTensorView* modulation = nullptr);
 
 }  // namespace gridwarp::cli

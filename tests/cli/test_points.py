@@ -212,6 +212,25 @@ class Jacobian(ChainFixture):
         log = self.jacobian("log.nii.gz", "-t", self.path("warp.nii.gz"), "-t", self.path("affine.tfm"), "--log")
         np.testing.assert_allclose(log, np.log(expected), rtol=0, atol=2e-6)
 
+    def test_resample_modulate_multiplies_by_the_determinant(self):
+        i, j, k = np.meshgrid(*[np.arange(n, dtype=np.float64) for n in (20, 16, 12)], indexing="ij")
+        nib.save(nib.Nifti1Image((100 + 50 * np.sin(i / 4) * np.cos(j / 5) + k).astype(np.int16), FIELD_AFFINE), self.path("counts.nii.gz"))
+        chain = ["-t", self.path("warp.nii.gz"), "-t", self.path("affine.tfm")]
+        outputs = {}
+        for name, extra in (("plain", []), ("modulated", ["--modulate"])):
+            result = run("resample", "-i", self.path("counts.nii.gz"), "-r", self.path("ref.nii.gz"), "-o", self.path(f"{name}.nii"),
+                         *chain, "--output-type", "float", *extra, "-q")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            outputs[name] = np.asanyarray(nib.load(self.path(f"{name}.nii")).dataobj).astype(np.float64)
+        determinant = self.expected(lambda p: affine_lps(field_lps(p, self.vectors)))
+        np.testing.assert_allclose(outputs["modulated"], outputs["plain"] * determinant, rtol=1e-6, atol=1e-4)
+        self.assertGreater(np.abs(determinant - 1).max(), 0.1)
+        refused = run("resample", "-i", self.path("counts.nii.gz"), "-r", self.path("ref.nii.gz"), "-o", self.path("refused.nii"), *chain,
+                      "--modulate")
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("--output-type", refused.stderr)
+        self.assertFalse(os.path.exists(self.path("refused.nii")))
+
     def smooth_field(self):
         """The same map as an ITK displacement field (gridwarp) and an MRtrix3 deformation field
         (absolute RAS positions) on the oblique grid; returns the grid's LPS points and index."""
