@@ -9,6 +9,20 @@
 
 namespace gridwarp::cli {
 
+namespace {
+
+// "unknown option '--rotat' (did you mean '--rotate'?)" for a name `command` has no option of.
+std::string unknown_option(const CLI::App& command, const std::string& name) {
+    std::vector<std::string> names;
+    for (const CLI::Option* option : command.get_options()) {
+        for (const std::string& long_name : option->get_lnames()) names.push_back("--" + long_name);
+    }
+    const std::string near = nearest_word(name, names);
+    return "unknown option '" + name + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)");
+}
+
+}  // namespace
+
 std::string unknown_argument(const CLI::App& app) {
     const auto used = app.get_subcommands();
     if (used.empty()) {
@@ -22,16 +36,11 @@ std::string unknown_argument(const CLI::App& app) {
         return "";
     }
     const CLI::App& command = *used.front();
-    std::vector<std::string> names;
-    for (const CLI::Option* option : command.get_options()) {
-        for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
-    }
     for (const std::string& arg : command.remaining()) {
         if (!arg.starts_with("--") || arg == "--") continue;
         const std::string name = arg.substr(0, arg.find('='));
-        if (std::find(names.begin(), names.end(), name) != names.end()) continue;
-        const std::string near = nearest_word(name, names);
-        return "unknown option '" + name + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)");
+        if (command.get_option_no_throw(name)) continue;
+        return unknown_option(command, name);
     }
     return "";
 }
@@ -93,19 +102,6 @@ std::string CommandRunner::run(const std::vector<std::string>& args) {
     return "";
 }
 
-namespace {
-
-// "unknown option '--rotat' (did you mean '--rotate'?)" for a name `command` has no option of.
-std::string unknown_option(const CLI::App& command, const std::string& name) {
-    std::vector<std::string> names;
-    for (const CLI::Option* option : command.get_options()) {
-        for (const std::string& long_name : option->get_lnames()) names.push_back("--" + long_name);
-    }
-    const std::string near = nearest_word(name, names);
-    return "unknown option '" + name + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)");
-}
-
-}  // namespace
 
 std::string CommandRunner::fill_options(const InProcessCall& call) {
     CLI::App& command = *binding_.app;

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gridwarp/io/flow_io.hpp"
 #include "gridwarp/io/image.hpp"
