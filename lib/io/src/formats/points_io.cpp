@@ -73,6 +73,7 @@ PointSet read_table(const std::filesystem::path& file, char delimiter, const cha
     const std::string bytes = read_file_bytes(file);
     PointSet points;
     points.format = format;
+    points.delimiter = delimiter;
     std::size_t line_number = 0;
     std::size_t at = 0;
     bool header_read = false;
@@ -86,10 +87,10 @@ PointSet read_table(const std::filesystem::path& file, char delimiter, const cha
         if (line_number == 1 && line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);  // a spreadsheet's byte order mark
         if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
         if (line.find('\0') != std::string_view::npos) throw FileError(file, "line " + std::to_string(line_number) + " holds a NUL byte: not a text table");
-        std::vector<std::string> cells = split_cells(line, delimiter, file, line_number);
+        const std::vector<std::string> cells = split_cells(line, delimiter, file, line_number);
         if (!header_read) {
             header_read = true;
-            points.header = std::move(cells);
+            points.header = cells;
             std::vector<std::size_t> found(3, points.header.size());
             for (std::size_t k = 0; k < points.header.size(); ++k) {
                 const std::string name = lowercase(cell_text(points.header[k]));
@@ -113,7 +114,7 @@ PointSet read_table(const std::filesystem::path& file, char delimiter, const cha
             }
             points.coordinates.push_back(parse_coordinate(cells[column], file, line_number, std::string(1, "xyz"[axis])));
         }
-        points.rows.push_back(std::move(cells));
+        points.rows.emplace_back(line);
     }
     if (!header_read) throw FileError(file, "the table is empty: expected a header row naming x,y[,z]");
     return points;
@@ -181,7 +182,8 @@ void write_points(const std::filesystem::path& file, const PointSet& points) {
             write_row(points.dimension == 3 ? std::vector<std::string>{"x", "y", "z"} : std::vector<std::string>{"x", "y"});
         }
         for (std::size_t row = 0; row < count; ++row) {
-            std::vector<std::string> cells = as_read ? points.rows[row] : std::vector<std::string>(points.dimension);
+            std::vector<std::string> cells =
+                as_read ? split_cells(points.rows[row], points.delimiter, file, row + 2) : std::vector<std::string>(points.dimension);
             for (std::size_t axis = 0; axis < points.dimension; ++axis) {
                 cells[as_read ? points.coordinate_columns[axis] : axis] = shortest_text(points.coordinates[row * points.dimension + axis]);
             }

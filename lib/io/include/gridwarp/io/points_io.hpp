@@ -16,10 +16,12 @@ struct PointSet {
     std::vector<double> coordinates;  // N x dimension, x first, as the file holds them
     std::string format;  // "csv", "tsv" or "npy"
 
-    // Tables: the header's and rows' cells exactly as read (quotes included), so that a written
-    // table differs from the one read in its coordinate cells only.
+    // Tables: the header's cells and each row's line exactly as read (quotes included; a row is
+    // split again when written, one string a row being far smaller than one a cell), so that a
+    // written table differs from the one read in its coordinate cells only.
     std::vector<std::string> header;
-    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> rows;
+    char delimiter = ',';
     std::vector<std::size_t> coordinate_columns;  // the x, y[, z] cells of each row
     // .npy: the dtype the file held (a floating one is written back as it was; integers as float64).
     DType npy_dtype = DType::Float64;
