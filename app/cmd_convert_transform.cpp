@@ -41,19 +41,8 @@ void write_displacement_field(const std::filesystem::path& file, const std::vect
     const io::Geometry geometry = reference.geometry ? *reference.geometry : io::Geometry::identity(dimension);
     check_output_size(file, command.reference.string(), std::vector<std::int64_t>(reference.spatial.begin(), reference.spatial.end()),
                       dimension, sizeof(double) * 2 + sizeof(float), to_memory_budget(command.volume.memory));
-    const AffineMap index_to_point = AffineMap::from_geometry(geometry.spacing, geometry.origin, geometry.direction);
-    std::int64_t voxels = 1;
-    for (const std::int64_t extent : reference.spatial) voxels *= extent;
-    std::vector<double> points(static_cast<std::size_t>(voxels) * dimension);
-    for (std::int64_t v = 0; v < voxels; ++v) {
-        double index[3];
-        std::int64_t rest = v;
-        for (std::size_t a = 0; a < dimension; ++a) {  // innermost-first
-            index[a] = static_cast<double>(rest % reference.spatial[dimension - 1 - a]);
-            rest /= reference.spatial[dimension - 1 - a];
-        }
-        index_to_point.apply(index, points.data() + static_cast<std::size_t>(v) * dimension);
-    }
+    const std::vector<double> points =
+        grid_points(AffineMap::from_geometry(geometry.spacing, geometry.origin, geometry.direction), reference.spatial);
     std::vector<double> mapped = points;
     map_points(steps, mapped, command.common.threads);
     io::Image field;

@@ -33,14 +33,6 @@ struct PointsCommand {
     CommonOptions common;
 };
 
-// ITK's physical space is LPS; RAS (NIfTI's, nibabel's) differs in the signs of x and y.
-void flip_ras_lps(std::vector<double>& coordinates, std::size_t dimension) {
-    for (std::size_t at = 0; at < coordinates.size(); at += dimension) {
-        coordinates[at] = -coordinates[at];
-        coordinates[at + 1] = -coordinates[at + 1];
-    }
-}
-
 void run_points(const PointsCommand& command) {
     apply_common_options(command.common);
     if (!(command.tolerance > 0) || !std::isfinite(command.tolerance)) throw std::invalid_argument("--tolerance must be a positive number of mm");
@@ -65,28 +57,23 @@ void run_points(const PointsCommand& command) {
     std::vector<std::shared_ptr<const Tensor>> buffers;
     const std::vector<PointTransform> steps = read_transform_chain(command.transforms, points.dimension, moving ? &*moving : nullptr,
                                                                    reference ? &*reference : nullptr, read_options, buffers);
-    if (command.space == "ras") flip_ras_lps(points.coordinates, points.dimension);
-    if (!command.from_moving) {
-        map_points(steps, points.coordinates, command.common.threads);
-    } else {
-        InversionReport report;
-        try {
-            report = map_points_inverse(steps, points.coordinates, command.tolerance, command.common.threads);
-        } catch (const std::invalid_argument& e) {
-            throw std::invalid_argument(std::string("--from-moving: the chain has no inverse: ") + e.what());
-        }
-        if (report.unconverged > 0) {
-            throw io::FileError(command.input, std::to_string(report.unconverged) + " point(s), the first point " +
-                                                   std::to_string(report.first_unconverged) + " (0-based), do not invert within --tolerance " +
-                                                   std::to_string(command.tolerance) + " mm (the field folds or runs off there)");
-        }
-        if (report.off_grid > 0) {
-            spdlog::warn("{} point(s) are reached from no point of a displacement field's grid: they stay where they are there "
-                         "(the field is zero off its grid)", report.off_grid);
-        }
-        spdlog::info("inverted the chain at {} point(s): largest residual {:.3g} mm", points.size(), report.max_residual);
+    InversionReport report;
+    try {
+        report = map_point_coordinates(steps, points.coordinates, points.dimension, command.space == "ras", command.from_moving,
+                                       command.tolerance, command.common.threads);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("--from-moving: the chain has no inverse: ") + e.what());
     }
-    if (command.space == "ras") flip_ras_lps(points.coordinates, points.dimension);
+    if (report.unconverged > 0) {
+        throw io::FileError(command.input, std::to_string(report.unconverged) + " point(s), the first point " +
+                                               std::to_string(report.first_unconverged) + " (0-based), do not invert within --tolerance " +
+                                               std::to_string(command.tolerance) + " mm (the field folds or runs off there)");
+    }
+    if (report.off_grid > 0) {
+        spdlog::warn("{} point(s) are reached from no point of a displacement field's grid: they stay where they are there "
+                     "(the field is zero off its grid)", report.off_grid);
+    }
+    if (command.from_moving) spdlog::info("inverted the chain at {} point(s): largest residual {:.3g} mm", points.size(), report.max_residual);
     io::write_points(command.output, points);
     spdlog::info("wrote {} ({} {}-D point(s), {})", command.output.string(), points.size(), points.dimension, command.space);
 }

@@ -59,4 +59,25 @@ std::vector<PointTransform> read_transform_chain(const std::vector<std::string>&
     return steps;
 }
 
+InversionReport map_point_coordinates(const std::vector<PointTransform>& steps, std::vector<double>& coordinates, std::size_t dimension,
+                                      bool ras, bool from_moving, double tolerance, int threads) {
+    // ITK's physical space is LPS; RAS differs in the signs of x and y.
+    auto flip = [&] {
+        if (!ras) return;
+        for (std::size_t at = 0; at < coordinates.size(); at += dimension) {
+            coordinates[at] = -coordinates[at];
+            coordinates[at + 1] = -coordinates[at + 1];
+        }
+    };
+    flip();
+    InversionReport report;
+    if (from_moving) {
+        report = map_points_inverse(steps, coordinates, tolerance, threads);
+    } else {
+        map_points(steps, coordinates, threads);
+    }
+    flip();
+    return report;
+}
+
 }  // namespace gridwarp::cli

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gridwarp/io/transform_io.hpp"
+#include "gridwarp/physical.hpp"
 
 namespace gridwarp::cli {
 
@@ -25,5 +26,11 @@ TransformArgument parse_transform_argument(std::string text);
 std::vector<PointTransform> read_transform_chain(const std::vector<std::string>& arguments, std::size_t dimension,
                                                  const io::Image* moving, const io::Image* reference,
                                                  const io::ReadOptions& options, std::vector<std::shared_ptr<const Tensor>>& buffers);
+
+// Points (N x dimension, x first) in `ras` (else LPS) coordinates, in place, through `steps` as
+// resample maps reference points, or with `from_moving` the chain undone (map_points_inverse, to
+// `tolerance` mm); what `gridwarp points` and Python's map_points both do.
+InversionReport map_point_coordinates(const std::vector<PointTransform>& steps, std::vector<double>& coordinates, std::size_t dimension,
+                                      bool ras, bool from_moving, double tolerance, int threads);
 
 }  // namespace gridwarp::cli

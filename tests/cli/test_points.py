@@ -143,6 +143,19 @@ class Points(ChainFixture):
         np.testing.assert_allclose(got, affine_lps(self.lps), rtol=0, atol=1e-12)
         self.assertEqual([line.split("\t")[3] for line in lines[1:]], [f"n{k}" for k in range(40)])
 
+    def test_ants_csv_layout(self):
+        # antsApplyTransformsToPoints' CSV as ANTs writes it: x,y,z,t,label,comment, an empty comment
+        # cell at the end of each row, exponents, CRLF line ends.
+        with open(self.path("ants.csv"), "w", newline="") as f:
+            f.write("x,y,z,t,label,comment\r\n-1.25e+01,2.5,3,0,1,\r\n4,-5.5,6.125e0,0,2,\r\n")
+        self.points("-i", self.path("ants.csv"), "-o", self.path("ants_out.csv"), "-t", self.path("affine.tfm"), "--space", "lps")
+        with open(self.path("ants_out.csv")) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(lines[0], "x,y,z,t,label,comment")
+        self.assertEqual([line.split(",")[3:] for line in lines[1:]], [["0", "1", ""], ["0", "2", ""]])
+        got = np.array([[float(v) for v in line.split(",")[:3]] for line in lines[1:]])
+        np.testing.assert_allclose(got, affine_lps(np.array([[-12.5, 2.5, 3.0], [4.0, -5.5, 6.125]])), rtol=0, atol=1e-12)
+
     def test_refusals_name_the_file_and_write_nothing(self):
         with open(self.path("no_x.csv"), "w") as f:
             f.write("a,y,z\n1,2,3\n")

@@ -95,17 +95,7 @@ py::array map_points(py::handle points, const std::vector<std::string>& transfor
         const std::vector<PointTransform> steps =
             cli::read_transform_chain(transforms, dimension, moving_image ? &*moving_image : nullptr,
                                       reference_image ? &*reference_image : nullptr, options, buffers);
-        auto flip = [&] {
-            if (space != "ras") return;
-            for (std::size_t at = 0; at < coordinates.size(); at += dimension) coordinates[at] = -coordinates[at], coordinates[at + 1] = -coordinates[at + 1];
-        };
-        flip();
-        if (from_moving) {
-            report = map_points_inverse(steps, coordinates, tolerance, options.threads);
-        } else {
-            map_points(steps, coordinates, options.threads);
-        }
-        flip();
+        report = cli::map_point_coordinates(steps, coordinates, dimension, space == "ras", from_moving, tolerance, options.threads);
     }
     if (report.unconverged > 0) {
         throw py::value_error(std::to_string(report.unconverged) + " point(s), the first point " + std::to_string(report.first_unconverged) +

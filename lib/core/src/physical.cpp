@@ -324,23 +324,26 @@ InversionReport map_points_inverse(const std::vector<PointTransform>& steps, std
     return report;
 }
 
-InvertedField invert_displacement_field(const DisplacementField& field, double tolerance, int threads) {
-    const std::size_t d = field.dimension();
-    const Shape& shape = field.vectors().shape;  // (D1..Dd, d), outermost first
+std::vector<double> grid_points(const AffineMap& index_to_point, const Shape& shape) {
+    const std::size_t d = shape.size();
     std::int64_t voxels = 1;
-    for (std::size_t a = 0; a < d; ++a) voxels *= shape[a];
-    // Each voxel's point, in the field's C order (innermost index first in the map's terms).
-    std::vector<double> targets(static_cast<std::size_t>(voxels) * d);
+    for (const std::int64_t extent : shape) voxels *= extent;
+    std::vector<double> points(static_cast<std::size_t>(voxels) * d);
     for (std::int64_t v = 0; v < voxels; ++v) {
         double index[8];
         std::int64_t rest = v;
         for (std::size_t a = 0; a < d; ++a) {  // innermost-first
-            const std::int64_t extent = shape[d - 1 - a];
-            index[a] = static_cast<double>(rest % extent);
-            rest /= extent;
+            index[a] = static_cast<double>(rest % shape[d - 1 - a]);
+            rest /= shape[d - 1 - a];
         }
-        field.index_to_point().apply(index, targets.data() + static_cast<std::size_t>(v) * d);
+        index_to_point.apply(index, points.data() + static_cast<std::size_t>(v) * d);
     }
+    return points;
+}
+
+InvertedField invert_displacement_field(const DisplacementField& field, double tolerance, int threads) {
+    const Shape& shape = field.vectors().shape;  // (D1..Dd, d), outermost first
+    const std::vector<double> targets = grid_points(field.index_to_point(), Shape(shape.begin(), shape.end() - 1));
     std::vector<double> sources = targets;
     InvertedField inverted;
     inverted.report = map_points_inverse({PointTransform{nullptr, std::shared_ptr<const DisplacementField>(&field, [](const DisplacementField*) {})}},

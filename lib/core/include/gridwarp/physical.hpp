@@ -59,6 +59,10 @@ struct PointTransform {
     std::size_t dimension() const { return affine ? affine->dimension : field->dimension(); }
 };
 
+// The points of every voxel of a grid (`shape` outermost first) under `index_to_point`, in C order:
+// voxels x dimension values, x first.
+std::vector<double> grid_points(const AffineMap& index_to_point, const Shape& shape);
+
 // Maps `points` (N x dimension values, x first, physical) through `steps` in the order they act, in place.
 void map_points(const std::vector<PointTransform>& steps, std::vector<double>& points, int threads = 0);
 
