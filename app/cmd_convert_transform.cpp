@@ -2,6 +2,7 @@
 // one matrix in another's, or as one displacement field on a reference grid.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "cli_common.hpp"
@@ -33,10 +34,9 @@ bool names_a_volume(const std::filesystem::path& file) {
     }
 }
 
-// The chain as ITK's displacement field on the reference grid (as antsApplyTransforms -o [FIELD,1]
-// writes it): at each voxel's point p the vector chain(p) - p, LPS millimetres, float32 vectors.
-void write_displacement_field(const std::filesystem::path& file, const std::vector<PointTransform>& steps, const io::Image& reference,
-                              const ConvertTransformCommand& command) {
+// The chain as FORMAT's dense field sampled at the reference's voxel centres.
+void write_displacement_field(const std::filesystem::path& file, io::TransformFormat format, const std::vector<PointTransform>& steps,
+                              const io::Image& reference, const io::TransformContext& context, const ConvertTransformCommand& command) {
     const std::size_t dimension = reference.spatial.size();
     const io::Geometry geometry = reference.geometry ? *reference.geometry : io::Geometry::identity(dimension);
     check_output_size(file, command.reference.string(), std::vector<std::int64_t>(reference.spatial.begin(), reference.spatial.end()),
@@ -46,20 +46,18 @@ void write_displacement_field(const std::filesystem::path& file, const std::vect
     std::vector<double> mapped = points;
     map_points(steps, mapped, command.common.threads);
     io::Image field;
-    field.kind = io::FileKind::Volume;
-    field.format = "nifti";
-    field.spatial = reference.spatial;
-    field.channels = static_cast<std::int64_t>(dimension);
-    field.layout = io::ChannelLayout::Interleaved;
-    field.geometry = geometry;
-    field.pixels = Tensor(DType::Float32, [&] {
-        Shape shape = reference.spatial;
-        shape.push_back(static_cast<std::int64_t>(dimension));
-        return shape;
-    }());
-    float* vectors = field.pixels.data_as<float>();
-    for (std::size_t k = 0; k < mapped.size(); ++k) vectors[k] = static_cast<float>(mapped[k] - points[k]);
+    try {
+        field = io::displacement_field_image(format, reference, points, mapped, context);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument("-o " + file.string() + ": " + e.what());
+    }
     io::write_image(file, field, to_write_options(command.volume, command.common));
+}
+
+std::string field_format_tags() {
+    std::string tags;
+    for (const io::TransformFormat format : io::displacement_field_formats()) tags += (tags.empty() ? "" : ", ") + io::transform_format_name(format);
+    return tags;
 }
 
 std::string format_tags() {
@@ -74,17 +72,24 @@ void run_convert_transform(const ConvertTransformCommand& command) {
     if (output.inverse || output.per_volume || !output.source.empty() || !output.reference.empty()) {
         throw std::invalid_argument("-o " + command.output + ": an output takes a format tag only (" + format_tags() + ")");
     }
-    const bool field_output = names_a_volume(output.file) &&
-                              (output.format == io::TransformFormat::Detect || output.format == io::TransformFormat::Itk);
-    if (names_a_volume(output.file) && !field_output) {
-        throw std::invalid_argument("-o " + command.output + ": a displacement field is written in ITK's convention (LPS millimetres); "
-                                    "drop the tag or give ,itk");
+    const bool field_output = names_a_volume(output.file);
+    const io::TransformFormat field_format = output.format == io::TransformFormat::Detect ? io::TransformFormat::Itk : output.format;
+    if (field_output) {
+        const auto formats = io::displacement_field_formats();
+        if (std::find(formats.begin(), formats.end(), field_format) == formats.end()) {
+            throw std::invalid_argument("-o " + command.output + ": " + io::transform_format_name(field_format) +
+                                        " has no displacement field layout; a field is written as one of " + field_format_tags());
+        }
     }
     const std::optional<io::TransformFormat> format =
-        field_output ? std::optional<io::TransformFormat>(io::TransformFormat::Itk) : io::transform_output_format(output.file, output.format);
+        field_output ? std::optional<io::TransformFormat>(field_format) : io::transform_output_format(output.file, output.format);
     if (!format) {
         throw std::invalid_argument("-o " + output.file.string() + ": the name does not say which package's format to write; add a tag: " +
                                     output.file.string() + ",TAG with TAG one of " + format_tags());
+    }
+    if (!field_output && !io::writes_matrices(*format)) {
+        throw std::invalid_argument("-o " + command.output + ": " + io::transform_format_name(*format) +
+                                    " writes displacement fields: name a volume file (.nii.gz) and give -r");
     }
     std::vector<std::filesystem::path> inputs;
     std::vector<io::TransformSpec> specs;
@@ -130,8 +135,9 @@ void run_convert_transform(const ConvertTransformCommand& command) {
     }
     if (field_output) {
         if (!reference) throw std::invalid_argument("-o " + output.file.string() + ": a displacement field is written on the reference's grid: give -r REF");
-        write_displacement_field(output.file, steps, *reference, command);
-        spdlog::info("wrote {} (ITK displacement field, LPS mm, on {}'s grid)", output.file.string(), command.reference.string());
+        write_displacement_field(output.file, *format, steps, *reference, context, command);
+        spdlog::info("wrote {} ({} displacement field on {}'s grid)", output.file.string(), io::transform_format_name(*format),
+                     command.reference.string());
         return;
     }
     AffineMap chain = AffineMap::identity(dimension);
@@ -144,13 +150,14 @@ void run_convert_transform(const ConvertTransformCommand& command) {
 
 CommandBinding register_convert_transform_command(CLI::App& app) {
     auto command = std::make_shared<ConvertTransformCommand>();
-    CLI::App* sub = app.add_subcommand("convert-transform", "Write a chain of linear transforms as one matrix in another package's format");
+    CLI::App* sub = app.add_subcommand("convert-transform", "Write a chain of transforms as one matrix, or one displacement field, in another package's format");
     sub->add_option("-t,--transform", command->transforms,
                     "Transform FILE[,tag...] (as resample takes it); repeat for a chain, the first acting first")
         ->required();
     sub->add_option("-o,--output", command->output,
-                    "Output FILE[,format]: itk (.tfm/.txt, .mat is ITK's Matlab), fsl, lta, afni, niftyreg, ras, lps; .tfm, .lta and "
-                    ".1D say it themselves")
+                    "Output FILE[,format]: a matrix as itk (.tfm/.txt, .mat is ITK's Matlab), fsl, lta, afni, niftyreg, ras, lps (.tfm, "
+                    ".lta and .1D say it themselves); a volume (.nii.gz, ...) as a field on -r's grid: itk (the default), fsl, mrtrix, "
+                    "spm, world")
         ->required();
     sub->add_option("-i,--moving", command->moving, "The moving image (FSL, LTA and AFNI conventions are defined through it)");
     sub->add_option("-r,--reference", command->reference, "The reference image (the grid resample would sample onto)");
@@ -160,7 +167,8 @@ CommandBinding register_convert_transform_command(CLI::App& app) {
         "Examples:\n"
         "  gridwarp convert-transform -t bold2t1.mat,fsl -i bold.nii.gz -r t1.nii.gz -o bold2t1.tfm\n"
         "  gridwarp convert-transform -t 0GenericAffine.mat -i moving.nii.gz -r fixed.nii.gz -o reg.lta\n"
-        "  gridwarp convert-transform -t reg.lta -t motion.tfm -o combined.txt,itk");
+        "  gridwarp convert-transform -t reg.lta -t motion.tfm -o combined.txt,itk\n"
+        "  gridwarp convert-transform -t affine.mat -t warp.nii.gz -r fixed.nii.gz -i moving.nii.gz -o warp_fnirt.nii.gz,fsl");
     return set_command_action(*sub, command, run_convert_transform);
 }
 

@@ -22,6 +22,8 @@ test_packages=(
   python3-scipy python3-pil python3-opencv  # oracles of the interpolation, image and resize tests
   python3-h5py             # ITK .h5 transforms written in its layout (the untrusted-file tests)
   mrtrix3                  # ... and with MRtrix3; also a peer in bench_end_to_end
+  connectome-workbench     # its warpfield conversions check the fields convert-transform writes
+  elastix                  # transformix: the oracle of the elastix TransformParameters reader
   slurm-wlm munge          # the slurm test starts a single-node cluster
   groff-base zsh           # the installed man page and zsh completion are checked (groff, zsh -n)
   time                     # the batch scale test bounds CPU seconds and peak memory (/usr/bin/time)

@@ -179,9 +179,8 @@ def rotation(ax, ay, az):
             @ np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]]))
 
 
-class Jacobian(ChainFixture):
-    """gridwarp jacobian on an oblique reference grid inside the field: det of the chain's Jacobian
-    by central differences one voxel either side, in physical units (direction and spacing)."""
+class ObliqueReference(ChainFixture):
+    """An oblique reference grid (ref.nii.gz) inside the field."""
 
     def setUp(self):
         super().setUp()
@@ -195,6 +194,11 @@ class Jacobian(ChainFixture):
         affine[:3, :3] = LPS @ self.index_to_lps
         affine[:3, 3] = LPS @ self.origin
         nib.save(nib.Nifti1Image(np.zeros(self.size, np.float32), affine), self.path("ref.nii.gz"))
+
+
+class Jacobian(ObliqueReference):
+    """gridwarp jacobian on the oblique grid: det of the chain's Jacobian by central differences one
+    voxel either side, in physical units (direction and spacing)."""
 
     def expected(self, chain):
         index = np.stack(np.meshgrid(*[np.arange(n) for n in self.size], indexing="ij"), -1).astype(np.float64)
@@ -314,7 +318,7 @@ class Jacobian(ChainFixture):
         np.testing.assert_allclose(outputs["field"], outputs["chain"], rtol=0, atol=1e-3)
         self.assertGreater(np.abs(outputs["chain"]).max(), 10)
         for args, words in ((["-o", self.path("no_ref.nii.gz")], "-r REF"),
-                            (["-r", self.path("ref.nii.gz"), "-o", self.path("tagged.nii.gz") + ",fsl"], "ITK's convention"),
+                            (["-r", self.path("ref.nii.gz"), "-o", self.path("tagged.nii.gz") + ",afni"], "no displacement field layout"),
                             (["-r", self.path("ref.nii.gz"), "-o", self.path("matrix.tfm")], "cannot be written as a matrix")):
             with self.subTest(args=args):
                 refused = run("convert-transform", "-t", self.path("warp.nii.gz"), *args)

@@ -104,23 +104,9 @@ TransformFile read_fnirt_field(Image field, const TransformSpec& spec, const Tra
     if (spec.absolute_field) {
         absolute = *spec.absolute_field;
     } else {
-        std::array<double, 3> sum_as_is{}, square_as_is{}, sum_less_coordinates{}, square_less_coordinates{};
-        for_each_voxel([&](const double*, const double* fsl, const double* value) {
-            for (int c = 0; c < 3; ++c) {
-                const double less = value[c] - fsl[c];
-                sum_as_is[c] += value[c];
-                square_as_is[c] += value[c] * value[c];
-                sum_less_coordinates[c] += less;
-                square_less_coordinates[c] += less * less;
-            }
-        });
-        const double count = static_cast<double>(nx * ny * nz);
-        double spread_as_is = 0, spread_less_coordinates = 0;
-        for (int c = 0; c < 3; ++c) {
-            spread_as_is += std::sqrt(std::max(0.0, square_as_is[c] / count - std::pow(sum_as_is[c] / count, 2)));
-            spread_less_coordinates += std::sqrt(std::max(0.0, square_less_coordinates[c] / count - std::pow(sum_less_coordinates[c] / count, 2)));
-        }
-        absolute = spread_as_is > spread_less_coordinates;
+        SpreadComparison spread;
+        for_each_voxel([&](const double*, const double* fsl, const double* value) { spread.add(fsl, value); });
+        absolute = spread.values_are_positions();
     }
     Shape shape = field.spatial;
     shape.push_back(3);
@@ -145,6 +131,26 @@ TransformFile read_fnirt_field(Image field, const TransformSpec& spec, const Tra
     result.steps.push_back(std::move(step));
     result.buffers.push_back(std::move(world));
     return result;
+}
+
+Image fsl_field_image(const Image& reference, const FieldSamples& samples, const TransformContext& context) {
+    if (reference.spatial.size() != 3) throw std::invalid_argument("an FSL warp field is for 3-D grids");
+    if (!context.moving) throw std::invalid_argument("an FSL warp field is relative to the image it warps: give -i MOVING");
+    // At each reference voxel: the moving image's FSL coordinates of the mapped point less the
+    // voxel's own FSL coordinates (FNIRT's relative convention), with FNIRT's intent.
+    const FslSpace fixed = fsl_space(reference, context.reference_file, context.reference_file);
+    const FslSpace moving = fsl_space(*context.moving, context.moving_file, context.moving_file);
+    const AffineMap reference_world_to_fsl = fixed.index_to_fsl.after(fixed.index_to_world.inverse());
+    const AffineMap moving_world_to_fsl = moving.index_to_fsl.after(moving.index_to_world.inverse());
+    Image field = vector_field_like(reference, 3, 4, kFnirtDisplacementField);
+    float* out = field.pixels.data_as<float>();
+    for (std::size_t at = 0; at < samples.points.size(); at += 3) {
+        double from[3], to[3];
+        reference_world_to_fsl.apply(&samples.points[at], from);
+        moving_world_to_fsl.apply(&samples.mapped[at], to);
+        for (std::size_t c = 0; c < 3; ++c) out[at + c] = static_cast<float>(to[c] - from[c]);
+    }
+    return field;
 }
 
 TransformFile read_fsl_matrix(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options) {

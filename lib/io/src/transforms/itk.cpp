@@ -30,6 +30,12 @@ void require_itk_field_header(const fs::path& file, const NiftiHeader& header, s
                               "NiftyReg's, which gridwarp does not read; reg_transform can convert it");
     }
     const bool itk_layout = header.dim[0] == 5 && header.dim[4] == 1 && header.dim[5] == static_cast<std::int64_t>(dimension);
+    // Workbench writes its world warpfields (RAS vectors) in ITK's layout and intent, and says so in
+    // the description only, as it does on the ITK fields it writes: its fields must be tagged.
+    if (itk_layout && vector_intent && header.descrip.rfind("Connectome Workbench", 0) == 0) {
+        throw FileError(file, "written by Connectome Workbench, whose world and ITK warpfields look alike: add ,world for a world "
+                              "warpfield (RAS vectors) or ,itk for one it wrote with -to-itk");
+    }
     if (itk_layout && vector_intent) return;
     std::string shape;
     for (std::int64_t axis = 1; axis <= std::clamp<std::int64_t>(header.dim[0], 0, 7); ++axis) {
@@ -38,8 +44,8 @@ void require_itk_field_header(const fs::path& file, const NiftiHeader& header, s
     }
     throw FileError(file, "not tagged, and not an ITK displacement field by its header (" + std::to_string(header.dim[0]) +
                               "-D " + shape + ", intent " + std::to_string(header.intent_code) + "; ITK writes 5-D, one " +
-                              std::to_string(dimension) + "-vector per voxel, intent 1007): if FSL wrote it, add ,fsl; "
-                              "if ITK's vectors are stored otherwise, add ,itk");
+                              std::to_string(dimension) + "-vector per voxel, intent 1007): if FSL, MRtrix3, SPM or Workbench "
+                              "wrote it, add ,fsl ,mrtrix ,spm or ,world; if ITK's vectors are stored otherwise, add ,itk");
 }
 
 TransformFile read_displacement_field(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options) {
@@ -51,16 +57,7 @@ TransformFile read_displacement_field(const TransformSpec& spec, const Transform
         return read_fnirt_field(std::move(image), spec, context, options);
     }
     if (image.nifti && spec.format != TransformFormat::Itk) require_itk_field_header(file, *image.nifti, dimension);
-    if (image.channels == static_cast<std::int64_t>(dimension) && image.layout == ChannelLayout::Planar) {
-        image = interleaved(std::move(image));  // NIfTI stores vector components as volumes
-    }
-    if (image.spatial.size() != dimension || image.channels != static_cast<std::int64_t>(dimension) ||
-        image.layout != ChannelLayout::Interleaved) {
-        throw FileError(file, "a displacement field for " + std::to_string(dimension) + "-D images must be a " +
-                                  std::to_string(dimension) + "-D vector image with " + std::to_string(dimension) +
-                                  " components, got spatial " + shape_to_string(image.spatial) + " with " +
-                                  std::to_string(image.channels) + " channel(s)");
-    }
+    image = as_vector_image(std::move(image), file, dimension, "a displacement field");
     const Geometry geometry = image.geometry ? *image.geometry : Geometry::identity(dimension);
     Shape shape = image.spatial;
     shape.push_back(static_cast<std::int64_t>(dimension));

@@ -14,13 +14,17 @@ const std::vector<TransformFormatEntry>& transform_format_table() {
     // ITK first: its text header and binary .mat are unambiguous, and its .txt/.mat names overlap
     // with the others'.
     static const std::vector<TransformFormatEntry> table = {
-        {.format = TransformFormat::Itk, .tag = "itk", .detects = detects_itk, .read = read_itk},
-        {.format = TransformFormat::Fsl, .tag = "fsl", .detects = detects_fsl_matrix, .read = read_fsl_matrix, .uses_images = true},
+        {.format = TransformFormat::Itk, .tag = "itk", .detects = detects_itk, .read = read_itk, .write_field = itk_field_image},
+        {.format = TransformFormat::Fsl, .tag = "fsl", .detects = detects_fsl_matrix, .read = read_fsl_matrix, .uses_images = true,
+         .write_field = fsl_field_image},
         {.format = TransformFormat::Lta, .tag = "lta", .detects = detects_lta, .read = read_lta, .uses_images = true},
         {.format = TransformFormat::Afni, .tag = "afni", .detects = detects_afni_matrix, .read = read_afni_matrix, .uses_images = true},
         {.format = TransformFormat::NiftyReg, .tag = "niftyreg", .read = read_niftyreg_matrix},
         {.format = TransformFormat::Ras, .tag = "ras", .read = read_ras_matrix},
         {.format = TransformFormat::Lps, .tag = "lps", .read = read_lps_matrix},
+        {.format = TransformFormat::Mrtrix, .tag = "mrtrix", .read = read_mrtrix_field, .write_field = mrtrix_field_image},
+        {.format = TransformFormat::Spm, .tag = "spm", .read = read_spm_field, .write_field = spm_field_image},
+        {.format = TransformFormat::World, .tag = "world", .read = read_world_field, .write_field = world_field_image},
     };
     return table;
 }
@@ -91,7 +95,7 @@ AffineMap ras_to_lps(const AffineMap& ras) {
 
 std::string transform_tag_choices() {
     // Documentation order: the package formats, then the plain conventions.
-    return "fsl, lta, afni, niftyreg, itk, ras or lps";
+    return "fsl, lta, afni, niftyreg, itk, mrtrix, spm, world, ras or lps";
 }
 
 bool looks_like_text(std::string_view bytes) {

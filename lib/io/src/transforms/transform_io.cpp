@@ -68,6 +68,21 @@ TransformSpec parse_transform_spec(std::string text) {
     return spec;
 }
 
+std::vector<TransformFormat> displacement_field_formats() {
+    std::vector<TransformFormat> formats;
+    for (const auto& entry : detail::transform_format_table()) {
+        if (entry.write_field) formats.push_back(entry.format);
+    }
+    return formats;
+}
+
+Image displacement_field_image(TransformFormat format, const Image& reference, const std::vector<double>& points,
+                               const std::vector<double>& mapped, const TransformContext& context) {
+    const detail::TransformFormatEntry& entry = detail::transform_format_entry(format);
+    if (!entry.write_field) throw std::invalid_argument(std::string(entry.tag) + " has no displacement field layout");
+    return entry.write_field(reference, detail::FieldSamples{points, mapped}, context);
+}
+
 TransformFile read_transform(const fs::path& file, std::size_t dimension, bool invert, const ReadOptions& options) {
     TransformSpec spec;
     spec.file = file;

@@ -154,6 +154,11 @@ std::optional<TransformFormat> transform_output_format(const fs::path& file, Tra
     return std::nullopt;  // .mat (FSL text or ITK Matlab), .txt (any package) and the rest say nothing
 }
 
+bool writes_matrices(TransformFormat format) {
+    return format != TransformFormat::Detect && format != TransformFormat::Mrtrix && format != TransformFormat::Spm &&
+           format != TransformFormat::World;
+}
+
 void write_affine_transform(const fs::path& file, TransformFormat format, const AffineMap& reference_to_moving,
                             const TransformContext& context) {
     const AffineMap& map = reference_to_moving;
@@ -210,10 +215,13 @@ void write_affine_transform(const fs::path& file, TransformFormat format, const 
             text += "dst volume info\n" + lta_volume_info(reference, context.reference_file.string());
             return write_text(file, text);
         }
+        case TransformFormat::Mrtrix:
+        case TransformFormat::Spm:
+        case TransformFormat::World:
         case TransformFormat::Detect:
             break;
     }
-    throw std::invalid_argument("no transform format chosen for " + file.string());
+    throw std::invalid_argument(transform_format_name(format) + " has no matrix layout for " + file.string());
 }
 
 }  // namespace gridwarp::io

@@ -26,6 +26,9 @@ enum class TransformFormat {
     NiftyReg,  // NiftyReg reg_aladin (reference to floating, RAS)
     Ras,       // a plain 4x4 world matrix, reference to moving, RAS
     Lps,       // a plain 4x4 world matrix, reference to moving, LPS
+    Mrtrix,    // MRtrix3 deformation (or displacement) fields: RAS scanner positions
+    Spm,       // SPM y_*.nii deformations: RAS positions, 5-D
+    World,     // Connectome Workbench world warpfields: RAS displacements
 };
 
 // A transform as a command line names it: "FILE[,tag...]" or ANTs' "[FILE,0|1]". Tags: a format
@@ -105,6 +108,19 @@ std::optional<TransformFormat> transform_output_format(const std::filesystem::pa
 // context's moving and reference images (std::invalid_argument without them). Written atomically.
 void write_affine_transform(const std::filesystem::path& file, TransformFormat format, const AffineMap& reference_to_moving,
                             const TransformContext& context);
+
+// Whether write_affine_transform writes FORMAT (every format but the field-only mrtrix, spm, world).
+bool writes_matrices(TransformFormat format);
+// The formats with a dense field layout (itk, fsl, mrtrix, spm, world), for messages.
+std::vector<TransformFormat> displacement_field_formats();
+// A chain sampled at every voxel of REFERENCE's grid (`points`, and `mapped` = chain(points), LPS
+// mm, voxels x dimension values, x fastest) as FORMAT's dense field on that grid, float32, ready
+// for write_image: ITK's LPS displacements (5-D, vector intent), FSL FNIRT's relative warp (4-D,
+// intent 2006; needs the context's moving image), MRtrix3's deformation (RAS positions, 4-D), SPM's
+// (5-D) or Workbench's world warpfield (RAS displacements, 5-D). Throws std::invalid_argument for
+// a format without a field layout, or one that needs what the context lacks.
+Image displacement_field_image(TransformFormat format, const Image& reference, const std::vector<double>& points,
+                               const std::vector<double>& mapped, const TransformContext& context);
 
 // A per-volume list (`-t FILE,per-volume`): one transform per volume of a 4-D series, in volume
 // order. FILE is either a file holding the list (an ITK text/Matlab/HDF5 file of N transforms, as
