@@ -176,7 +176,7 @@ void describe_transform(const InfoCommand& command) {
             entry["matrix"] = rows;
             entry["offset"] = step.affine->offset;
         } else {
-            entry["type"] = "displacement field";
+            entry["type"] = step.field->bspline_order() > 0 ? "B-spline" : "displacement field";
         }
         steps.push_back(entry);
     }
@@ -192,7 +192,7 @@ void describe_transform(const InfoCommand& command) {
     for (std::size_t k = 0; k < transform.steps.size(); ++k) {
         const auto& step = transform.steps[k];
         if (!step.affine) {
-            std::cout << "step " << k + 1 << ":    displacement field\n";
+            std::cout << "step " << k + 1 << ":    " << (step.field->bspline_order() > 0 ? "B-spline transform" : "displacement field") << "\n";
             continue;
         }
         for (std::size_t i = 0; i < dimension; ++i) {

@@ -119,6 +119,7 @@ bool DisplacementField::covers(const double* point) const {
     const std::size_t d = dimension();
     double index[8];
     point_to_index_.apply(point, index);
+    if (bspline_order_ > 0) return inside_bspline_region(index);
     for (std::size_t a = 0; a < d; ++a) {
         if (!(index[a] >= -0.5 && index[a] < static_cast<double>(field_.shape[d - 1 - a]) - 0.5)) return false;
     }
@@ -129,6 +130,7 @@ void DisplacementField::apply(const double* in, double* out) const {
     const std::size_t d = dimension();
     double index[8];
     point_to_index_.apply(in, index);  // innermost-first continuous index
+    if (bspline_order_ > 0) return apply_bspline(index, in, out);
     for (std::size_t a = 0; a < d; ++a) {
         const auto extent = static_cast<double>(field_.shape[d - 1 - a]);
         if (!(index[a] >= -0.5 && index[a] < extent - 0.5)) {  // outside (or NaN): no displacement

@@ -32,23 +32,36 @@ struct AffineMap {
 // A dense displacement field in physical units with its own geometry, as ITK's
 // DisplacementFieldTransform uses it: p' = p + d(p), with d interpolated linearly at p's continuous
 // index, edge values repeated within half a voxel of the field, and zero displacement beyond.
+//
+// The same vectors may instead be B-spline coefficients, as ITK's BSplineTransform (and elastix's)
+// uses them: d(p) = sum over the (order + 1)^r grid points around p of the tensor-product B-spline
+// weights times their vectors, and zero displacement wherever that support would leave the grid
+// (ITK's valid region: continuous index in [(order - 1) / 2, size - 1 - (order - 1) / 2)).
 class DisplacementField {
 public:
     // field: (D1..Dr, r) vectors, innermost-first components, of float32 or float64, any strides;
     // not copied. index_to_point: the field's geometry.
     DisplacementField(ConstTensorView field, AffineMap index_to_point);
+    // B-spline coefficients of `order` (1 to 3) on the grid `index_to_point`, shaped as above.
+    static DisplacementField bspline(ConstTensorView coefficients, AffineMap index_to_point, int order);
 
     std::size_t dimension() const { return index_to_point_.dimension; }
     void apply(const double* in, double* out) const;
-    // Whether `point` is within half a voxel of the field (where it displaces at all).
+    // Whether `point` is where the field displaces at all: within half a voxel of a linear field,
+    // inside a B-spline's valid region.
     bool covers(const double* point) const;
     const ConstTensorView& vectors() const { return field_; }
     const AffineMap& index_to_point() const { return index_to_point_; }
+    int bspline_order() const { return bspline_order_; }  // 0: linear between vectors
 
 private:
+    void apply_bspline(const double* index, const double* in, double* out) const;
+    bool inside_bspline_region(const double* index) const;
+
     ConstTensorView field_;
     AffineMap index_to_point_;
     AffineMap point_to_index_;
+    int bspline_order_ = 0;
 };
 
 // One step of a transform chain.

@@ -1,7 +1,8 @@
-// ITK transform files (.tfm, .txt, .mat, .h5): linear transforms, translations, displacement field
-// transforms and composites of them, as affine and field steps. Part of the ITK module (backends.hpp). Text and Matlab files reach ITK only
+// ITK transform files (.tfm, .txt, .mat, .h5): linear transforms, translations, B-spline and
+// displacement field transforms and composites of them, as affine and field steps. Part of the ITK module (backends.hpp). Text and Matlab files reach ITK only
 // after transform_io.cpp checked them; an HDF5 file's declarations are checked here, before ITK
 // builds transforms from them (it allocates whatever a B-spline's fixed parameters declare).
+#include <itkBSplineTransform.h>
 #include <itkCompositeTransform.h>
 #include <itkDisplacementFieldTransform.h>
 #include <itkHDF5TransformIOFactory.h>
@@ -96,6 +97,13 @@ bool append_itk_transform(const itk::TransformBaseTemplate<double>* transform, T
     }
     if (const auto* displacement = dynamic_cast<const itk::DisplacementFieldTransform<double, D>*>(transform)) {
         append_displacement_field<D>(*displacement, result);
+        return true;
+    }
+    if (const auto* bspline = dynamic_cast<const itk::BSplineTransform<double, D, 3>*>(transform)) {
+        const auto& fixed = bspline->GetFixedParameters();
+        const auto& parameters = bspline->GetParameters();
+        append_bspline_transform(std::vector<double>(fixed.begin(), fixed.end()), std::vector<double>(parameters.begin(), parameters.end()), D, 3,
+                                 result, "the transform file");
         return true;
     }
     AffineMap map = AffineMap::identity(D);

@@ -103,16 +103,14 @@ TransformFile read_itk(const TransformSpec& spec, const TransformContext& contex
         // A bare matrix tagged ",itk": ITK's convention for points, LPS from reference to moving.
         return single_affine(homogeneous_matrix(read_matrix(file), dimension, true, file));
     }
-    std::optional<std::vector<PointTransform>> native =
+    std::optional<TransformFile> native =
         parse_itk_transform(bytes, text ? ItkTransformEncoding::Text : ItkTransformEncoding::Matlab, file, dimension);
     if (!native) {
         TransformFile from_itk;
         throw_if_failed(itk_backend().read_transform(file, dimension, from_itk));
         return from_itk;
     }
-    TransformFile result;
-    result.steps = std::move(*native);
-    return result;
+    return std::move(*native);
 }
 
 }  // namespace gridwarp::io::detail

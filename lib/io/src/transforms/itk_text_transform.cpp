@@ -337,8 +337,9 @@ void check_itk_transform_declarations(const std::vector<ItkTransformDeclaration>
             if (transforms.size() == 1) fail(what + ": the composite holds no transform");
             continue;
         }
-        if (parsed.kind == "DisplacementFieldTransform") {
-            // Fixed parameters: the field's size, origin, spacing and direction; parameters: its vectors.
+        if (parsed.kind == "DisplacementFieldTransform" || parsed.kind == "BSplineTransform") {
+            // Fixed parameters: the grid's size, origin, spacing and direction; parameters: its vectors
+            // (a B-spline's coefficients).
             if (!t.has_parameters || !t.has_fixed_parameters) fail(what + ": expected both Parameters and FixedParameters");
             if (t.fixed_parameters != dimension * (dimension + 3)) {
                 fail(what + ": expected " + std::to_string(dimension * (dimension + 3)) + " fixed parameters, found " +
@@ -361,7 +362,7 @@ void check_itk_transform_declarations(const std::vector<ItkTransformDeclaration>
                 voxels *= size;
             }
             if (voxels * static_cast<double>(dimension) != static_cast<double>(t.parameters)) {
-                fail(what + ": a field of " + std::to_string(static_cast<std::uint64_t>(voxels)) + " voxels takes " +
+                fail(what + ": a grid of " + std::to_string(static_cast<std::uint64_t>(voxels)) + " points takes " +
                      std::to_string(static_cast<std::uint64_t>(voxels) * dimension) + " parameters, found " +
                      std::to_string(t.parameters));
             }
@@ -372,8 +373,8 @@ void check_itk_transform_declarations(const std::vector<ItkTransformDeclaration>
         }
         const std::size_t expected = expected_parameter_count(parsed.kind, dimension);
         if (expected == 0) {
-            fail(what + " is not supported (gridwarp reads linear ITK transforms, translations, displacement field "
-                        "transforms, composites of them, and displacement field images)");
+            fail(what + " is not supported (gridwarp reads linear ITK transforms, translations, B-spline and displacement "
+                        "field transforms, composites of them, and displacement field images)");
         }
         if (!t.has_parameters || !t.has_fixed_parameters) fail(what + ": expected both Parameters and FixedParameters");
         if (t.parameters != expected) {
@@ -390,8 +391,8 @@ void check_itk_transform_declarations(const std::vector<ItkTransformDeclaration>
     }
 }
 
-std::optional<std::vector<PointTransform>> parse_itk_transform(std::string_view bytes, ItkTransformEncoding encoding,
-                                                               const fs::path& source, std::size_t dimension) {
+std::optional<TransformFile> parse_itk_transform(std::string_view bytes, ItkTransformEncoding encoding, const fs::path& source,
+                                                 std::size_t dimension) {
     const FileProblem fail(source);
     const std::vector<DeclaredTransform> transforms =
         encoding == ItkTransformEncoding::Text ? parse_text(bytes, fail) : parse_matlab(bytes, fail);
@@ -401,9 +402,14 @@ std::optional<std::vector<PointTransform>> parse_itk_transform(std::string_view 
                                 (encoding == ItkTransformEncoding::Text ? "line " : "matrix ") + std::to_string(t.line), t.fixed});
     }
     check_itk_transform_declarations(declarations, dimension, source);
-    std::vector<PointTransform> steps;
+    TransformFile result;
     for (const DeclaredTransform& t : transforms) {
         if (t.kind == "CompositeTransform") continue;  // the header of the transforms that follow
+        if (t.kind == "BSplineTransform") {
+            // ITK registers only cubic B-spline transforms for its files.
+            append_bspline_transform(t.fixed, t.parameters, dimension, 3, result, source);
+            continue;
+        }
         Matrix matrix;
         std::vector<double> translation;
         if (!linear_parts(t, dimension, matrix, translation)) return std::nullopt;
@@ -421,9 +427,9 @@ std::optional<std::vector<PointTransform>> parse_itk_transform(std::string_view 
         }
         PointTransform step;
         step.affine = std::make_shared<const AffineMap>(std::move(map));
-        steps.push_back(std::move(step));
+        result.steps.push_back(std::move(step));
     }
-    return steps;
+    return result;
 }
 
 }  // namespace gridwarp::io

@@ -15,6 +15,7 @@ const std::vector<TransformFormatEntry>& transform_format_table() {
     // with the others'.
     static const std::vector<TransformFormatEntry> table = {
         {.format = TransformFormat::Itk, .tag = "itk", .detects = detects_itk, .read = read_itk, .write_field = itk_field_image},
+        {.format = TransformFormat::Elastix, .tag = "elastix", .detects = detects_elastix, .read = read_elastix},
         {.format = TransformFormat::Fsl, .tag = "fsl", .detects = detects_fsl_matrix, .read = read_fsl_matrix, .uses_images = true,
          .write_field = fsl_field_image},
         {.format = TransformFormat::Lta, .tag = "lta", .detects = detects_lta, .read = read_lta, .uses_images = true},
@@ -95,7 +96,7 @@ AffineMap ras_to_lps(const AffineMap& ras) {
 
 std::string transform_tag_choices() {
     // Documentation order: the package formats, then the plain conventions.
-    return "fsl, lta, afni, niftyreg, itk, mrtrix, spm, world, ras or lps";
+    return "fsl, lta, afni, niftyreg, itk, elastix, mrtrix, spm, world, ras or lps";
 }
 
 bool looks_like_text(std::string_view bytes) {

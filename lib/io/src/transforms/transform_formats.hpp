@@ -56,6 +56,9 @@ std::string read_transform_head(const std::filesystem::path& file);
 // ITK/ANTs files (.tfm, .txt, .mat, .h5) and displacement field images (itk.cpp).
 bool detects_itk(const std::string& lowercase_name, std::string_view head);
 TransformFile read_itk(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);
+// elastix TransformParameters files, with the files they chain (elastix.cpp).
+bool detects_elastix(const std::string& lowercase_name, std::string_view head);
+TransformFile read_elastix(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);
 // FSL FLIRT text .mat (fsl.cpp).
 bool detects_fsl_matrix(const std::string& lowercase_name, std::string_view head);
 TransformFile read_fsl_matrix(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);

@@ -108,6 +108,12 @@ void invert_step(const fs::path& file, PointTransform& step, TransformFile& owne
         }
         return;
     }
+    if (step.field->bspline_order() > 0) {
+        // Its control grid is far coarser than the images: an inverse sampled there would be poor.
+        throw FileError(file, context + "a B-spline transform is not inverted on its control grid: write it as a field on the "
+                                        "reference's grid (convert-transform -o FIELD.nii.gz -r REF) and invert that; points take "
+                                        "--from-moving");
+    }
     const std::size_t dimension = step.field->dimension();
     const auto voxels = static_cast<std::uint64_t>(step.field->vectors().numel()) / dimension;
     // The inverse's float64 vectors, and the voxels' points twice while it is computed.

@@ -13,7 +13,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kMagic[8] = {'G', 'W', 'T', 'F', 'I', 'L', 'E', '1'};
-enum StepKind : std::uint64_t { kAffineStep = 1, kFieldStep = 2 };
+enum StepKind : std::uint64_t { kAffineStep = 1, kFieldStep = 2, kBSplineStep = 3 };
 constexpr std::uint64_t kMostSteps = 1 << 20;
 
 void put_u64(std::string& out, std::uint64_t value) { out.append(reinterpret_cast<const char*>(&value), sizeof value); }
@@ -77,7 +77,9 @@ std::string encode_transform_file(const TransformFile& transforms) {
             put_map(out, *step.affine);
             continue;
         }
-        put_u64(out, kFieldStep);
+        const int order = step.field->bspline_order();
+        put_u64(out, order > 0 ? kBSplineStep : kFieldStep);
+        if (order > 0) put_u64(out, static_cast<std::uint64_t>(order));
         // The reader's fields are C-ordered float64 already: written from where they are.
         const ConstTensorView& vectors = step.field->vectors();
         Tensor converted;
@@ -110,7 +112,9 @@ TransformFile decode_transform_file(std::string_view bytes, std::size_t dimensio
         PointTransform step;
         if (kind == kAffineStep) {
             step.affine = std::make_shared<const AffineMap>(in.map(dimension));
-        } else if (kind == kFieldStep) {
+        } else if (kind == kFieldStep || kind == kBSplineStep) {
+            const std::uint64_t order = kind == kBSplineStep ? in.u64() : 0;
+            if (order > 3) in.fail("a B-spline of order " + std::to_string(order));
             if (in.u64() != dimension + 1) in.fail("a field of another rank");
             Shape shape;
             std::uint64_t values = 1;
@@ -129,7 +133,9 @@ TransformFile decode_transform_file(std::string_view bytes, std::size_t dimensio
                 if (!std::isfinite(tensor->data_as<double>()[i])) throw FileError(source, "the displacement field holds a non-finite value");
             }
             try {
-                step.field = std::make_shared<const DisplacementField>(std::const_pointer_cast<const Tensor>(tensor)->view(), geometry);
+                const ConstTensorView vectors = std::const_pointer_cast<const Tensor>(tensor)->view();
+                step.field = std::make_shared<const DisplacementField>(order > 0 ? DisplacementField::bspline(vectors, geometry, static_cast<int>(order))
+                                                                                 : DisplacementField(vectors, geometry));
             } catch (const std::invalid_argument& e) {
                 throw FileError(source, e.what());
             }

@@ -156,7 +156,7 @@ std::optional<TransformFormat> transform_output_format(const fs::path& file, Tra
 
 bool writes_matrices(TransformFormat format) {
     return format != TransformFormat::Detect && format != TransformFormat::Mrtrix && format != TransformFormat::Spm &&
-           format != TransformFormat::World;
+           format != TransformFormat::World && format != TransformFormat::Elastix;
 }
 
 void write_affine_transform(const fs::path& file, TransformFormat format, const AffineMap& reference_to_moving,
@@ -218,6 +218,7 @@ void write_affine_transform(const fs::path& file, TransformFormat format, const 
         case TransformFormat::Mrtrix:
         case TransformFormat::Spm:
         case TransformFormat::World:
+        case TransformFormat::Elastix:
         case TransformFormat::Detect:
             break;
     }

@@ -29,6 +29,7 @@ enum class TransformFormat {
     Mrtrix,    // MRtrix3 deformation (or displacement) fields: RAS scanner positions
     Spm,       // SPM y_*.nii deformations: RAS positions, 5-D
     World,     // Connectome Workbench world warpfields: RAS displacements
+    Elastix,   // elastix TransformParameters files (linear kinds and B-splines, chained)
 };
 
 // A transform as a command line names it: "FILE[,tag...]" or ANTs' "[FILE,0|1]". Tags: a format
@@ -137,14 +138,21 @@ enum class ItkTransformEncoding {
 };
 
 // The bytes of an ITK transform file, read without ITK; `source` names it in errors. Every transform
-// must be a linear kind (or a translation, or a text file's heading CompositeTransform) for
-// `dimension`-D images, with exactly as many parameters as ITK's class takes and its centre as the
-// fixed parameters; anything else (B-splines, displacement field transforms, surplus or missing
-// parameters, non-finite values, sizes the bytes do not hold) throws FileError. Returns the steps,
-// or nullopt for a checked file holding a linear kind this reader leaves to ITK (read_transform
-// then reads it through ITK).
-std::optional<std::vector<PointTransform>> parse_itk_transform(std::string_view bytes, ItkTransformEncoding encoding,
-                                                               const std::filesystem::path& source, std::size_t dimension);
+// must be a linear kind (or a translation, or a text file's heading CompositeTransform), a
+// BSplineTransform or a DisplacementFieldTransform for `dimension`-D images, with exactly as many
+// parameters as ITK's class takes; anything else (other kinds, surplus or missing parameters,
+// non-finite values, sizes the bytes do not hold) throws FileError. Returns the steps, or nullopt
+// for a checked file holding a kind this reader leaves to ITK (read_transform then reads it
+// through ITK).
+std::optional<TransformFile> parse_itk_transform(std::string_view bytes, ItkTransformEncoding encoding, const std::filesystem::path& source,
+                                                 std::size_t dimension);
+
+// Appends ITK's BSplineTransform of `order` (ITK's fixed parameters: the coefficient grid's size,
+// origin, spacing and direction row by row; parameters: each component's coefficients in turn, x
+// fastest) to `result` as a B-spline displacement field. Throws FileError naming `file` for counts
+// that do not match, a grid too small for the order, or non-finite values.
+void append_bspline_transform(const std::vector<double>& fixed, const std::vector<double>& parameters, std::size_t dimension, int order,
+                              TransformFile& result, const std::filesystem::path& file);
 
 // One transform as an ITK file declares it: its type as ITK names it ("AffineTransform_double_3_3")
 // and how many parameters and fixed parameters the file holds for it.
