@@ -122,6 +122,7 @@ void run_convert_transform(const ConvertTransformCommand& command) {
         context.acts_last = spec + 1 == specs.end();
         const io::TransformFile file = io::read_transform(*spec, context, read_options);
         for (const auto& warning : file.warnings) spdlog::warn("{}", warning);
+        for (const auto& note : file.notes) spdlog::info("{}", note);
         if (!field_output) {
             for (const auto& step : file.steps) {
                 if (!step.affine) {

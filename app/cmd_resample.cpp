@@ -140,6 +140,7 @@ void run_resample(const ResampleCommand& command) {
     std::vector<std::vector<PointTransform>> volume_steps(chains);
     std::vector<std::shared_ptr<const Tensor>> buffers;
     std::vector<std::string> conventions(transforms.size());  // for --explain, in the listed order
+    std::vector<std::string> notes;  // for --explain: inverses' residuals and folds
     for (auto it = transforms.begin(); it != transforms.end(); ++it) {
         io::TransformContext context;
         context.dimension = dimension;
@@ -157,6 +158,7 @@ void run_resample(const ResampleCommand& command) {
         }
         for (const auto& file : files) {
             for (const auto& warning : file.warnings) spdlog::warn("{}", warning);
+            notes.insert(notes.end(), file.notes.begin(), file.notes.end());
         }
         conventions[static_cast<std::size_t>(it - transforms.begin())] = io::transform_format_name(files.front().format);
         for (std::size_t v = 0; v < chains; ++v) {
@@ -229,6 +231,7 @@ void run_resample(const ResampleCommand& command) {
         }
         explanation.add("transforms", chain.empty() ? "none: the two grids' geometry alone"
                                                     : chain + " (listed as given: the first acts first on output points)");
+        for (const std::string& note : notes) explanation.add("inverse", note);
         if (collapsed) {
             std::vector<double> rows;
             for (std::size_t i = 0; i < dimension; ++i) {

@@ -53,6 +53,7 @@ std::vector<PointTransform> read_transform_chain(const std::vector<std::string>&
         context.acts_last = k + 1 == arguments.size();
         io::TransformFile file = io::read_transform(argument, context, options);
         for (const auto& warning : file.warnings) spdlog::warn("{}", warning);
+        for (const auto& note : file.notes) spdlog::info("{}", note);
         steps.insert(steps.end(), file.steps.rbegin(), file.steps.rend());
         buffers.insert(buffers.end(), file.buffers.begin(), file.buffers.end());
     }

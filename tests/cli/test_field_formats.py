@@ -171,5 +171,46 @@ class FieldFormats(test_points.ObliqueReference):
                 self.assertEqual(len(refused.stderr.strip().splitlines()), 1, refused.stderr)
 
 
+class InverseReport(test_points.ChainFixture):
+    """resample --explain shows an inverse field's residual and the voxels where the field folds;
+    the fold count is NumPy's: det(I + grad d) <= 0, np.gradient's differences, in millimetres."""
+
+    def test_explain_shows_residual_and_folds(self):
+        size = (40, 36, 32)
+        spacing = np.array([1.0, 1.25, 1.5])
+        index = np.stack(np.meshgrid(*[np.arange(n, dtype=np.float64) for n in size], indexing="ij"), -1)
+        mm = index * spacing
+        centre = np.array([20.0, 18.0, 16.0]) * spacing
+        bump = np.exp(-(((mm - centre) ** 2).sum(-1)) / (2 * 2.0 ** 2))
+        vectors = np.zeros(size + (3,))
+        vectors[..., 0] = -2.5 * (mm[..., 0] - centre[0]) * bump + 0.3 * np.sin(mm[..., 1] / 6)
+        vectors[..., 1] = 0.4 * np.cos(mm[..., 2] / 7)
+        affine = np.diag([-spacing[0], -spacing[1], spacing[2], 1.0])  # LPS axes stored as RAS
+        field = nib.Nifti1Image((vectors @ np.diag([1.0, 1.0, 1.0]))[:, :, :, None, :].astype(np.float32), affine)
+        field.header.set_intent("vector")
+        nib.save(field, self.path("folding.nii.gz"))
+        stored = np.asanyarray(nib.load(self.path("folding.nii.gz")).dataobj)[:, :, :, 0, :].astype(np.float64)
+        gradient = np.stack([np.stack(np.gradient(stored[..., k], *spacing), -1) for k in range(3)], -2)  # [..., component, axis]
+        expected_folds = int((np.linalg.det(np.eye(3) + gradient) <= 0).sum())
+        self.assertGreater(expected_folds, 0)
+        nib.save(nib.Nifti1Image(np.ones(size, np.float32), affine), self.path("volume.nii.gz"))
+        result = run("resample", "-i", self.path("volume.nii.gz"), "-o", self.path("out.nii.gz"), "-t", self.path("folding.nii.gz") + ",inverse",
+                     "--explain")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        report = result.stdout + result.stderr
+        self.assertIn(f"folds (det(I + grad d) <= 0) at {expected_folds} voxel(s)", report)
+        maximum = float(report.split("residual |phi(phi^-1(y)) - y| max ")[1].split(" mm")[0])
+        self.assertLessEqual(maximum, 1e-6)
+        # A field that folds everywhere does not invert: one line naming the file, nothing written.
+        nib.save(field.__class__((-2.0 * mm[..., None, :] * np.array([1, 0, 0]))[:, :, :, None, :].reshape(size + (1, 3)).astype(np.float32),
+                                 affine, field.header), self.path("folded.nii.gz"))
+        refused = run("resample", "-i", self.path("volume.nii.gz"), "-o", self.path("refused.nii.gz"), "-t", self.path("folded.nii.gz") + ",inverse")
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("does not invert", refused.stderr)
+        self.assertIn("folds", refused.stderr)
+        self.assertEqual(len(refused.stderr.strip().splitlines()), 1, refused.stderr)
+        self.assertFalse(os.path.exists(self.path("refused.nii.gz")))
+
+
 if __name__ == "__main__":
     main()

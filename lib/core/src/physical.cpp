@@ -314,15 +314,19 @@ InversionReport map_points_inverse(const std::vector<PointTransform>& steps, std
             if (reached) residuals[static_cast<std::size_t>(p)] = std::max(residuals[static_cast<std::size_t>(p)], residual);
         }
     }
+    double sum = 0.0;
     for (std::int64_t p = 0; p < count; ++p) {
         report.max_residual = std::max(report.max_residual, residuals[static_cast<std::size_t>(p)]);
         const char outcome = outcomes[static_cast<std::size_t>(p)];
+        if (outcome == Converged) sum += residuals[static_cast<std::size_t>(p)];
         if (outcome == OffGrid) ++report.off_grid;
         if (outcome == Unconverged) {
             if (report.unconverged == 0) report.first_unconverged = static_cast<std::size_t>(p);
             ++report.unconverged;
         }
     }
+    const std::size_t converged = static_cast<std::size_t>(count) - report.unconverged - report.off_grid;
+    report.mean_residual = converged > 0 ? sum / static_cast<double>(converged) : 0.0;
     return report;
 }
 

@@ -85,6 +85,7 @@ void map_points(const std::vector<PointTransform>& steps, std::vector<double>& p
 // being zero outside, they stay where they are (ITK's inverse filter likewise zeroes its edge).
 struct InversionReport {
     double max_residual = 0.0;
+    double mean_residual = 0.0;  // over the points that converged
     std::size_t unconverged = 0;
     std::size_t first_unconverged = 0;  // its index, when unconverged > 0
     std::size_t off_grid = 0;
@@ -105,6 +106,10 @@ struct InvertedField {
     InversionReport report;
 };
 InvertedField invert_displacement_field(const DisplacementField& field, double tolerance = 1e-6, int threads = 0);
+
+// The voxels where a displacement field folds: det(I + grad d) <= 0, the gradient of its vectors by
+// central differences between neighbouring voxels (one-sided at the edges), in physical units.
+std::size_t count_folded_voxels(const DisplacementField& field, int threads = 0);
 
 // The determinant of the chain's spatial Jacobian at every voxel of a grid (`shape` outermost first,
 // its voxels' points given by `index_to_point`): each derivative by central differences of the

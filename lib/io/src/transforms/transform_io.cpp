@@ -1,6 +1,7 @@
 #include "gridwarp/io/transform_io.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 
 #include "files/file_checks.hpp"
@@ -95,7 +96,8 @@ TransformFile read_transform(const fs::path& file, std::size_t dimension, bool i
 namespace detail {
 
 // The inverse misses its tolerance at a few voxels where a field folds or maps off its own grid
-// (its edge); past this share of the voxels the field has no inverse worth sampling with.
+// (its edge); past this share of the voxels missed, or folded, the field has no inverse worth
+// sampling with.
 constexpr double kFieldInverseTolerance = 1e-6;  // mm
 constexpr double kUnconvergedShare = 0.01;
 
@@ -119,15 +121,25 @@ void invert_step(const fs::path& file, PointTransform& step, TransformFile& owne
     // The inverse's float64 vectors, and the voxels' points twice while it is computed.
     check_memory_budget(file, "the inverse of the displacement field", voxels * dimension * 3, sizeof(double), options.memory);
     const InvertedField inverse = invert_displacement_field(*step.field, kFieldInverseTolerance, options.threads);
-    const std::size_t missed = inverse.report.unconverged;
-    if (static_cast<double>(missed) > kUnconvergedShare * static_cast<double>(voxels)) {
-        throw FileError(file, context + ",inverse: the displacement field does not invert at " + std::to_string(missed) + " of " +
-                                  std::to_string(voxels) + " voxels (more than 1%; it folds there)");
+    const InversionReport& report = inverse.report;
+    const std::size_t folded = count_folded_voxels(*step.field, options.threads);
+    const std::string folds = "the field folds (det(I + grad d) <= 0) at " + std::to_string(folded) + " voxel(s)";
+    const double most = kUnconvergedShare * static_cast<double>(voxels);
+    if (static_cast<double>(report.unconverged) > most || static_cast<double>(folded) > most) {
+        throw FileError(file, context + ",inverse: the displacement field does not invert: the iteration misses 1e-6 mm at " +
+                                  std::to_string(report.unconverged) + " of " + std::to_string(voxels) + " voxels and " + folds +
+                                  " (at most 1% may)");
     }
-    if (missed > 0) {
-        owner.warnings.push_back(file.string() + ",inverse: the inverse misses 1e-6 mm at " + std::to_string(missed) + " of " +
-                                 std::to_string(voxels) + " voxels, where the field folds");
+    if (report.unconverged > 0) {
+        owner.warnings.push_back(file.string() + ",inverse: the inverse misses 1e-6 mm at " + std::to_string(report.unconverged) + " of " +
+                                 std::to_string(voxels) + " voxels; " + folds);
     }
+    char residual[96];
+    std::snprintf(residual, sizeof residual, "max %.2g mm, mean %.2g mm", report.max_residual, report.mean_residual);
+    owner.notes.push_back(file.string() + ",inverse: fixed-point inverse at the field's " + std::to_string(voxels) +
+                          " voxels, residual |phi(phi^-1(y)) - y| " + residual + " where it converged (tolerance 1e-6 mm), missed at " +
+                          std::to_string(report.unconverged) + ", beyond the field's reach (inverse 0) at " + std::to_string(report.off_grid) +
+                          "; " + folds);
     owner.buffers.push_back(inverse.vectors);
     step.field = inverse.field;
 }

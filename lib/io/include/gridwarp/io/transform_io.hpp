@@ -76,6 +76,8 @@ struct TransformFile {
     // What the reader wants the user to know (one line each), e.g. an LTA whose volumes are not
     // the images given.
     std::vector<std::string> warnings;
+    // How it was read, for --explain and the log (one line each): an inverse field's residual and folds.
+    std::vector<std::string> notes;
     // The convention it was read in (a tag's or the detected one; Lps for a bare 2-D matrix).
     TransformFormat format = TransformFormat::Detect;
 };
