@@ -442,7 +442,7 @@ private:
 };
 
 void run_batch(const BatchCommand& command) {
-    if (!runs_in_process(command.command)) {
+    if (!runs_in_batch(command.command)) {
         throw ExitStatus(2, "batch: COMMAND must be affine, resize, flow, resample or sample, got '" + command.command + "'");
     }
     const CommandOptions options(command.command);

@@ -19,10 +19,14 @@ namespace {
 struct ConvertTransformCommand {
     std::vector<std::string> transforms;
     std::string output;
-    std::filesystem::path moving;
-    std::filesystem::path reference;
+    ImageArgument moving;
+    ImageArgument reference;
     VolumeFlags volume;
     CommonOptions common;
+
+    ImageArgument* image_argument(std::string_view option) {
+        return option == "reference" ? &reference : option == "moving" ? &moving : nullptr;
+    }
 };
 
 // A volume file name (.nii[.gz], .nrrd, .nhdr, .mha, .mhd): the chain is written as a displacement field.
@@ -97,21 +101,19 @@ void run_convert_transform(const ConvertTransformCommand& command) {
         specs.push_back(io::parse_transform_spec(text));
         inputs.push_back(specs.back().file);
     }
-    if (!command.moving.empty()) inputs.push_back(command.moving);
-    if (!command.reference.empty()) inputs.push_back(command.reference);
+    for (const auto& file : files_of({&command.moving, &command.reference})) inputs.push_back(file);
     check_output_differs(output.file, inputs);
-
     const io::ReadOptions read_options = to_read_options(command.volume, command.common);
-    std::optional<io::Image> moving, reference;
-    if (!command.moving.empty()) moving = io::read_image_header(command.moving, read_options);
-    if (!command.reference.empty()) reference = io::read_image_header(command.reference, read_options);
+    std::shared_ptr<const io::Image> moving, reference;
+    if (!command.moving.empty()) moving = load_image_header(command.moving, read_options);
+    if (!command.reference.empty()) reference = load_image_header(command.reference, read_options);
     const std::size_t dimension = moving ? moving->spatial.size() : reference ? reference->spatial.size() : 3;
     io::TransformContext context;
     context.dimension = dimension;
-    context.moving = moving ? &*moving : nullptr;
-    context.reference = reference ? &*reference : nullptr;
-    context.moving_file = command.moving;
-    context.reference_file = command.reference;
+    context.moving = moving.get();
+    context.reference = reference.get();
+    context.moving_file = command.moving.path;
+    context.reference_file = command.reference.path;
 
     // -t T1 -t T2 ... maps a point p to ...T2(T1(p)), as resample applies them; inside a file the
     // last step acts first.

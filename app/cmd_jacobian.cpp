@@ -19,43 +19,47 @@ namespace {
 
 struct JacobianCommand {
     std::vector<std::string> transforms;
-    std::filesystem::path reference;
-    std::filesystem::path moving;
-    std::filesystem::path output;
+    ImageArgument reference;
+    ImageArgument moving;
+    OutputArgument output;
     bool log = false;
     VolumeFlags volume;
     CommonOptions common;
+
+    ImageArgument* image_argument(std::string_view option) {
+        return option == "reference" ? &reference : option == "moving" ? &moving : nullptr;
+    }
 };
 
 void run_jacobian(const JacobianCommand& command) {
     apply_common_options(command.common);
-    std::vector<std::filesystem::path> inputs{command.reference};
+    std::vector<std::filesystem::path> inputs = files_of({&command.reference, &command.moving});
     for (const auto& text : command.transforms) inputs.push_back(parse_transform_argument(text).file);
-    if (!command.moving.empty()) inputs.push_back(command.moving);
     check_output_differs(command.output, inputs);
 
     const io::ReadOptions read_options = to_read_options(command.volume, command.common);
-    const io::Image reference = io::read_image_header(command.reference, read_options);
+    const std::shared_ptr<const io::Image> reference_header = load_image_header(command.reference, read_options);
+    const io::Image& reference = *reference_header;
     report_warnings(reference);
     const std::size_t dimension = reference.spatial.size();
     if (reference.batch != 1 || (dimension != 2 && dimension != 3)) {
-        throw io::FileError(command.reference, "the reference must be one 2-D or 3-D image, got size " + image_size_text(reference.spatial));
+        throw io::FileError(command.reference.path, "the reference must be one 2-D or 3-D image, got size " + image_size_text(reference.spatial));
     }
-    std::optional<io::Image> moving;
-    if (!command.moving.empty()) moving = io::read_image_header(command.moving, read_options);
+    std::shared_ptr<const io::Image> moving;
+    if (!command.moving.empty()) moving = load_image_header(command.moving, read_options);
     const io::Geometry geometry = reference.geometry ? *reference.geometry : io::Geometry::identity(dimension);
-    check_output_size(command.output, command.reference.string(), std::vector<std::int64_t>(reference.spatial.begin(), reference.spatial.end()), 1,
+    check_output_size(command.output.path, command.reference.string(), std::vector<std::int64_t>(reference.spatial.begin(), reference.spatial.end()), 1,
                       sizeof(double) + sizeof(float), to_memory_budget(command.volume.memory));
     std::vector<std::shared_ptr<const Tensor>> buffers;
     const std::vector<PointTransform> steps =
-        read_transform_chain(command.transforms, dimension, moving ? &*moving : nullptr, &reference, read_options, buffers);
+        read_transform_chain(command.transforms, dimension, moving.get(), &reference, read_options, buffers);
 
     Tensor determinants;
     try {
         determinants = chain_jacobian_determinant(steps, AffineMap::from_geometry(geometry.spacing, geometry.origin, geometry.direction),
                                                   reference.spatial, command.common.threads);
     } catch (const std::invalid_argument& e) {
-        throw io::FileError(command.reference, e.what());
+        throw io::FileError(command.reference.path, e.what());
     }
     const double* values = determinants.data_as<double>();
     std::int64_t folded = 0;
@@ -74,7 +78,11 @@ void run_jacobian(const JacobianCommand& command) {
         // log of a fold (a non-positive determinant) is not a number: NaN marks it.
         out[v] = static_cast<float>(command.log ? (values[v] > 0.0 ? std::log(values[v]) : std::nan("")) : values[v]);
     }
-    io::write_image(command.output, output, to_write_options(command.volume, command.common));
+    if (command.output.in_memory()) {
+        *command.output.result = std::move(output);
+    } else {
+        io::write_image(command.output.path, output, to_write_options(command.volume, command.common));
+    }
     if (folded > 0) {
         spdlog::warn("{} of {} voxels have a non-positive determinant: the chain folds there", folded, determinants.numel());
     }

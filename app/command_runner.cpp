@@ -45,13 +45,13 @@ std::string unknown_argument(const CLI::App& app) {
     return "";
 }
 
-#define GRIDWARP_COMMAND(name, registrar, in_process) CommandBinding registrar(CLI::App& app);
+#define GRIDWARP_COMMAND(name, registrar, in_batch, in_python) CommandBinding registrar(CLI::App& app);
 #include "commands.def"
 #undef GRIDWARP_COMMAND
 
 std::span<const CommandEntry> command_table() {
     static constexpr CommandEntry commands[] = {
-#define GRIDWARP_COMMAND(name, registrar, in_process) {name, &registrar, in_process},
+#define GRIDWARP_COMMAND(name, registrar, in_batch, in_python) {name, &registrar, in_batch, in_python},
 #include "commands.def"
 #undef GRIDWARP_COMMAND
     };
@@ -65,14 +65,19 @@ const CommandEntry* find_command(std::string_view name) {
     return nullptr;
 }
 
-bool runs_in_process(std::string_view name) {
+bool runs_in_batch(std::string_view name) {
     const CommandEntry* entry = find_command(name);
-    return entry && entry->in_process;
+    return entry && entry->in_batch;
+}
+
+bool runs_in_python(std::string_view name) {
+    const CommandEntry* entry = find_command(name);
+    return entry && entry->in_python;
 }
 
 Registrar in_process_registrar(std::string_view name) {
     const CommandEntry* entry = find_command(name);
-    if (!entry || !entry->in_process) throw std::invalid_argument("'" + std::string(name) + "' is not a command that runs in-process");
+    if (!entry || !(entry->in_batch || entry->in_python)) throw std::invalid_argument("'" + std::string(name) + "' is not a command that runs in-process");
     return entry->registrar;
 }
 

@@ -18,19 +18,22 @@ namespace gridwarp::cli {
 // Adds a command to the program's App and returns its binding (the storage its options write to).
 using Registrar = CommandBinding (*)(CLI::App&);
 
-// Every gridwarp command, once, in --help's order (the rows are in commands.def). in_process:
-// batch rows and the Python package can run it.
+// Every gridwarp command, once, in --help's order (the rows are in commands.def). in_batch: batch
+// rows can run it (an image in, an image out); in_python: the Python package can run it.
 struct CommandEntry {
     std::string_view name;
     Registrar registrar;
-    bool in_process;
+    bool in_batch;
+    bool in_python;
 };
 std::span<const CommandEntry> command_table();
 const CommandEntry* find_command(std::string_view name);
 
-// Whether NAME is a command that runs in-process (affine, flow, resample, resize, sample), and the
-// function that registers it (std::invalid_argument for any other name).
-bool runs_in_process(std::string_view name);
+// Whether NAME is a command batch rows can run (affine, flow, resample, resize, sample), or the
+// Python package (those, jacobian and convert-transform), and the function that registers such a
+// command (std::invalid_argument for any other name).
+bool runs_in_batch(std::string_view name);
+bool runs_in_python(std::string_view name);
 Registrar in_process_registrar(std::string_view name);
 
 // "unknown option '--rotat' (did you mean '--rotate'?)" for the first argument the command did not

@@ -160,3 +160,28 @@ def test_map_points_equals_the_points_command(exe, tmp_path):
         gridwarp.map_points(points, [str(tmp_path / "nope.tfm")])
     with pytest.raises(ValueError, match=r"\(N, 2\) or \(N, 3\)"):
         gridwarp.map_points(points[:, :1], [tilt])
+
+
+def test_jacobian_and_convert_transform_equal_the_program(exe, tmp_path):
+    import numpy as np
+    brain = SAMPLES / "brain.nii.gz"
+    tilt = str(SAMPLES / "tilt.tfm")
+    gridwarp.resize(brain, tmp_path / "ref.nii.gz", voxel_size=4)
+    reference = gridwarp.read(tmp_path / "ref.nii.gz")
+    # A field of the tilt on the reference grid, as a file, then its Jacobian in memory and on disk.
+    assert gridwarp.convert_transform([tilt], tmp_path / "field.nii.gz", reference=reference) == str(tmp_path / "field.nii.gz")
+    run_program(exe, "convert-transform", "-t", tilt, "-r", tmp_path / "ref.nii.gz", "-o", tmp_path / "field_cli.nii.gz")
+    assert same_bytes(tmp_path / "field.nii.gz", tmp_path / "field_cli.nii.gz")
+    gridwarp.convert_transform([tilt], str(tmp_path / "field.nii") + ",mrtrix", reference=tmp_path / "ref.nii.gz")
+    run_program(exe, "convert-transform", "-t", tilt, "-r", tmp_path / "ref.nii.gz", "-o", str(tmp_path / "field_cli.nii") + ",mrtrix")
+    assert same_bytes(tmp_path / "field.nii", tmp_path / "field_cli.nii")
+    in_memory = gridwarp.jacobian(reference, [tmp_path / "field.nii.gz"])
+    run_program(exe, "jacobian", "-r", tmp_path / "ref.nii.gz", "-t", tmp_path / "field.nii.gz", "-o", tmp_path / "jac_cli.nii.gz")
+    assert np.array_equal(in_memory.array, gridwarp.read(tmp_path / "jac_cli.nii.gz").array)
+    # The tilt is a rotation: its determinant is 1 wherever the field's linear interpolation is exact.
+    np.testing.assert_allclose(in_memory.array[..., 2:-2, 2:-2, 2:-2], 1.0, rtol=0, atol=1e-4)
+    gridwarp.jacobian(tmp_path / "ref.nii.gz", tilt, tmp_path / "log.nii.gz", log=True)
+    run_program(exe, "jacobian", "-r", tmp_path / "ref.nii.gz", "-t", tilt, "-o", tmp_path / "log_cli.nii.gz", "--log")
+    assert same_bytes(tmp_path / "log.nii.gz", tmp_path / "log_cli.nii.gz")
+    with pytest.raises(ValueError, match="-i MOVING"):
+        gridwarp.convert_transform([tilt], str(tmp_path / "fsl.nii.gz") + ",fsl", reference=reference)

@@ -11,8 +11,8 @@ import os as _os
 
 from ._gridwarp import __version__, affine_grid, grid_sample, simd_target, simd_targets
 
-__all__ = ["Image", "affine", "affine_grid", "flow", "grid_sample", "map_points", "read", "resample", "resize", "simd_target",
-           "simd_targets", "write"]
+__all__ = ["Image", "affine", "affine_grid", "convert_transform", "flow", "grid_sample", "jacobian", "map_points", "read", "resample",
+           "resize", "simd_target", "simd_targets", "write"]
 
 try:  # built where the io library is
     from ._gridwarp import Image, map_points, read, write
@@ -104,5 +104,46 @@ def resample(moving, output=None, reference=None, transforms=(), **options):
     return _run("resample", files, options, output, repeated=("transform",))
 
 
-for _function in (affine, resize, flow, resample):
+def _transform_list(transforms):
+    if isinstance(transforms, (str, _os.PathLike)):
+        transforms = [transforms]
+    if any(isinstance(t, Image) for t in transforms):
+        raise TypeError("transforms: give files (a transform is read by its format's conventions)")
+    return [_text(t) for t in transforms]
+
+
+def jacobian(reference, transforms, output=None, moving=None, **options):
+    """gridwarp jacobian: the determinant of the chain's spatial Jacobian at every voxel of `reference`.
+
+    transforms as resample takes them (the first acts first); moving= only for transforms defined
+    through the moving image (FSL, LTA). log=True writes its natural log (NaN where it is not
+    positive); threads=, ... FILES
+    """
+    files = [("reference", reference)]
+    if moving is not None:
+        files.append(("moving", moving))
+    options["transform"] = _transform_list(transforms)
+    return _run("jacobian", files, options, output, repeated=("transform",))
+
+
+def convert_transform(transforms, output, reference=None, moving=None, **options):
+    """gridwarp convert-transform: writes the chain `transforms` (the first acting first) to `output`.
+
+    A linear chain to a matrix file ("out.tfm", "out.mat,fsl", "reg.lta", ...); any chain to a
+    displacement field on `reference`'s grid when `output` names a volume: "field.nii.gz" (ITK's
+    layout) or "field.nii.gz,KIND" with KIND fsl (needs moving=), mrtrix, spm or world
+    (docs/cli.md). reference and moving may be paths or Images. Returns `output`'s path.
+    """
+    files = []
+    if reference is not None:
+        files.append(("reference", reference))
+    if moving is not None:
+        files.append(("moving", moving))
+    options["transform"] = _transform_list(transforms)
+    if output is None:
+        raise TypeError("convert_transform writes a file: give output")
+    return _run("convert-transform", files, options, output, repeated=("transform",))
+
+
+for _function in (affine, resize, flow, resample, jacobian):
     _function.__doc__ = _function.__doc__.replace("FILES", _FILES)

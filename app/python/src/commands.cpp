@@ -51,7 +51,7 @@ void log_as_the_program_does(bool verbose) {
 // memory by the option they stand for, and, with keep_result, the result kept in memory.
 std::shared_ptr<io::Image> run_command(const std::string& command, const std::vector<std::pair<std::string, std::vector<std::string>>>& options,
                                        const std::map<std::string, std::shared_ptr<io::Image>>& images, bool keep_result, bool verbose) {
-    if (!cli::runs_in_process(command)) throw py::value_error("no such command: " + command);
+    if (!cli::runs_in_python(command)) throw py::value_error("no such command: " + command);
     log_as_the_program_does(verbose);
     cli::InProcessCall call;
     call.options = options;
