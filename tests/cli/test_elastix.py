@@ -186,6 +186,24 @@ class Elastix(FolderTestCase):
         got = np.asanyarray(nib.load(self.path("field.nii.gz")).dataobj).reshape(20, 20, 20, 3)
         self.assertGreater(np.abs(expected).max(), 0.5)
         np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5)
+        # transformix -jac all: the determinant of the spatial Jacobian, differentiated analytically;
+        # gridwarp's central differences over one voxel agree to their truncation error.
+        peer = subprocess.run(["transformix", "-jac", "all", "-out", out, "-tp", parameters], capture_output=True, text=True)
+        self.assertEqual(peer.returncode, 0, peer.stdout[-2000:])
+        result = run("jacobian", "-t", parameters, "-r", self.path("fixed.nii.gz"), "-o", self.path("jacobian.nii.gz"), "-q")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        expected = np.asanyarray(nib.load(os.path.join(out, "spatialJacobian.nii")).dataobj)
+        got = np.asanyarray(nib.load(self.path("jacobian.nii.gz")).dataobj)
+        self.assertGreater(np.abs(expected - 1).max(), 0.2)
+        # Outside the B-spline's valid region both are 1; on its border the differences straddle it.
+        from scipy.ndimage import binary_erosion
+        inside = binary_erosion(expected != 1.0, np.ones((3, 3, 3)))
+        self.assertGreater(inside.sum(), 500)
+        # Central differences over 1.5 mm voxels of a 5 mm B-spline: O(h^2) truncation, 0.047 at most here.
+        np.testing.assert_allclose(got[inside], expected[inside], rtol=0, atol=0.06)
+        self.assertLess(np.abs(got - expected)[inside].mean(), 0.01)
+        far_outside = binary_erosion(expected == 1.0, np.ones((3, 3, 3)), border_value=1)
+        np.testing.assert_array_equal(got[far_outside], 1.0)
 
     def test_broken_files_are_refused_in_one_line(self):
         good = elastix_file("BSplineTransform", self.coefficients, bspline_entries(3))

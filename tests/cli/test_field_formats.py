@@ -171,6 +171,24 @@ class FieldFormats(test_points.ObliqueReference):
                 self.assertEqual(len(refused.stderr.strip().splitlines()), 1, refused.stderr)
 
 
+class LinearFromMrtrix(test_points.ChainFixture):
+    def test_transformconvert_itk_import_reads_back_as_ras(self):
+        # MRtrix3's linear files map template points to moving points in RAS: ,ras reads them.
+        if not shutil.which("transformconvert"):
+            self.skipTest("MRtrix3 is not installed")
+        peer = subprocess.run(["transformconvert", self.path("affine.tfm"), "itk_import", self.path("mrtrix.txt"), "-force", "-quiet"],
+                              capture_output=True, text=True)
+        self.assertEqual(peer.returncode, 0, peer.stderr)
+        np.save(self.path("in.npy"), self.lps)
+        mapped = {}
+        for name, transform in (("itk", self.path("affine.tfm")), ("mrtrix", self.path("mrtrix.txt") + ",ras")):
+            result = run("points", "-i", self.path("in.npy"), "-o", self.path(f"{name}.npy"), "-t", transform, "--space", "lps", "-q")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            mapped[name] = np.load(self.path(f"{name}.npy"))
+        np.testing.assert_allclose(mapped["itk"], affine_lps(self.lps), rtol=0, atol=1e-9)
+        np.testing.assert_allclose(mapped["mrtrix"], mapped["itk"], rtol=0, atol=1e-5)
+
+
 class InverseReport(test_points.ChainFixture):
     """resample --explain shows an inverse field's residual and the voxels where the field folds;
     the fold count is NumPy's: det(I + grad d) <= 0, np.gradient's differences, in millimetres."""
