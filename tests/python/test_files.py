@@ -185,3 +185,13 @@ def test_jacobian_and_convert_transform_equal_the_program(exe, tmp_path):
     assert same_bytes(tmp_path / "log.nii.gz", tmp_path / "log_cli.nii.gz")
     with pytest.raises(ValueError, match="-i MOVING"):
         gridwarp.convert_transform([tilt], str(tmp_path / "fsl.nii.gz") + ",fsl", reference=reference)
+
+
+def test_reorient_equals_the_program(exe, tmp_path):
+    import numpy as np
+    brain = SAMPLES / "brain.nii.gz"
+    image = gridwarp.reorient(brain, to="LIA")
+    run_program(exe, "reorient", "-i", brain, "-o", tmp_path / "lia.nii.gz", "--to", "LIA")
+    assert np.array_equal(image.array, gridwarp.read(tmp_path / "lia.nii.gz").array)
+    back = gridwarp.reorient(image, tmp_path / "back.nii.gz", to="like:" + str(brain))
+    assert np.array_equal(gridwarp.read(back).array, gridwarp.read(brain).array)

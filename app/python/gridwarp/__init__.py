@@ -11,8 +11,8 @@ import os as _os
 
 from ._gridwarp import __version__, affine_grid, grid_sample, simd_target, simd_targets
 
-__all__ = ["Image", "affine", "affine_grid", "convert_transform", "flow", "grid_sample", "jacobian", "map_points", "read", "resample",
-           "resize", "simd_target", "simd_targets", "write"]
+__all__ = ["Image", "affine", "affine_grid", "convert_transform", "flow", "grid_sample", "jacobian", "map_points", "read", "reorient",
+           "resample", "resize", "simd_target", "simd_targets", "write"]
 
 try:  # built where the io library is
     from ._gridwarp import Image, map_points, read, write
@@ -104,6 +104,14 @@ def resample(moving, output=None, reference=None, transforms=(), **options):
     return _run("resample", files, options, output, repeated=("transform",))
 
 
+def reorient(input, output=None, to="RAS", **options):
+    """gridwarp reorient: the voxel axes permuted and flipped to point as `to` says ("RAS", "LPS",
+    "LIA", ... or "like:FILE"), nothing interpolated: the same values at the same world positions. FILES
+    """
+    options["to"] = to
+    return _run("reorient", [("input", input)], options, output)
+
+
 def _transform_list(transforms):
     if isinstance(transforms, (str, _os.PathLike)):
         transforms = [transforms]
@@ -145,5 +153,5 @@ def convert_transform(transforms, output, reference=None, moving=None, **options
     return _run("convert-transform", files, options, output, repeated=("transform",))
 
 
-for _function in (affine, resize, flow, resample, jacobian):
+for _function in (affine, resize, flow, resample, jacobian, reorient):
     _function.__doc__ = _function.__doc__.replace("FILES", _FILES)

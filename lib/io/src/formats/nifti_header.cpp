@@ -499,6 +499,12 @@ void set_nifti_geometry(NiftiHeader& header, const Geometry& geometry) {
         header.sform_code = 1;
         header.qform_code = 1;
     }
+    set_nifti_qform(header, ras);
+}
+
+std::array<double, 12> nifti_qform_matrix(const NiftiHeader& header) { return qform_matrix(header); }
+
+void set_nifti_qform(NiftiHeader& header, const std::array<double, 12>& ras) {
     // The qform holds rotations only: unit, orthogonal columns (within float precision).
     std::array<double, 9> r{};
     bool orthonormal = true;

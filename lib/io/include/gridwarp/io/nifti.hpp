@@ -73,5 +73,10 @@ Geometry nifti_geometry(const NiftiHeader& header, std::size_t dimension, NiftiG
 // Sets the header's transforms (sform, qform, pixdim[1..3]) to hold `geometry`, in the header's
 // spatial unit; keeps its codes (a sheared geometry goes in the sform only, with qform_code 0).
 void set_nifti_geometry(NiftiHeader& header, const Geometry& geometry);
+// The qform as a 3x4 RAS matrix [linear | offset] in the header's unit (nifti_io's quatern_to_mat44).
+std::array<double, 12> nifti_qform_matrix(const NiftiHeader& header);
+// Sets the qform (quaternion, offsets, pixdims, qfac) to a 3x4 RAS matrix; one whose columns are not
+// orthogonal goes in the sform alone (qform_code 0), as set_nifti_geometry does.
+void set_nifti_qform(NiftiHeader& header, const std::array<double, 12>& ras);
 
 }  // namespace gridwarp::io
