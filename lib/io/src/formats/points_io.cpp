@@ -5,6 +5,7 @@
 #include <cmath>
 #include <ostream>
 
+#include "formats/gifti.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/npy.hpp"
@@ -13,7 +14,7 @@ namespace gridwarp::io {
 
 namespace {
 
-enum class TableKind { Csv, Tsv, Npy };
+enum class TableKind { Csv, Tsv, Npy, Gifti };
 
 TableKind kind_of(const std::filesystem::path& file) {
     std::string extension = file.extension().string();
@@ -21,7 +22,8 @@ TableKind kind_of(const std::filesystem::path& file) {
     if (extension == ".csv") return TableKind::Csv;
     if (extension == ".tsv") return TableKind::Tsv;
     if (extension == ".npy") return TableKind::Npy;
-    throw FileError(file, "not a point format gridwarp reads or writes (expected .csv, .tsv or .npy)");
+    if (extension == ".gii") return TableKind::Gifti;
+    throw FileError(file, "not a point format gridwarp reads or writes (expected .csv, .tsv, .npy or a GIFTI surface .gii)");
 }
 
 // One line's cells, split at `delimiter` outside double quotes ("" inside quotes is a quote).
@@ -150,11 +152,22 @@ std::string shortest_text(double value) {
 
 }  // namespace
 
+std::string point_format_of(const std::filesystem::path& file) {
+    switch (kind_of(file)) {
+        case TableKind::Csv: return "csv";
+        case TableKind::Tsv: return "tsv";
+        case TableKind::Npy: return "npy";
+        case TableKind::Gifti: return "gifti";
+    }
+    return {};
+}
+
 PointSet read_points(const std::filesystem::path& file) {
     switch (kind_of(file)) {
         case TableKind::Csv: return read_table(file, ',', "csv");
         case TableKind::Tsv: return read_table(file, '\t', "tsv");
         case TableKind::Npy: return read_npy_points(file);
+        case TableKind::Gifti: return detail::read_gifti_points(read_file_bytes(file), file);
     }
     return {};
 }
@@ -162,6 +175,14 @@ PointSet read_points(const std::filesystem::path& file) {
 void write_points(const std::filesystem::path& file, const PointSet& points) {
     const TableKind kind = kind_of(file);
     const std::size_t count = points.size();
+    if (kind == TableKind::Gifti) {
+        if (points.format != "gifti") {
+            throw FileError(file, "a GIFTI surface is written only from one read (its triangles and metadata come from there); "
+                                  "the points were read from ." + points.format);
+        }
+        detail::write_gifti_points(file, points);
+        return;
+    }
     if (kind == TableKind::Npy) {
         Tensor array(DType::Float64, {static_cast<std::int64_t>(count), static_cast<std::int64_t>(points.dimension)});
         std::copy(points.coordinates.begin(), points.coordinates.end(), array.data_as<double>());
