@@ -50,7 +50,7 @@ void run_points(const PointsCommand& command) {
         throw std::invalid_argument("--space " + command.space + ": GIFTI surfaces hold RAS coordinates; leave --space out");
     }
 
-    io::PointSet points = io::read_points(command.input);
+    io::PointSet points = io::read_points(command.input, command.common.threads);
     const io::ReadOptions read_options = to_read_options(command.volume, command.common);
     std::optional<io::Image> reference, moving;
     if (!command.reference.empty()) reference = io::read_image_header(command.reference, read_options);
@@ -82,7 +82,7 @@ void run_points(const PointsCommand& command) {
                      "(the field is zero off its grid)", report.off_grid);
     }
     if (command.from_moving) spdlog::info("inverted the chain at {} point(s): largest residual {:.3g} mm", points.size(), report.max_residual);
-    io::write_points(command.output, points);
+    io::write_points(command.output, points, command.common.threads);
     spdlog::info("wrote {} ({} {}-D point(s), {})", command.output.string(), points.size(), points.dimension, command.space);
 }
 

@@ -160,6 +160,42 @@ class Points(ChainFixture):
         got = np.array([[float(v) for v in line.split(",")[:3]] for line in lines[1:]])
         np.testing.assert_allclose(got, affine_lps(np.array([[-12.5, 2.5, 3.0], [4.0, -5.5, 6.125]])), rtol=0, atol=1e-12)
 
+    def test_large_table_in_blocks(self):
+        # Over 1 MiB a table is parsed and written in one block per thread: the rows come back in
+        # order with blank lines, CRLF, quotes and a last line without a line end, and a problem is
+        # reported at its own line whichever block holds it.
+        rng = np.random.default_rng(3)
+        points = rng.uniform(-40, 40, size=(30000, 3))
+        lines = ["id,x,y,z,note"]
+        for k, p in enumerate(points):
+            lines.append(f'{k},{p[0]!r},"{p[1]!r}",{p[2]!r},"row {k}, quoted"' + ("\r" if k % 7 == 0 else ""))
+            if k % 1000 == 999:
+                lines.append("")
+        text = "\n".join(lines)
+        self.assertGreater(len(text), 2 << 20)
+        with open(self.path("large.csv"), "w", newline="") as f:
+            f.write(text)
+        for threads in ("1", "2", "3"):
+            with self.subTest(threads=threads):
+                self.points("-i", self.path("large.csv"), "-o", self.path(f"large_{threads}.csv"), "-t", self.path("affine.tfm"), "--space", "lps",
+                            "--threads", threads)
+                mapped, rows = self.read_csv(f"large_{threads}.csv")
+                np.testing.assert_allclose(mapped, affine_lps(points), rtol=0, atol=1e-12)
+                self.assertEqual([r["note"] for r in rows], [f"row {k}, quoted" for k in range(len(points))])
+                self.assertEqual([r["id"] for r in rows], [str(k) for k in range(len(points))])
+        for row in (5, 25000):
+            broken = list(lines)
+            line_index = row + 1 + row // 1000  # the header, and a blank line after each thousand rows
+            broken[line_index] = broken[line_index].replace(",", ",oops", 1)
+            with open(self.path("broken.csv"), "w", newline="") as f:
+                f.write("\n".join(broken))
+            with self.subTest(row=row):
+                result = run("points", "-i", self.path("broken.csv"), "-o", self.path("broken_out.csv"), "-t", self.path("affine.tfm"),
+                             "--threads", "2")
+                self.assertNotEqual(result.returncode, 0)
+                self.assertIn(f"line {line_index + 1}: column x holds 'oops", result.stderr)
+                self.assertFalse(os.path.exists(self.path("broken_out.csv")))
+
     def test_refusals_name_the_file_and_write_nothing(self):
         with open(self.path("no_x.csv"), "w") as f:
             f.write("a,y,z\n1,2,3\n")

@@ -30,11 +30,16 @@ struct PointSet {
     std::vector<double> coordinates;  // N x dimension, x first, as the file holds them
     std::string format;  // "csv", "tsv", "npy" or "gifti"
 
-    // Tables: the header's cells and each row's line exactly as read (quotes included; a row is
-    // split again when written, one string a row being far smaller than one a cell), so that a
-    // written table differs from the one read in its coordinate cells only.
+    // Tables: the header's cells and each row's line exactly as read (quotes included), so that a
+    // written table differs from the one read in its coordinate cells only. The rows are spans of
+    // the file's text, split again when written: one allocation for the table, not one a row or a cell.
+    struct TextSpan {
+        std::size_t begin = 0;
+        std::size_t size = 0;
+    };
     std::vector<std::string> header;
-    std::vector<std::string> rows;
+    std::string table_text;
+    std::vector<TextSpan> rows;  // each row's line in table_text, without its line end
     char delimiter = ',';
     std::vector<std::size_t> coordinate_columns;  // the x, y[, z] cells of each row
     // .npy: the dtype the file held (a floating one is written back as it was; integers as float64).
@@ -52,14 +57,16 @@ std::string point_format_of(const std::filesystem::path& file);
 
 // Reads a .csv, .tsv, .npy or .gii point set. Throws FileError naming the file and the problem (no
 // x/y column, a cell that is not a finite number, a row with too few cells, a wrong array shape, a
-// GIFTI file without one well-formed pointset array).
-PointSet read_points(const std::filesystem::path& file);
+// GIFTI file without one well-formed pointset array). A table is parsed on `threads` threads (0:
+// every core).
+PointSet read_points(const std::filesystem::path& file, int threads = 0);
 
 // Writes `points` in the format `file`'s extension names, atomically: a table keeps the cells it
 // was read with and puts the coordinates in the shortest text that reads back to the same double;
 // a table written from a .npy set (or a .npy from a table) gets the columns x, y[, z] only. A GIFTI
 // file is the one read with the pointset's data re-encoded as they were; a set read from any other
-// format is refused as GIFTI output (it has no triangles to write).
-void write_points(const std::filesystem::path& file, const PointSet& points);
+// format is refused as GIFTI output (it has no triangles to write). A table is formatted on
+// `threads` threads (0: every core).
+void write_points(const std::filesystem::path& file, const PointSet& points, int threads = 0);
 
 }  // namespace gridwarp::io
