@@ -41,8 +41,16 @@ void run_points(const PointsCommand& command) {
     if (!command.reference.empty()) inputs.push_back(command.reference);
     if (!command.moving.empty()) inputs.push_back(command.moving);
     check_output_differs(command.output, inputs);
+    const std::string input_format = io::point_format_of(command.input), output_format = io::point_format_of(command.output);
+    if (output_format == "gifti" && input_format != "gifti") {
+        throw io::FileError(command.output, "a GIFTI surface is written only from a GIFTI input, whose triangles and metadata it keeps");
+    }
+    // GIFTI stores RAS coordinates whatever the command line says; LPS would be a silent flip.
+    if ((input_format == "gifti" || output_format == "gifti") && command.space != "ras") {
+        throw std::invalid_argument("--space " + command.space + ": GIFTI surfaces hold RAS coordinates; leave --space out");
+    }
 
-    io::PointSet points = io::read_points(command.input);
+    io::PointSet points = io::read_points(command.input, command.common.threads);
     const io::ReadOptions read_options = to_read_options(command.volume, command.common);
     std::optional<io::Image> reference, moving;
     if (!command.reference.empty()) reference = io::read_image_header(command.reference, read_options);
@@ -74,7 +82,7 @@ void run_points(const PointsCommand& command) {
                      "(the field is zero off its grid)", report.off_grid);
     }
     if (command.from_moving) spdlog::info("inverted the chain at {} point(s): largest residual {:.3g} mm", points.size(), report.max_residual);
-    io::write_points(command.output, points);
+    io::write_points(command.output, points, command.common.threads);
     spdlog::info("wrote {} ({} {}-D point(s), {})", command.output.string(), points.size(), points.dimension, command.space);
 }
 
@@ -83,8 +91,8 @@ void run_points(const PointsCommand& command) {
 CommandBinding register_points_command(CLI::App& app) {
     auto command = std::make_shared<PointsCommand>();
     CLI::App* sub = app.add_subcommand("points", "Map points through a transform chain, as resample maps reference points");
-    sub->add_option("-i,--input", command->input, "Points: .csv or .tsv with x,y[,z] columns (others kept), or .npy (N, 2|3)")->required();
-    sub->add_option("-o,--output", command->output, "Output points (.csv, .tsv or .npy)")->required();
+    sub->add_option("-i,--input", command->input, "Points: .csv or .tsv with x,y[,z] columns (others kept), .npy (N, 2|3), or a GIFTI surface .gii (RAS)")->required();
+    sub->add_option("-o,--output", command->output, "Output points (.csv, .tsv, .npy, or .gii from a .gii input)")->required();
     sub->add_option("-t,--transform", command->transforms,
                     "Transform files as resample takes them, the first acting first on reference points (FILE, FILE,inverse, [FILE,1])")
         ->take_all()
@@ -103,7 +111,8 @@ CommandBinding register_points_command(CLI::App& app) {
     sub->footer(
         "Examples:\n"
         "  gridwarp points -i electrodes.csv -o in_template.csv -t warp.nii.gz -t affine.mat --space lps  # = antsApplyTransformsToPoints\n"
-        "  gridwarp points -i seeds.tsv -o moved.tsv -t affine.mat --from-moving   # moving-image points into the reference");
+        "  gridwarp points -i seeds.tsv -o moved.tsv -t affine.mat --from-moving   # moving-image points into the reference\n"
+        "  gridwarp points -i lh.white.surf.gii -o lh.white_moved.surf.gii -t warp.nii.gz -t affine.mat  # a surface's vertices");
     return set_command_action(*sub, command, run_points);
 }
 

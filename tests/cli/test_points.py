@@ -1,18 +1,22 @@
 #!/usr/bin/python3
 """gridwarp points and gridwarp jacobian against a NumPy evaluation of ITK's conventions: an affine .tfm (centre, LPS),
 a NIfTI displacement field (LPS vectors, linear between its voxels), their chain in resample's
-order, RAS and LPS, the inverse by --from-moving, the tables' other cells kept, and refusals.
+order, RAS and LPS, the inverse by --from-moving, the tables' other cells kept, GIFTI surfaces
+made and read back by nibabel, and refusals.
 
     /usr/bin/python3 tests/cli/test_points.py --gridwarp build/app/gridwarp
 """
+import base64
 import csv
 import os
+import re
 import shutil
 import subprocess
 import sys
 
 import nibabel as nib
 import numpy as np
+from nibabel.gifti import GiftiCoordSystem, GiftiDataArray, GiftiImage, GiftiMetaData
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from script_support import FolderTestCase, main, run  # noqa: E402
@@ -156,6 +160,42 @@ class Points(ChainFixture):
         got = np.array([[float(v) for v in line.split(",")[:3]] for line in lines[1:]])
         np.testing.assert_allclose(got, affine_lps(np.array([[-12.5, 2.5, 3.0], [4.0, -5.5, 6.125]])), rtol=0, atol=1e-12)
 
+    def test_large_table_in_blocks(self):
+        # Over 1 MiB a table is parsed and written in one block per thread: the rows come back in
+        # order with blank lines, CRLF, quotes and a last line without a line end, and a problem is
+        # reported at its own line whichever block holds it.
+        rng = np.random.default_rng(3)
+        points = rng.uniform(-40, 40, size=(30000, 3))
+        lines = ["id,x,y,z,note"]
+        for k, p in enumerate(points):
+            lines.append(f'{k},{p[0]!r},"{p[1]!r}",{p[2]!r},"row {k}, quoted"' + ("\r" if k % 7 == 0 else ""))
+            if k % 1000 == 999:
+                lines.append("")
+        text = "\n".join(lines)
+        self.assertGreater(len(text), 2 << 20)
+        with open(self.path("large.csv"), "w", newline="") as f:
+            f.write(text)
+        for threads in ("1", "2", "3"):
+            with self.subTest(threads=threads):
+                self.points("-i", self.path("large.csv"), "-o", self.path(f"large_{threads}.csv"), "-t", self.path("affine.tfm"), "--space", "lps",
+                            "--threads", threads)
+                mapped, rows = self.read_csv(f"large_{threads}.csv")
+                np.testing.assert_allclose(mapped, affine_lps(points), rtol=0, atol=1e-12)
+                self.assertEqual([r["note"] for r in rows], [f"row {k}, quoted" for k in range(len(points))])
+                self.assertEqual([r["id"] for r in rows], [str(k) for k in range(len(points))])
+        for row in (5, 25000):
+            broken = list(lines)
+            line_index = row + 1 + row // 1000  # the header, and a blank line after each thousand rows
+            broken[line_index] = broken[line_index].replace(",", ",oops", 1)
+            with open(self.path("broken.csv"), "w", newline="") as f:
+                f.write("\n".join(broken))
+            with self.subTest(row=row):
+                result = run("points", "-i", self.path("broken.csv"), "-o", self.path("broken_out.csv"), "-t", self.path("affine.tfm"),
+                             "--threads", "2")
+                self.assertNotEqual(result.returncode, 0)
+                self.assertIn(f"line {line_index + 1}: column x holds 'oops", result.stderr)
+                self.assertFalse(os.path.exists(self.path("broken_out.csv")))
+
     def test_refusals_name_the_file_and_write_nothing(self):
         with open(self.path("no_x.csv"), "w") as f:
             f.write("a,y,z\n1,2,3\n")
@@ -171,6 +211,165 @@ class Points(ChainFixture):
                 self.assertIn(words, result.stderr)
                 self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
                 self.assertFalse(os.path.exists(self.path("refused.csv")))
+
+
+def pointset_data(document):
+    """The <Data> text of a GIFTI document's first DataArray (its pointset here) and what lies around it."""
+    match = re.search(rb"<Data>(.*?)</Data>", document, re.S)
+    return document[:match.start(1)], match.group(1), document[match.end(1):]
+
+
+class GiftiSurfaces(ChainFixture):
+    """GIFTI surfaces written by nibabel in each encoding, data type and index order, mapped by
+    gridwarp points and read back by nibabel: the vertices equal the NumPy evaluation in RAS, and
+    every byte of the file but the vertices' data is as it was."""
+
+    def setUp(self):
+        super().setUp()
+        self.ras = self.lps @ LPS.T
+        rng = np.random.default_rng(11)
+        self.triangles = rng.integers(0, len(self.ras), size=(30, 3)).astype(np.int32)
+        self.thickness = rng.uniform(1, 4, size=len(self.ras)).astype(np.float32)
+
+    def surface(self, name, encoding="B64GZ", datatype="NIFTI_TYPE_FLOAT32", ordering="C", vertices=None):
+        """A surface as FreeSurfer's and Workbench's look: metadata, a coordinate system, the
+        triangles and a per-vertex array after the vertices."""
+        vertices = self.ras if vertices is None else vertices
+        coordinates = GiftiCoordSystem(dataspace="NIFTI_XFORM_SCANNER_ANAT", xformspace="NIFTI_XFORM_TALAIRACH",
+                                       xform=np.array([[1, 0, 0, 2.5], [0, 1, 0, -1], [0, 0, 1, 4], [0, 0, 0, 1.0]]))
+        image = GiftiImage(meta=GiftiMetaData({"AnatomicalStructurePrimary": "CortexLeft", "UserName": "a <b> & 'c'"}), darrays=[
+            GiftiDataArray(vertices.astype(np.float32 if datatype.endswith("32") else np.float64), intent="NIFTI_INTENT_POINTSET",
+                           datatype=datatype, encoding=encoding, ordering=ordering, coordsys=coordinates,
+                           meta={"GeometricType": "Anatomical", "AnatomicalStructureSecondary": "GrayWhite"}),
+            GiftiDataArray(self.triangles, intent="NIFTI_INTENT_TRIANGLE", datatype="NIFTI_TYPE_INT32", encoding=encoding),
+            GiftiDataArray(self.thickness, intent="NIFTI_INTENT_SHAPE", datatype="NIFTI_TYPE_FLOAT32", encoding=encoding)])
+        nib.save(image, self.path(name))
+        return self.path(name)
+
+    def check_kept(self, source, output):
+        """Everything of `source` but the pointset's <Data> text is in `output` byte for byte, and
+        nibabel reads the same triangles, metadata and per-vertex values from both."""
+        with open(source, "rb") as f:
+            before, _, after = pointset_data(f.read())
+        with open(output, "rb") as f:
+            out_before, _, out_after = pointset_data(f.read())
+        self.assertEqual(out_before, before)
+        self.assertEqual(out_after, after)
+        read, written = nib.load(source), nib.load(output)
+        np.testing.assert_array_equal(written.darrays[1].data, self.triangles)
+        np.testing.assert_array_equal(written.darrays[2].data, read.darrays[2].data)  # nibabel's ASCII keeps 6 decimals
+        self.assertEqual(dict(written.meta), dict(read.meta))
+        self.assertEqual(dict(written.darrays[0].meta), dict(read.darrays[0].meta))
+        np.testing.assert_array_equal(written.darrays[0].coordsys.xform, read.darrays[0].coordsys.xform)
+        for attribute in ("datatype", "encoding", "endian", "ind_ord"):
+            self.assertEqual(getattr(written.darrays[0], attribute), getattr(read.darrays[0], attribute))
+
+    def mapped(self, source, output, *transforms):
+        self.points("-i", source, "-o", self.path(output), *transforms)
+        return self.path(output)
+
+    def test_every_encoding_type_and_order_through_an_affine(self):
+        for encoding in ("ASCII", "B64BIN", "B64GZ"):
+            for datatype in ("NIFTI_TYPE_FLOAT32", "NIFTI_TYPE_FLOAT64"):
+                for ordering in ("C", "F") if encoding != "ASCII" else ("C",):
+                    with self.subTest(encoding=encoding, datatype=datatype, ordering=ordering):
+                        name = f"{encoding}_{datatype[-2:]}_{ordering}"
+                        source = self.surface(f"{name}.surf.gii", encoding, datatype, ordering)
+                        output = self.mapped(source, f"{name}_out.surf.gii", "-t", self.path("affine.tfm"))
+                        vertices = nib.load(source).darrays[0].data.astype(np.float64)
+                        expected = affine_lps(vertices @ LPS.T) @ LPS.T
+                        got = nib.load(output).darrays[0].data
+                        self.assertEqual(got.dtype, np.float32 if datatype.endswith("32") else np.float64)
+                        # float32 data are rounded once on the way out: half a unit in the last place of ~60 mm.
+                        np.testing.assert_allclose(got, expected, rtol=0, atol=4e-6 if datatype.endswith("32") else 1e-12)
+                        self.check_kept(source, output)
+
+    def test_field_chain_and_its_inverse(self):
+        source = self.surface("chain.surf.gii", "B64GZ", "NIFTI_TYPE_FLOAT64")
+        output = self.mapped(source, "chain_out.surf.gii", "-t", self.path("warp.nii.gz"), "-t", self.path("affine.tfm"))
+        expected = affine_lps(field_lps(self.lps, self.vectors)) @ LPS.T
+        np.testing.assert_allclose(nib.load(output).darrays[0].data, expected, rtol=0, atol=1e-9)
+        self.check_kept(source, output)
+        back = self.mapped(output, "chain_back.surf.gii", "-t", self.path("warp.nii.gz"), "-t", self.path("affine.tfm"),
+                           "--from-moving", "--tolerance", "1e-9")
+        np.testing.assert_allclose(nib.load(back).darrays[0].data, self.ras, rtol=0, atol=1e-8)
+
+    def test_big_endian_data(self):
+        # nibabel writes the machine's byte order; the same values big-endian, as a SPARC or PowerPC tool would write them.
+        source = self.surface("little.surf.gii", "B64BIN", "NIFTI_TYPE_FLOAT32")
+        with open(source, "rb") as f:
+            before, data, after = pointset_data(f.read())
+        swapped = np.frombuffer(base64.b64decode(data), "<f4").astype(">f4").tobytes()
+        before = before.replace(b'Endian="LittleEndian"', b'Endian="BigEndian"', 1)
+        with open(self.path("big.surf.gii"), "wb") as f:
+            f.write(before + base64.b64encode(swapped) + after)
+        vertices = nib.load(self.path("big.surf.gii")).darrays[0].data.astype(np.float64)
+        np.testing.assert_array_equal(vertices, self.ras.astype(np.float32))
+        output = self.mapped(self.path("big.surf.gii"), "big_out.surf.gii", "-t", self.path("affine.tfm"))
+        self.assertIn(b'Endian="BigEndian"', open(output, "rb").read())
+        np.testing.assert_allclose(nib.load(output).darrays[0].data, affine_lps(vertices @ LPS.T) @ LPS.T, rtol=0, atol=4e-6)
+
+    def test_vertices_to_and_from_tables(self):
+        # A surface's vertices written as a table are RAS; a table is not written as a surface (it has no triangles).
+        source = self.surface("table.surf.gii", "B64GZ", "NIFTI_TYPE_FLOAT64")
+        self.points("-i", source, "-o", self.path("vertices.csv"), "-t", self.path("affine.tfm"))
+        np.testing.assert_allclose(self.read_csv("vertices.csv")[0], affine_lps(self.lps) @ LPS.T, rtol=0, atol=1e-12)
+        self.points("-i", source, "-o", self.path("vertices.npy"))
+        np.testing.assert_array_equal(np.load(self.path("vertices.npy")), self.ras)
+
+    def refused(self, source, words, output="refused.surf.gii", *extra):
+        result = run("points", "-i", source, "-o", self.path(output), "-t", self.path("affine.tfm"), *extra)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+        self.assertIn(words, result.stderr)
+        self.assertFalse(os.path.exists(self.path(output)))
+        return result.stderr
+
+    def hostile(self, name, document):
+        with open(self.path(name), "wb") as f:
+            f.write(document)
+        return self.path(name)
+
+    def test_hostile_files_are_refused_in_one_line(self):
+        with open(self.surface("good.surf.gii", "B64GZ"), "rb") as f:
+            good = f.read()
+        before, data, after = pointset_data(good)
+        compressed = bytearray(base64.b64decode(data))
+        compressed[len(compressed) // 2] ^= 0xFF
+        with open(self.surface("good_b64.surf.gii", "B64BIN"), "rb") as f:
+            b64_before, b64_data, b64_after = pointset_data(f.read())
+        cases = {
+            "truncated": (good[:len(good) // 2], "truncated"),
+            "not_base64": (before + data[:10] + b"!" + data[11:] + after, "not base64"),
+            "short_base64": (before + data[:-3] + after, "groups of four"),
+            "corrupt_zlib": (before + base64.b64encode(bytes(compressed)) + after, "zlib"),
+            "more_claimed": (before.replace(b'Dim0="40"', b'Dim0="41"', 1) + data + after, "Dim0 x Dim1 = 41 x 3"),
+            "fewer_claimed": (b64_before.replace(b'Dim0="40"', b'Dim0="39"', 1) + b64_data + b64_after, "Dim0 x Dim1 = 39 x 3"),
+            "huge_claim": (before.replace(b'Dim0="40"', b'Dim0="1000000000000"', 1) + data + after, "compressed bytes can hold"),
+            "huge_b64_claim": (b64_before.replace(b'Dim0="40"', b'Dim0="99999999999999999"', 1) + b64_data + b64_after, "Dim0 x Dim1"),
+            "not_a_count": (before.replace(b'Dim0="40"', b'Dim0="-4"', 1) + data + after, "not a count"),
+            "two_dims": (before.replace(b'Dim1="3"', b'Dim1="2"', 1) + data + after, "expected 3"),
+            "external": (before.replace(b'Encoding="GZipBase64Binary"', b'Encoding="ExternalFileBinary"', 1) + data + after,
+                         "ExternalFileBinary"),
+            "integers": (before.replace(b'NIFTI_TYPE_FLOAT32', b'NIFTI_TYPE_INT32', 1) + data + after, "NIFTI_TYPE_FLOAT32"),
+            "no_pointset": (good.replace(b"NIFTI_INTENT_POINTSET", b"NIFTI_INTENT_SHAPE"), "no DataArray has Intent NIFTI_INTENT_POINTSET"),
+            "markup_in_data": (before + b"<b>" + data + b"</b>" + after, "holds markup"),
+            "mismatched_tags": (good.replace(b"</MetaData>", b"</Meta>", 1), "</Meta> where </MetaData>"),
+            "not_gifti": (b'<?xml version="1.0"?><html><body/></html>', "root element is <html>"),
+            "not_xml": (bytes(range(256)) * 4, "outside the <GIFTI> element"),
+            "deep": (b"<GIFTI>" + b"<a>" * 100000 + b"</a>" * 100000 + b"</GIFTI>", "nest more than"),
+            "empty": (b"", "no <GIFTI> element"),
+        }
+        for name, (document, words) in cases.items():
+            with self.subTest(case=name):
+                source = self.hostile(f"{name}.surf.gii", document)
+                self.assertIn(f"{name}.surf.gii", self.refused(source, words, f"{name}_refused.surf.gii"))
+
+    def test_refusals_of_the_command(self):
+        source = self.surface("plain.surf.gii")
+        self.refused(source, "RAS", "lps_refused.surf.gii", "--space", "lps")
+        self.refused(source, "RAS", "lps_refused.csv", "--space", "lps")
+        self.refused(self.write_csv("table.csv", self.ras), "written only from a GIFTI input", "from_table_refused.surf.gii")
 
 
 def rotation(ax, ay, az):
