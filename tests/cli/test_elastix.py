@@ -214,7 +214,9 @@ class Elastix(FolderTestCase):
             "unclosed.txt": (good.replace("(GridIndex 0 0 0)", "(GridIndex 0 0 0"), "line"),
             "kind.txt": (elastix_file("SplineKernelTransform", [1, 2, 3]), "not supported"),
             "loop.txt": (elastix_file("TranslationTransform", [1, 2, 3], initial=self.path("loop.txt")), "names itself"),
-            "missing.txt": (elastix_file("TranslationTransform", [1, 2, 3], initial=self.path("nowhere.txt")), "does not exist"),
+            "missing.txt": (elastix_file("TranslationTransform", [1, 2, 3], initial=self.path("nowhere.txt")), "not beside it"),
+            # A chain is read from one folder: a name elsewhere is looked up beside the file, never followed.
+            "outside.txt": (elastix_file("TranslationTransform", [1, 2, 3], initial="/etc/passwd"), "not beside it"),
             "add.txt": (elastix_file("TranslationTransform", [1, 2, 3], initial=self.path("count.txt")).replace('"Compose"', '"Add"'), "Add"),
             "nan.txt": (good.replace("(GridSpacing 5", "(GridSpacing nan"), "finite"),
             "dimension.txt": (elastix_file("TranslationTransform", [1, 2], dimension=2), "Dimension"),

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "gridwarp/io/error.hpp"
+#include "files/file_checks.hpp"
 #include "names.hpp"
 #include "transforms/transform_formats.hpp"
 
@@ -219,7 +220,7 @@ std::string read_small_text(const fs::path& file) {
 }
 
 // One file and the files it names as its initial transforms, the initial ones acting first.
-void read_chain(const fs::path& file, std::size_t dimension, std::set<fs::path>& seen, TransformFile& result) {
+void read_chain(const fs::path& file, std::size_t dimension, const ReadOptions& options, std::set<fs::path>& seen, TransformFile& result) {
     std::error_code error;
     const fs::path identity = fs::weakly_canonical(file, error);
     if (!seen.insert(error ? file : identity).second) throw FileError(file, "names itself, through InitialTransformParametersFileName");
@@ -254,15 +255,16 @@ void read_chain(const fs::path& file, std::size_t dimension, std::set<fs::path>&
     if (combination != "Compose") {
         in.fail("HowToCombineTransforms \"" + combination + "\" is not supported (only \"Compose\")");
     }
-    // elastix writes the path it was given: absolute, or relative to where it ran, which is most
-    // often the folder holding both files.
-    fs::path next = initial;
-    if (next.is_relative()) {
-        const fs::path beside = file.parent_path() / next.filename();
-        if (fs::exists(beside)) next = beside;
+    // elastix writes the path it was given: absolute, or relative to where it ran. Its files travel
+    // as a folder, so the name is looked up beside this file, and only there: a transform file
+    // cannot make gridwarp read a file elsewhere (the containment rule of companion files).
+    const fs::path next = file.parent_path() / fs::path(initial).filename();
+    if (!fs::exists(next)) {
+        throw FileError(file, "its initial transform " + initial + " is not beside it (" + next.filename().string() +
+                              " in its folder): elastix chains are read from one folder");
     }
-    if (!fs::exists(next)) throw FileError(file, "its initial transform " + initial + " does not exist (looked beside this file too)");
-    read_chain(next, dimension, seen, result);
+    require_companion_inside(file, next, "initial transform", options);
+    read_chain(next, dimension, options, seen, result);
 }
 
 }  // namespace
@@ -282,11 +284,11 @@ bool detects_elastix(const std::string&, std::string_view head) {
     return false;
 }
 
-TransformFile read_elastix(const TransformSpec& spec, const TransformContext& context, const ReadOptions&) {
+TransformFile read_elastix(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options) {
     TransformFile result;
     result.format = TransformFormat::Elastix;
     std::set<fs::path> seen;
-    read_chain(spec.file, context.dimension, seen, result);
+    read_chain(spec.file, context.dimension, options, seen, result);
     return result;
 }
 
