@@ -1,8 +1,9 @@
 // Transform files of the registration packages (FreeSurfer LTA, AFNI .aff12.1D, FSL FLIRT,
-// NiftyReg, plain RAS and LPS matrices), read with a moving and a reference image as resample
-// gives them: an oblique, anisotropic moving volume and an axis-aligned reference.
+// NiftyReg, plain RAS and LPS matrices, elastix TransformParameters), read with a moving and a
+// reference image as resample gives them: an oblique, anisotropic moving volume and an
+// axis-aligned reference.
 //
-// Input: one selector byte (% 6: lta, afni, fsl, niftyreg, ras, lps), then the file's bytes.
+// Input: one selector byte (% 7: lta, afni, fsl, niftyreg, ras, lps, elastix), then the file's bytes.
 #include <cstdint>
 #include <string>
 
@@ -31,15 +32,15 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using gridwarp::io::TransformFormat;
     using gridwarp::fuzz::ScratchFile;
-    static const TransformFormat formats[6] = {TransformFormat::Lta,      TransformFormat::Afni, TransformFormat::Fsl,
-                                               TransformFormat::NiftyReg, TransformFormat::Ras,  TransformFormat::Lps};
-    static const ScratchFile files[6] = {ScratchFile(".lta"),          ScratchFile(".aff12.1D"), ScratchFile(".mat"),
-                                         ScratchFile(".niftyreg.txt"), ScratchFile(".ras.txt"),  ScratchFile(".lps.txt")};
+    static const TransformFormat formats[7] = {TransformFormat::Lta, TransformFormat::Afni, TransformFormat::Fsl,    TransformFormat::NiftyReg,
+                                               TransformFormat::Ras, TransformFormat::Lps,  TransformFormat::Elastix};
+    static const ScratchFile files[7] = {ScratchFile(".lta"),     ScratchFile(".aff12.1D"), ScratchFile(".mat"),          ScratchFile(".niftyreg.txt"),
+                                         ScratchFile(".ras.txt"), ScratchFile(".lps.txt"),  ScratchFile(".elastix.txt")};
     static const gridwarp::io::Image moving =
         volume({0.98, -0.17, 0.0, 0.17, 0.98, 0.05, 0.0, -0.05, 1.0}, {1.2, 0.9, 2.5}, {-30.0, 12.0, 4.0});
     static const gridwarp::io::Image reference = volume({-1, 0, 0, 0, 1, 0, 0, 0, 1}, {2.0, 2.0, 2.0}, {10.0, -20.0, 5.0});
     if (size < 1) return 0;
-    const std::size_t which = data[0] % 6;
+    const std::size_t which = data[0] % 7;
     gridwarp::io::TransformSpec spec;
     spec.file = files[which].write(gridwarp::fuzz::as_text(data + 1, size - 1));
     spec.format = formats[which];
