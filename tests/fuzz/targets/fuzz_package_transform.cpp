@@ -3,7 +3,8 @@
 // reference image as resample gives them: an oblique, anisotropic moving volume and an
 // axis-aligned reference.
 //
-// Input: one selector byte (% 7: lta, afni, fsl, niftyreg, ras, lps, elastix), then the file's bytes.
+// Input: one selector byte (low seven bits % 7: lta, afni, fsl, niftyreg, ras, lps, elastix; bit 7:
+// ,inverse), then the file's bytes.
 #include <cstdint>
 #include <string>
 
@@ -40,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         volume({0.98, -0.17, 0.0, 0.17, 0.98, 0.05, 0.0, -0.05, 1.0}, {1.2, 0.9, 2.5}, {-30.0, 12.0, 4.0});
     static const gridwarp::io::Image reference = volume({-1, 0, 0, 0, 1, 0, 0, 0, 1}, {2.0, 2.0, 2.0}, {10.0, -20.0, 5.0});
     if (size < 1) return 0;
-    const std::size_t which = data[0] % 7;
+    const std::size_t which = (data[0] & 0x7f) % 7;
     gridwarp::io::TransformSpec spec;
     spec.file = files[which].write(gridwarp::fuzz::as_text(data + 1, size - 1));
     spec.format = formats[which];
