@@ -252,6 +252,23 @@ def nifti_seeds():
     put("fuzz_nifti_header", "brain.hdr", gzip.decompress((ROOT / "data" / "brain.nii.gz").read_bytes())[:352])
 
 
+def mgh_seeds():
+    rng = np.random.default_rng(2026)
+    affine = np.array([[-2, 0.1, 0, 30], [0, 0.2, 2, -40], [0, -2.5, 0, 12], [0, 0, 0, 1]], float)
+    images = {
+        "u1": nib.MGHImage(rng.integers(0, 255, (4, 3, 2)).astype(np.uint8), affine),
+        "i2_frames": nib.MGHImage(rng.integers(-100, 100, (3, 3, 2, 3)).astype(np.int16), affine),
+        "i4": nib.MGHImage(rng.integers(-1000, 1000, (3, 2, 2)).astype(np.int32), affine),
+        "f4": nib.MGHImage(rng.standard_normal((3, 2, 2)).astype(np.float32), affine),
+    }
+    images["f4"].header["tr"] = 2300.0
+    for name, image in images.items():
+        data = image.to_bytes()
+        put("fuzz_mgh_file", name + ".mgh", b"\x00" + data)
+        put("fuzz_mgh_file", name + ".mgz", b"\x01" + gzip.compress(data, 6, mtime=0))
+        put("fuzz_mgh_file", name + ".gzme", b"\x02" + data)
+
+
 def batch_seeds():
     csv, tsv, jsonl = b"\x00", b"\x01", b"\x02"
     seeds = {
@@ -364,6 +381,7 @@ def main():
     text_matrix_seeds()
     itk_transform_seeds()
     nifti_seeds()
+    mgh_seeds()
     batch_seeds()
     volume_header_seeds()
     package_transform_seeds()

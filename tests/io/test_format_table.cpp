@@ -21,6 +21,8 @@ TEST_CASE("format table: a name selects the row of its longest suffix; other nam
         {"t1.hdr", "NIfTI", io::FileKind::Volume},         {"t1.img.gz", "NIfTI", io::FileKind::Volume},
         {"ct.nrrd", "NRRD", io::FileKind::Volume},         {"ct.nhdr", "NRRD", io::FileKind::Volume},
         {"ct.mha", "MetaImage", io::FileKind::Volume},     {"ct.mhd", "MetaImage", io::FileKind::Volume},
+        {"aseg.mgz", "MGH", io::FileKind::Volume},         {"T1.MGH", "MGH", io::FileKind::Volume},
+        {"orig.mgh.gz", "MGH", io::FileKind::Volume},
         {"a.png", "PNG", io::FileKind::Raster},            {"a.nii.gz.png", "PNG", io::FileKind::Raster},
         {"a.jpg", "JPEG", io::FileKind::Raster},           {"a.JPEG", "JPEG", io::FileKind::Raster},
         {"stack.tif", "TIFF", io::FileKind::Raster},       {"stack.TIFF", "TIFF", io::FileKind::Raster},

@@ -1,10 +1,12 @@
 // The parallel gzip writer and the inflater of lib/io against zlib (the oracle): whatever the
 // block count, thread count, level and split into pieces, the writer's output is one gzip member
 // that zlib inflates to exactly the input; a failing sink stops the writer with its exception;
-// gunzip_into inflates zlib's own streams into large buffers (faulted in from a second thread).
+// gunzip_into inflates zlib's own streams into large buffers (faulted in from a second thread), and
+// gunzip_at_least_into as much as a stream holds between what is required and the room given.
 #include <catch2/catch.hpp>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -114,6 +116,29 @@ TEST_CASE("gunzip_into inflates zlib's gzip streams into large buffers", "[io][g
         // Cut short (no trailer, one byte of data less): refused, naming the file.
         std::vector<std::uint8_t> short_stream(gz.begin(), gz.end() - 9);
         CHECK_THROWS_WITH(gunzip_into(short_stream, out, "zlib.gz", threads), Catch::Contains("zlib.gz"));
+    }
+}
+
+TEST_CASE("gunzip_at_least_into fills what the data holds between the bytes required and the room given", "[io][gzip]") {
+    // A format whose header does not give the length of what follows the voxels (MGH's tags).
+    const std::vector<std::uint8_t> first = sample_bytes(300000, 15), second = sample_bytes(5000, 16);
+    std::vector<std::uint8_t> data = first;
+    data.insert(data.end(), second.begin(), second.end());
+    // Two members, as a concatenation of gzip files is.
+    std::vector<std::uint8_t> gz = compress({first}, 6, 1);
+    const std::vector<std::uint8_t> gz_second = compress({second}, 6, 1);
+    gz.insert(gz.end(), gz_second.begin(), gz_second.end());
+    for (int threads : {1, 2}) {
+        std::vector<std::uint8_t> out(data.size() + 4096);
+        CHECK(gunzip_at_least_into(gz, out, first.size() - 10, "two.gz", threads) == data.size());
+        CHECK(std::equal(data.begin(), data.end(), out.begin()));
+        // Less room than the data: filled, the rest ignored.
+        std::vector<std::uint8_t> small(data.size() - 100);
+        CHECK(gunzip_at_least_into(gz, small, first.size(), "two.gz", threads) == small.size());
+        CHECK(std::equal(small.begin(), small.end(), data.begin()));
+        // More required than the data holds: refused, naming the file and the bytes required.
+        CHECK_THROWS_WITH(gunzip_at_least_into(gz, out, data.size() + 1, "two.gz", threads),
+                          Catch::Contains("two.gz") && Catch::Contains(std::to_string(data.size() + 1)));
     }
 }
 

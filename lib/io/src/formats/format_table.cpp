@@ -4,6 +4,7 @@
 
 #include "formats/bmp.hpp"
 #include "formats/jpeg.hpp"
+#include "formats/mgh.hpp"
 #include "formats/nifti.hpp"
 #include "formats/png.hpp"
 #include "formats/read_guards.hpp"
@@ -64,6 +65,10 @@ void write_nifti_image(const fs::path& target, const Image& image, const WriteOp
     write_path_atomically(target, [&](const StagedFile& staged) { write_nifti(staged, image, options); });
 }
 
+void write_mgh_image(const fs::path& target, const Image& image, const WriteOptions& options) {
+    write_path_atomically(target, [&](const StagedFile& staged) { write_mgh(staged, image, options); });
+}
+
 void write_itk_image(const fs::path& target, const Image& image, const WriteOptions&) {
     write_path_atomically(target, [&](const StagedFile& staged) {
         write_reporting_failures(staged, [&] { throw_if_failed(itk_backend().write_volume(staged, image)); });
@@ -118,6 +123,8 @@ const FormatHandler kFormats[] = {
     {.name = "NIfTI", .kind = FileKind::Volume, .suffixes = {".nii", ".nii.gz", ".hdr", ".hdr.gz", ".img", ".img.gz"},
      .read = read_nifti, .write = write_nifti_image, .files_read = nifti_files_read, .files_written = nifti_files_written,
      .map_output = map_one_nifti_output, .streams = nifti_output_streams, .stream = stream_nifti_output},
+    {.name = "MGH", .kind = FileKind::Volume, .suffixes = {".mgh", ".mgz", ".mgh.gz"}, .read = read_mgh, .write = write_mgh_image,
+     .streams = mgh_output_streams, .stream = stream_mgh_output},
     {.name = "NRRD", .kind = FileKind::Volume, .suffixes = {".nrrd", ".nhdr"}, .read = read_itk_volume, .write = write_itk_image,
      .files_read = detached_header_files_read, .files_written = detached_header_files_written},
     {.name = "MetaImage", .kind = FileKind::Volume, .suffixes = {".mha", ".mhd"}, .read = read_itk_volume, .write = write_itk_image,

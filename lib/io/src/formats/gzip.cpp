@@ -129,6 +129,11 @@ private:
 }  // namespace
 
 void gunzip_into(std::span<const std::uint8_t> compressed, std::span<std::uint8_t> out, const fs::path& file, int threads) {
+    gunzip_at_least_into(compressed, out, out.size(), file, threads);
+}
+
+std::size_t gunzip_at_least_into(std::span<const std::uint8_t> compressed, std::span<std::uint8_t> out, std::size_t required,
+                                 const fs::path& file, int threads) {
     const BackgroundPrefault prefault(out, threads);
     const std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> decompressor(
         libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
@@ -137,8 +142,9 @@ void gunzip_into(std::span<const std::uint8_t> compressed, std::span<std::uint8_
     while (out_pos < out.size()) {
         const auto in = compressed.subspan(in_pos);
         if (!has_gzip_magic(in)) {
+            if (out_pos >= required) break;
             throw FileError(file, "truncated: the compressed data holds " + std::to_string(out_pos) + " bytes, the header describes " +
-                                      std::to_string(out.size()));
+                                      std::to_string(required));
         }
         const auto space = out.subspan(out_pos);
         std::size_t in_used = 0, out_written = 0;
@@ -149,7 +155,7 @@ void gunzip_into(std::span<const std::uint8_t> compressed, std::span<std::uint8_
             const MemberResult member = inflate_member_with_zlib(in, space);
             if (!member.complete) {
                 throw FileError(file, member.problem + " after " + std::to_string(out_pos + member.out_written) + " of the " +
-                                          std::to_string(out.size()) + " bytes the header describes");
+                                          std::to_string(required) + " bytes the header describes");
             }
             in_used = member.in_used;
             out_written = member.out_written;
@@ -157,6 +163,7 @@ void gunzip_into(std::span<const std::uint8_t> compressed, std::span<std::uint8_
         in_pos += in_used;
         out_pos += out_written;
     }
+    return out_pos;
 }
 
 void gunzip_skipping_into(std::span<const std::uint8_t> compressed, std::uint64_t skip, std::span<std::uint8_t> out,

@@ -55,6 +55,11 @@ std::vector<std::uint8_t> gunzip_prefix(const std::filesystem::path& file, std::
 // `threads` other than 1 (0: every core), a second thread faults `out` in while one inflates.
 void gunzip_into(std::span<const std::uint8_t> compressed, std::span<std::uint8_t> out, const std::filesystem::path& file,
                  int threads = 1);
+// The same for data whose length the header does not give (a trailer after the voxels): fills at
+// least the first `required` bytes of `out` and as much of the rest as the data holds, and returns
+// the bytes written.
+std::size_t gunzip_at_least_into(std::span<const std::uint8_t> compressed, std::span<std::uint8_t> out, std::size_t required,
+                                 const std::filesystem::path& file, int threads = 1);
 
 // The same after discarding the first `skip` bytes the data inflates to (a gap before the voxels),
 // which pass through a small buffer and are never stored. One thread, zlib's inflater.

@@ -2,6 +2,7 @@
 //  - .npy: a tensor (N, C, D1..Dr) as it is;
 //  - .nii, .nii.gz, .hdr/.img (.gz): a volume through gridwarp's NIfTI codec (nifti.hpp);
 //  - .nrrd, .nhdr, .mha, .mhd: a volume through ITK, with its physical geometry;
+//  - .mgh, .mgz, .mgh.gz: a FreeSurfer volume through gridwarp's own MGH codec;
 //  - anything else (.png, .jpg, .tif, .bmp, .webp, ...): a raster image through OpenCV.
 // Pixels stay in the file's memory layout; nchw() views them as (N, C, D1..Dr) through strides, so
 // nothing is converted or copied to be sampled. OpenCV and ITK appear in no public header.
@@ -13,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gridwarp/io/nifti.hpp"
@@ -72,6 +74,7 @@ struct Image {
     std::string channel_order;         // "BGR", "BGRA" for OpenCV colour images, else empty
     std::shared_ptr<const NiftiHeader> nifti;  // the NIfTI header read, carried to NIfTI outputs
     std::optional<ValueScaling> scaling;       // see ValueScaling
+    std::vector<std::pair<std::string, std::string>> properties;  // a format's own header fields, kept for an output of that format (MGH's TR, flip angle, TE, TI; .mif key-values)
     std::vector<std::string> warnings;         // what the reader wants the user to know
     // The EXIF orientation an image file declares (1-8; 0: none). The reader turns the pixels by it
     // unless ReadOptions::keep_orientation, so that they are what a viewer shows.
@@ -84,7 +87,7 @@ struct Image {
     ConstTensorView nchw() const;
     TensorView nchw();
 
-    // An image of the same kind, format, layout, channels, dtype, NIfTI header and scaling with
+    // An image of the same kind, format, layout, channels, dtype, NIfTI header, properties and scaling with
     // another spatial shape (geometry left for the caller to set).
     static Image allocate_like(const Image& prototype, const Shape& spatial);
     // The same without pixels (an empty tensor of the dtype): a description for PendingOutput.
