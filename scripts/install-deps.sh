@@ -9,6 +9,7 @@ build_packages=(
   # (with VTK, Qt and protobuf among their dependencies).
   libopencv-core-dev libopencv-imgcodecs-dev
   libinsighttoolkit5-dev   # NRRD, MetaImage and transforms (gridwarp::io)
+  libgdcm-dev              # DICOM series (the ITK module; ITK's own GDCM IO is built on it)
   libdeflate-dev zlib1g-dev # gzip for the NIfTI codec and PNG (gridwarp::io)
   libpng-dev libjpeg62-turbo-dev libtiff-dev libwebp-dev  # PNG, JPEG, TIFF and WebP (gridwarp::io)
   libcli11-dev libspdlog-dev nlohmann-json3-dev
@@ -21,6 +22,7 @@ test_packages=(
   python3-nibabel python3-numpy  # NIfTI tests read gridwarp's outputs back with nibabel
   python3-scipy python3-pil python3-opencv  # oracles of the interpolation, image and resize tests
   python3-h5py             # ITK .h5 transforms written in its layout (the untrusted-file tests)
+  python3-pydicom dcm2niix # DICOM series written with pydicom; dcm2niix's NIfTI is the oracle
   mrtrix3                  # ... and with MRtrix3; also a peer in bench_end_to_end
   connectome-workbench     # its warpfield conversions check the fields convert-transform writes
   elastix                  # transformix: the oracle of the elastix TransformParameters reader

@@ -7,6 +7,7 @@
 
 #include "files/file_checks.hpp"
 #include "files/shared_files_internal.hpp"
+#include "formats/dicom.hpp"
 #include "formats/format_table.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
@@ -28,17 +29,23 @@ Image header_copy(const Image& image) {
     return copy;
 }
 
+// Inputs are regular files, except a folder that names a DICOM series, whose reader checks each
+// of its files.
+void require_readable_input(const fs::path& file) {
+    if (!detail::names_dicom_folder(file)) detail::require_readable_file(file);
+}
+
 }  // namespace
 
 FileKind kind_for_path(const fs::path& file) { return detail::format_for_path(file).kind; }
 
 Image read_image(const fs::path& file, const ReadOptions& options) {
-    detail::require_readable_file(file);
+    require_readable_input(file);
     return detail::format_for_path(file).read(file, options, true);
 }
 
 Image read_image_header(const fs::path& file, const ReadOptions& options) {
-    detail::require_readable_file(file);
+    require_readable_input(file);
     // Many jobs of a batch share a reference grid: read its header once (shared_files.hpp).
     const auto key = detail::shared_file_key(file, "header|" + std::to_string(static_cast<int>(options.nifti_geometry)));
     if (key) {
@@ -59,6 +66,9 @@ bool named_with_one_of(const fs::path& file, std::span<const std::string_view> s
 }
 
 void check_write_options(const fs::path& target, const detail::FormatHandler& format, const WriteOptions& options) {
+    if (!format.write) {
+        throw FileError(target, "gridwarp reads " + std::string(format.name) + " but does not write it (write .nii or .nii.gz)");
+    }
     std::string extension = detail::lowercase(target.extension().string());
     if (!extension.empty()) extension.erase(0, 1);
     if (options.quality >= 0 && !named_with_one_of(target, format.quality_suffixes)) {

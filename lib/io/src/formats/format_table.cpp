@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "formats/bmp.hpp"
+#include "formats/dicom.hpp"
 #include "formats/jpeg.hpp"
 #include "formats/mgh.hpp"
 #include "formats/nifti.hpp"
@@ -129,6 +130,7 @@ const FormatHandler kFormats[] = {
      .files_read = detached_header_files_read, .files_written = detached_header_files_written},
     {.name = "MetaImage", .kind = FileKind::Volume, .suffixes = {".mha", ".mhd"}, .read = read_itk_volume, .write = write_itk_image,
      .files_read = detached_header_files_read, .files_written = detached_header_files_written},
+    {.name = "DICOM", .kind = FileKind::Volume, .suffixes = {".dcm"}, .read = read_dicom_series, .files_read = dicom_files_read},
     {.name = "PNG", .kind = FileKind::Raster, .suffixes = {".png"}, .sniff = has_png_signature, .read = read_raster_image,
      .decode = decode_png, .highest_compression_level = 9, .write = write_png_image},
     {.name = "JPEG", .kind = FileKind::Raster, .suffixes = {".jpg", ".jpeg"}, .sniff = is_jpeg, .read = read_raster_image,
@@ -149,6 +151,12 @@ const FormatHandler kFormats[] = {
 std::span<const FormatHandler> format_table() { return kFormats; }
 
 const FormatHandler& format_for_path(const fs::path& file) {
+    // A DICOM series may be named by its folder, which has no suffix to select its row.
+    if (names_dicom_folder(file)) {
+        for (const FormatHandler& format : kFormats) {
+            if (format.name == "DICOM") return format;
+        }
+    }
     const std::string name = lowercase_filename(file);
     const FormatHandler* chosen = &kFormats[std::size(kFormats) - 1];
     std::size_t longest = 0;

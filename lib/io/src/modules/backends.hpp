@@ -3,9 +3,10 @@
 // command on .npy or NIfTI files never loads either library, so it starts in a few milliseconds
 // instead of resolving the ~160 shared libraries they pull in (docs/design.md).
 //
-// A module exports one C function, gridwarp_<name>_backend_v3(), returning a table of function
-// pointers. To add a reader: put its code in a module (or a new one), add its functions to the
-// table, and call them through the accessor below.
+// A module exports one C function, gridwarp_<name>_backend_vN(), returning a table of function
+// pointers; N goes up when the table changes, so that a module from another build is refused by
+// name rather than called through the wrong table. To add a reader: put its code in a module (or a
+// new one), add its functions to the table, and call them through the accessor below.
 //
 // No exception crosses the table: the program links its own copy of the C++ runtime (start-up,
 // docs/performance.md) while a module uses the shared one, and a C++ exception thrown by one copy
@@ -34,6 +35,15 @@ struct ModuleFailure {
     std::filesystem::path file;  // a FileError's file
 };
 
+// A DICOM series: the one in `folder`, the one `series_uid` names, or the one `named_file` belongs
+// to. Errors name `input`, the path as the user gave it.
+struct DicomSeriesRequest {
+    std::filesystem::path input, folder, named_file;
+    std::string series_uid;
+    MemoryBudget memory;
+    bool with_pixels = true;
+};
+
 struct RasterBackend {  // OpenCV
     ModuleFailure (*read)(const std::filesystem::path& file, Image& image);
     ModuleFailure (*write)(const StagedFile& staged, const Image& image,
@@ -41,10 +51,11 @@ struct RasterBackend {  // OpenCV
     ModuleFailure (*has_writer)(const std::filesystem::path& file, bool& has);
 };
 
-struct ItkBackend {  // ITK: NRRD, MetaImage, transform files
+struct ItkBackend {  // ITK: NRRD, MetaImage, transform files; DICOM series through GDCM
     ModuleFailure (*read_volume)(const std::filesystem::path& file, bool with_pixels, Image& image);
     ModuleFailure (*write_volume)(const StagedFile& staged, const Image& image);
     ModuleFailure (*read_transform)(const std::filesystem::path& file, std::size_t dimension, TransformFile& transform);
+    ModuleFailure (*read_dicom_series)(const DicomSeriesRequest& request, Image& image);
 };
 
 // In a module: runs `call`, returning what it threw as a failure (none when it returned).
@@ -84,4 +95,4 @@ const ItkBackend& itk_backend();
 
 // The entry points the modules define.
 extern "C" const gridwarp::io::detail::RasterBackend* gridwarp_opencv_backend_v3();
-extern "C" const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v3();
+extern "C" const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v4();

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <string>
 
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/image.hpp"
@@ -21,5 +22,8 @@ TransformFile read_itk_transform(const std::filesystem::path& file, std::size_t 
 // An ITK HDF5 file, its structure checked first; runs only in the HDF5 reader's process.
 TransformFile read_itk_hdf5_transform(const std::filesystem::path& file, std::size_t dimension, const MemoryBudget& budget);
 void write_volume(const StagedFile& staged, const Image& image);
+// A DICOM series (dicom_io.cpp, GDCM): see DicomSeriesRequest in backends.hpp.
+Image read_dicom_series(const std::filesystem::path& input, const std::filesystem::path& folder, const std::string& series_uid,
+                        const std::filesystem::path& named_file, const MemoryBudget& budget, bool with_pixels);
 
 }  // namespace gridwarp::io::detail

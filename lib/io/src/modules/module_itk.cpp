@@ -17,11 +17,17 @@ ModuleFailure read_transform(const std::filesystem::path& file, std::size_t dime
     return failure_of([&] { transform = read_itk_transform(file, dimension); });
 }
 
+ModuleFailure read_dicom(const DicomSeriesRequest& request, Image& image) {
+    return failure_of([&] {
+        image = read_dicom_series(request.input, request.folder, request.series_uid, request.named_file, request.memory, request.with_pixels);
+    });
+}
+
 }  // namespace
 }  // namespace gridwarp::io::detail
 
-extern "C" __attribute__((visibility("default"))) const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v3() {
+extern "C" __attribute__((visibility("default"))) const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v4() {
     namespace detail = gridwarp::io::detail;
-    static const detail::ItkBackend table{&detail::read, &detail::write, &detail::read_transform};
+    static const detail::ItkBackend table{&detail::read, &detail::write, &detail::read_transform, &detail::read_dicom};
     return &table;
 }

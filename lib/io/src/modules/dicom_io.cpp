@@ -1,0 +1,438 @@
+// DICOM series through GDCM, in the ITK module (GDCM comes with ITK's GDCM IO, and keeping it here
+// keeps lib/core and the program's start-up free of it). GDCM is called directly rather than
+// through itk::GDCMSeriesFileNames: that sorter silently stacks series with missing slices, uneven
+// spacing or mixed orientations, and reads every file whole; here each file's header is read up to
+// its pixel data and checked before any pixels are.
+#include <gdcmImage.h>
+#include <gdcmImageReader.h>
+#include <gdcmReader.h>
+#include <gdcmStringFilter.h>
+#include <gdcmTrace.h>
+#include <gdcmTransferSyntax.h>
+#include <gdcmUIDs.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include "gridwarp/io/error.hpp"
+#include "modules/module_functions.hpp"
+
+namespace gridwarp::io::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Vector3 = std::array<double, 3>;
+
+// What one file of a series says about its slice, read from its header alone.
+struct SliceHeader {
+    fs::path file;
+    std::string series_uid, description, transfer_syntax;
+    std::int64_t rows = 0, columns = 0, frames = 1, samples = 1, bits_allocated = 0, pixel_representation = 0;
+    std::array<double, 2> pixel_spacing{};  // DICOM's order: between rows, between columns
+    Vector3 row_direction{}, column_direction{}, position{};
+    double slope = 1.0, intercept = 0.0;
+    std::uint64_t file_size = 0;
+};
+
+double dot(const Vector3& a, const Vector3& b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+Vector3 cross(const Vector3& a, const Vector3& b) {
+    return {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
+}
+
+std::string trimmed(std::string text) {
+    const auto blank = [](unsigned char c) { return c == ' ' || c == '\0' || c == '\t' || c == '\r' || c == '\n'; };
+    while (!text.empty() && blank(text.back())) text.pop_back();
+    std::size_t start = 0;
+    while (start < text.size() && blank(text[start])) ++start;
+    return text.substr(start);
+}
+
+// A DICOM decimal string's values (backslash-separated); throws naming the file and attribute.
+std::vector<double> decimals(const std::string& text, const fs::path& file, const char* attribute, std::size_t count) {
+    std::vector<double> values;
+    std::stringstream stream(text);
+    std::string item;
+    while (std::getline(stream, item, '\\')) {
+        item = trimmed(item);
+        char* end = nullptr;
+        const double value = std::strtod(item.c_str(), &end);
+        if (item.empty() || end != item.c_str() + item.size() || !std::isfinite(value)) {
+            throw FileError(file, std::string(attribute) + " is not a list of numbers: '" + trimmed(text) + "'");
+        }
+        values.push_back(value);
+    }
+    if (values.size() != count) {
+        throw FileError(file, std::string(attribute) + " holds " + std::to_string(values.size()) + " values, expected " +
+                                  std::to_string(count) + (values.empty() ? " (the attribute is missing)" : ""));
+    }
+    return values;
+}
+
+std::int64_t whole_number(const std::string& text, const fs::path& file, const char* attribute, std::int64_t absent) {
+    const std::string value = trimmed(text);
+    if (value.empty()) return absent;
+    char* end = nullptr;
+    const long long number = std::strtoll(value.c_str(), &end, 10);
+    if (end != value.c_str() + value.size()) throw FileError(file, std::string(attribute) + " is not a whole number: '" + value + "'");
+    return number;
+}
+
+// Whether the file has a DICOM Part 10 preamble ("DICM" at byte 128); other files in the folder
+// (a README, a DICOMDIR's neighbours' thumbnails) are not part of any series.
+bool has_dicom_preamble(const fs::path& file) {
+    std::ifstream stream(file, std::ios::binary);
+    char magic[132] = {};
+    return stream.read(magic, sizeof magic) && std::memcmp(magic + 128, "DICM", 4) == 0;
+}
+
+void silence_gdcm() {
+    static std::once_flag once;
+    // GDCM writes its warnings to stderr; gridwarp reports what it refuses in its own words.
+    std::call_once(once, [] {
+        gdcm::Trace::SetDebug(false);
+        gdcm::Trace::SetWarning(false);
+        gdcm::Trace::SetError(false);
+    });
+}
+
+std::string transfer_syntax_name(const std::string& uid) {
+    gdcm::UIDs names;
+    if (names.SetFromUID(uid.c_str()) && names.GetName() != nullptr) return std::string(names.GetName()) + " (" + uid + ")";
+    return uid;
+}
+
+// Returns nullopt for a DICOM file that holds no image (a DICOMDIR, a structured report).
+std::optional<SliceHeader> read_slice_header(const fs::path& file, std::uint64_t file_size) {
+    gdcm::Reader reader;
+    reader.SetFileName(file.c_str());
+    const std::set<gdcm::Tag> skip;
+    if (!reader.ReadUpToTag(gdcm::Tag(0x7fe0, 0x0010), skip)) throw FileError(file, "not a readable DICOM file (corrupt or truncated header)");
+    gdcm::StringFilter strings;
+    strings.SetFile(reader.GetFile());
+    const auto text = [&](std::uint16_t group, std::uint16_t element) { return strings.ToString(gdcm::Tag(group, element)); };
+    SliceHeader slice;
+    slice.file = file;
+    slice.file_size = file_size;
+    slice.rows = whole_number(text(0x0028, 0x0010), file, "Rows", 0);
+    slice.columns = whole_number(text(0x0028, 0x0011), file, "Columns", 0);
+    if (slice.rows == 0 && slice.columns == 0) return std::nullopt;
+    if (slice.rows <= 0 || slice.columns <= 0) throw FileError(file, "Rows and Columns must both be positive");
+    slice.series_uid = trimmed(text(0x0020, 0x000e));
+    if (slice.series_uid.empty()) throw FileError(file, "has no SeriesInstanceUID");
+    slice.description = trimmed(text(0x0008, 0x103e));
+    slice.transfer_syntax = trimmed(reader.GetFile().GetHeader().GetDataSetTransferSyntax().GetString());
+    slice.frames = whole_number(text(0x0028, 0x0008), file, "NumberOfFrames", 1);
+    slice.samples = whole_number(text(0x0028, 0x0002), file, "SamplesPerPixel", 1);
+    slice.bits_allocated = whole_number(text(0x0028, 0x0100), file, "BitsAllocated", 0);
+    slice.pixel_representation = whole_number(text(0x0028, 0x0103), file, "PixelRepresentation", 0);
+    const auto spacing = decimals(text(0x0028, 0x0030), file, "PixelSpacing", 2);
+    slice.pixel_spacing = {spacing[0], spacing[1]};
+    const auto orientation = decimals(text(0x0020, 0x0037), file, "ImageOrientationPatient", 6);
+    slice.row_direction = {orientation[0], orientation[1], orientation[2]};
+    slice.column_direction = {orientation[3], orientation[4], orientation[5]};
+    const auto position = decimals(text(0x0020, 0x0032), file, "ImagePositionPatient", 3);
+    slice.position = {position[0], position[1], position[2]};
+    if (const std::string slope = trimmed(text(0x0028, 0x1053)); !slope.empty()) slice.slope = decimals(slope, file, "RescaleSlope", 1)[0];
+    if (const std::string inter = trimmed(text(0x0028, 0x1052)); !inter.empty()) slice.intercept = decimals(inter, file, "RescaleIntercept", 1)[0];
+    return slice;
+}
+
+// The regular files directly in `folder`. A symbolic link is followed only where it stays inside
+// the folder; anything else that is not a regular file (a FIFO would block, a device never end)
+// is refused, as every input file is.
+std::vector<std::pair<fs::path, std::uint64_t>> folder_files(const fs::path& input, const fs::path& folder) {
+    std::error_code error;
+    const fs::path real_folder = fs::canonical(folder, error);
+    if (error) throw FileError(input, "cannot open the folder: " + error.message());
+    std::vector<std::pair<fs::path, std::uint64_t>> files;
+    for (fs::directory_iterator entry(folder, error), end; !error && entry != end; entry.increment(error)) {
+        const fs::path path = entry->path();
+        const auto link_status = fs::symlink_status(path, error);
+        if (error) break;
+        if (fs::is_directory(link_status)) continue;  // one folder, one series: subfolders are not searched
+        if (fs::is_symlink(link_status)) {
+            const fs::path target = fs::weakly_canonical(path, error);
+            if (error || target.parent_path() != real_folder) {
+                throw FileError(input, "its file " + path.filename().string() + " is a symbolic link leading outside the folder");
+            }
+            if (fs::is_directory(fs::status(path, error))) continue;
+        }
+        const auto status = fs::status(path, error);
+        if (error || !fs::is_regular_file(status)) {
+            throw FileError(input, "its file " + path.filename().string() + " is not a regular file (a device, FIFO or socket)");
+        }
+        files.emplace_back(path, fs::file_size(path, error));
+        if (error) break;
+    }
+    if (error) throw FileError(input, "cannot list the folder: " + error.message());
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+// The code of the axes' nearest directions, LPS world, in nibabel's letters (each axis names the
+// way it points to): "LPS" for an ordinary axial series; "oblique" is added where an axis is off.
+std::string orientation_code(const Vector3& row, const Vector3& column) {
+    const Vector3 normal = cross(row, column);
+    static constexpr std::array<std::array<char, 2>, 3> letters{{{'L', 'R'}, {'P', 'A'}, {'S', 'I'}}};
+    std::string code;
+    bool oblique = false;
+    for (const Vector3& axis : {row, column, normal}) {
+        std::size_t largest = 0;
+        for (std::size_t i = 1; i < 3; ++i) {
+            if (std::abs(axis[i]) > std::abs(axis[largest])) largest = i;
+        }
+        code += letters[largest][axis[largest] < 0 ? 1 : 0];
+        oblique = oblique || std::abs(axis[largest]) < 0.9999;
+    }
+    return oblique ? code + " (oblique)" : code;
+}
+
+struct SeriesListing {
+    std::string uid, description;
+    std::int64_t rows = 0, columns = 0, slices = 0;
+    std::string orientation;
+};
+
+std::string listing_text(const std::vector<SeriesListing>& listing) {
+    std::string text;
+    for (const SeriesListing& series : listing) {
+        if (!text.empty()) text += "; ";
+        text += series.uid + " '" + series.description + "' " + std::to_string(series.columns) + "x" + std::to_string(series.rows) + "x" +
+                std::to_string(series.slices) + " " + series.orientation;
+    }
+    return text;
+}
+
+DType stored_dtype(const SliceHeader& slice) {
+    const bool is_signed = slice.pixel_representation == 1;
+    switch (slice.bits_allocated) {
+        case 8: return is_signed ? DType::Int8 : DType::UInt8;
+        case 16: return is_signed ? DType::Int16 : DType::UInt16;
+        case 32: return is_signed ? DType::Int32 : DType::UInt32;
+        default:
+            throw FileError(slice.file, "BitsAllocated is " + std::to_string(slice.bits_allocated) + ": gridwarp reads 8, 16 and 32");
+    }
+}
+
+bool within(double a, double b, double tolerance) { return std::abs(a - b) <= tolerance; }
+
+// The checks that make the slices one regular grid; each refusal is one line naming the input.
+void require_one_grid(const fs::path& input, const std::vector<SliceHeader>& slices) {
+    const SliceHeader& first = slices.front();
+    if (first.frames != 1) {
+        throw FileError(first.file, "holds " + std::to_string(first.frames) + " frames: multi-frame (enhanced) DICOM is not read");
+    }
+    if (first.samples != 1) {
+        throw FileError(first.file, "has " + std::to_string(first.samples) + " samples per pixel: gridwarp reads grey-level DICOM only");
+    }
+    for (const SliceHeader& slice : slices) {
+        if (slice.rows != first.rows || slice.columns != first.columns) {
+            throw FileError(input, "the series mixes slice sizes: " + first.file.filename().string() + " is " + std::to_string(first.columns) +
+                                       "x" + std::to_string(first.rows) + ", " + slice.file.filename().string() + " is " +
+                                       std::to_string(slice.columns) + "x" + std::to_string(slice.rows));
+        }
+        for (std::size_t i = 0; i < 3; ++i) {
+            if (!within(slice.row_direction[i], first.row_direction[i], 1e-4) || !within(slice.column_direction[i], first.column_direction[i], 1e-4)) {
+                throw FileError(input, "the series mixes orientations: " + first.file.filename().string() + " and " +
+                                           slice.file.filename().string() + " differ in ImageOrientationPatient");
+            }
+        }
+        for (std::size_t i = 0; i < 2; ++i) {
+            if (!within(slice.pixel_spacing[i], first.pixel_spacing[i], 1e-6)) {
+                throw FileError(input, "the series mixes pixel spacings: " + first.file.filename().string() + " and " +
+                                           slice.file.filename().string() + " differ in PixelSpacing");
+            }
+        }
+        if (slice.bits_allocated != first.bits_allocated || slice.pixel_representation != first.pixel_representation ||
+            slice.frames != 1 || slice.samples != 1) {
+            throw FileError(input, "the series mixes pixel types: " + first.file.filename().string() + " and " + slice.file.filename().string());
+        }
+        if (slice.slope != first.slope || slice.intercept != first.intercept) {
+            throw FileError(input, "the series mixes RescaleSlope/RescaleIntercept: " + first.file.filename().string() + " and " +
+                                       slice.file.filename().string());
+        }
+    }
+    const Vector3 &row = first.row_direction, &column = first.column_direction;
+    if (!within(dot(row, row), 1.0, 1e-3) || !within(dot(column, column), 1.0, 1e-3) || !within(dot(row, column), 0.0, 1e-3)) {
+        throw FileError(first.file, "ImageOrientationPatient is not two perpendicular unit vectors");
+    }
+    if (!(first.pixel_spacing[0] > 0.0) || !(first.pixel_spacing[1] > 0.0)) throw FileError(first.file, "PixelSpacing must be positive");
+}
+
+}  // namespace
+
+Image read_dicom_series(const fs::path& input, const fs::path& folder, const std::string& series_uid, const fs::path& named_file,
+                        const MemoryBudget& budget, bool with_pixels) {
+    silence_gdcm();
+    // Every DICOM file's header, grouped by series.
+    std::map<std::string, std::vector<SliceHeader>> series;
+    // The named file is one of the folder's (the folder is its parent): its name identifies it.
+    const auto is_named = [&](const fs::path& file) { return !named_file.empty() && file.filename() == named_file.filename(); };
+    for (const auto& [file, size] : folder_files(input, folder)) {
+        if (size < 132 || !has_dicom_preamble(file)) {
+            if (is_named(file)) throw FileError(input, "not a DICOM file (no DICM preamble)");
+            continue;
+        }
+        if (std::optional<SliceHeader> slice = read_slice_header(file, size)) series[slice->series_uid].push_back(std::move(*slice));
+    }
+    if (series.empty()) throw FileError(input, "holds no DICOM image files");
+
+    std::vector<SeriesListing> listing;
+    for (const auto& [uid, slices] : series) {
+        const SliceHeader& first = slices.front();
+        listing.push_back({uid, first.description, first.rows, first.columns, static_cast<std::int64_t>(slices.size()),
+                           orientation_code(first.row_direction, first.column_direction)});
+    }
+    std::string chosen = series_uid;
+    if (chosen.empty() && !named_file.empty()) {
+        for (const auto& [uid, slices] : series) {
+            if (std::any_of(slices.begin(), slices.end(), [&](const SliceHeader& s) { return is_named(s.file); })) chosen = uid;
+        }
+    }
+    if (chosen.empty()) {
+        if (series.size() > 1) {
+            throw FileError(input, "holds " + std::to_string(series.size()) + " series; name one with " + folder.string() +
+                                       ",series=UID: " + listing_text(listing));
+        }
+        chosen = series.begin()->first;
+    }
+    const auto found = series.find(chosen);
+    if (found == series.end()) throw FileError(input, "holds no series " + chosen + " (it holds: " + listing_text(listing) + ")");
+    std::vector<SliceHeader>& slices = found->second;
+    require_one_grid(input, slices);
+
+    // Slices stacked along the normal of their plane, spacing from their positions (SliceThickness
+    // is the slab's thickness, which need not be the distance between slices).
+    const SliceHeader& first = slices.front();
+    const Vector3 normal = cross(first.row_direction, first.column_direction);
+    std::sort(slices.begin(), slices.end(),
+              [&](const SliceHeader& a, const SliceHeader& b) { return dot(a.position, normal) < dot(b.position, normal); });
+    double slice_spacing = 1.0;
+    if (slices.size() > 1) {
+        const double extent = dot(slices.back().position, normal) - dot(slices.front().position, normal);
+        std::vector<double> steps;
+        for (std::size_t k = 1; k < slices.size(); ++k) steps.push_back(dot(slices[k].position, normal) - dot(slices[k - 1].position, normal));
+        const double smallest = *std::min_element(steps.begin(), steps.end());
+        if (smallest < 1e-3) {
+            throw FileError(input, "several slices lie at one position (" + slices.front().file.filename().string() +
+                                       "...): echoes, phases or a repeated acquisition are not one volume");
+        }
+        slice_spacing = extent / static_cast<double>(slices.size() - 1);
+        const double tolerance = std::max(1e-3, 1e-3 * slice_spacing);
+        // Gaps first: a missing slice also makes the spacing uneven, and is the better diagnosis.
+        for (std::size_t k = 0; k < steps.size(); ++k) {
+            if (steps[k] > 1.5 * smallest) {
+                throw FileError(input, "a slice is missing between " + slices[k].file.filename().string() + " and " +
+                                           slices[k + 1].file.filename().string() + " (" + std::to_string(steps[k]) + " mm apart, others " +
+                                           std::to_string(smallest) + " mm)");
+            }
+        }
+        for (std::size_t k = 0; k < steps.size(); ++k) {
+            if (!within(steps[k], slice_spacing, tolerance)) {
+                throw FileError(input, "uneven slice spacing: " + std::to_string(steps[k]) + " mm between " +
+                                           slices[k].file.filename().string() + " and " + slices[k + 1].file.filename().string() +
+                                           ", " + std::to_string(slice_spacing) + " mm on average");
+            }
+        }
+        // Each position must lie on the line through the first along the normal (a gantry tilt
+        // shears the stack, which one grid cannot describe).
+        for (std::size_t k = 0; k < slices.size(); ++k) {
+            const double along = dot(slices[k].position, normal) - dot(slices.front().position, normal);
+            for (std::size_t i = 0; i < 3; ++i) {
+                if (!within(slices[k].position[i], slices.front().position[i] + along * normal[i], tolerance)) {
+                    throw FileError(input, "the slices are not stacked along their normal (a gantry tilt?): " +
+                                               slices[k].file.filename().string() + " is offset within its plane");
+                }
+            }
+        }
+    }
+
+    const SliceHeader& lowest = slices.front();
+    const DType stored = stored_dtype(lowest);
+    const bool scaled = lowest.slope != 1.0 || lowest.intercept != 0.0;
+    Image image;
+    image.kind = FileKind::Volume;
+    image.format = "dicom";
+    image.batch = 1;
+    image.channels = 1;
+    image.layout = ChannelLayout::Interleaved;
+    image.spatial = {static_cast<std::int64_t>(slices.size()), lowest.rows, lowest.columns};
+    Geometry geometry;
+    geometry.spacing = {lowest.pixel_spacing[1], lowest.pixel_spacing[0], slice_spacing};
+    geometry.origin = {lowest.position[0], lowest.position[1], lowest.position[2]};
+    geometry.direction.assign(9, 0.0);
+    const std::array<Vector3, 3> axes{lowest.row_direction, lowest.column_direction, normal};
+    for (std::size_t j = 0; j < 3; ++j) {
+        for (std::size_t i = 0; i < 3; ++i) geometry.direction[i * 3 + j] = axes[j][i];
+    }
+    image.geometry = geometry;
+    if (scaled) image.scaling = ValueScaling{stored, lowest.slope, lowest.intercept};
+    const DType value_type = scaled ? DType::Float64 : stored;
+    if (!with_pixels) {
+        image.pixels = Tensor(value_type, Shape(image.storage_shape().size(), 0));
+        return image;
+    }
+
+    // Sizes checked against the budget before any pixel data is read: the volume, and each file
+    // (GDCM holds a file's pixel data whole while it decodes it).
+    const auto slice_values = static_cast<std::uint64_t>(lowest.rows) * static_cast<std::uint64_t>(lowest.columns);
+    // A rescaled series holds its stored values and the float64 values at once.
+    check_memory_budget(input, "reading " + std::to_string(slice_values * slices.size()) + " DICOM values",
+                        slice_values * slices.size(), dtype_size(value_type) + (scaled ? dtype_size(stored) : 0), budget);
+    const std::uint64_t slice_bytes = slice_values * dtype_size(stored);
+    const bool native = gdcm::TransferSyntax(gdcm::TransferSyntax::GetTSType(lowest.transfer_syntax.c_str())).IsEncapsulated() == false;
+    for (const SliceHeader& slice : slices) {
+        check_memory_budget(slice.file, "reading a DICOM file of " + std::to_string(slice.file_size) + " bytes", slice.file_size, 1, budget);
+        if (native && slice.transfer_syntax == lowest.transfer_syntax && slice.file_size < slice_bytes) {
+            throw FileError(slice.file, "is " + std::to_string(slice.file_size) + " bytes, too small for its " + std::to_string(slice_bytes) +
+                                            " bytes of pixels (truncated)");
+        }
+    }
+
+    Tensor stored_pixels(stored, image.storage_shape());
+    auto* destination = static_cast<char*>(stored_pixels.data());
+    for (const SliceHeader& slice : slices) {
+        gdcm::ImageReader reader;
+        reader.SetFileName(slice.file.c_str());
+        if (!reader.Read()) throw FileError(slice.file, "cannot read the DICOM file's pixel data (corrupt or truncated)");
+        const gdcm::Image& pixels = reader.GetImage();
+        if (pixels.GetBufferLength() != slice_bytes) {
+            throw FileError(slice.file, "its pixel data decodes to " + std::to_string(pixels.GetBufferLength()) + " bytes, expected " +
+                                            std::to_string(slice_bytes));
+        }
+        if (!pixels.GetBuffer(destination)) {
+            throw FileError(slice.file, "its transfer syntax " + transfer_syntax_name(slice.transfer_syntax) + " cannot be decoded by GDCM");
+        }
+        destination += slice_bytes;
+    }
+    if (!scaled) {
+        image.pixels = std::move(stored_pixels);
+        return image;
+    }
+    image.pixels = Tensor(DType::Float64, image.storage_shape());
+    auto* values = static_cast<double*>(image.pixels.data());
+    const std::size_t count = static_cast<std::size_t>(shape_numel(image.storage_shape()));
+    const auto rescale = [&](const auto* source) {
+        for (std::size_t i = 0; i < count; ++i) values[i] = static_cast<double>(source[i]) * lowest.slope + lowest.intercept;
+    };
+    switch (stored) {
+        case DType::Int8: rescale(static_cast<const std::int8_t*>(stored_pixels.data())); break;
+        case DType::UInt8: rescale(static_cast<const std::uint8_t*>(stored_pixels.data())); break;
+        case DType::Int16: rescale(static_cast<const std::int16_t*>(stored_pixels.data())); break;
+        case DType::UInt16: rescale(static_cast<const std::uint16_t*>(stored_pixels.data())); break;
+        case DType::Int32: rescale(static_cast<const std::int32_t*>(stored_pixels.data())); break;
+        default: rescale(static_cast<const std::uint32_t*>(stored_pixels.data())); break;
+    }
+    return image;
+}
+
+}  // namespace gridwarp::io::detail
