@@ -1428,7 +1428,7 @@ TEST_CASE("resample errors name the file in one line and write nothing", "[resam
         fs::path named;  // the file the message must name
     };
     const std::vector<ErrorCase> cases{
-        {"BSpline transform", {(dir / "bspline.tfm").string()}, {}, dir / "bspline.tfm"},
+        {"BSpline transform inverted (its control grid is too coarse)", {(dir / "bspline.tfm").string() + ",inverse"}, {}, dir / "bspline.tfm"},
         {"2-D ITK transform for a 3-D image", {(dir / "affine2d.tfm").string()}, {}, dir / "affine2d.tfm"},
         {"3x3 matrix for a 3-D image", {(dir / "matrix3x3.txt").string()}, {}, dir / "matrix3x3.txt"},
         {"singular text matrix inverted", {(dir / "singular.txt").string() + ",lps,inverse"}, {}, dir / "singular.txt"},
