@@ -71,6 +71,7 @@ Image Image::describe_like(const Image& prototype, const Shape& spatial) {
     image.channel_order = prototype.channel_order;
     image.nifti = prototype.nifti;
     image.scaling = prototype.scaling;
+    image.properties = prototype.properties;
     image.pixels = Tensor(prototype.dtype(), Shape{0});
     return image;
 }
@@ -108,6 +109,7 @@ Image Image::with_pixels(Tensor new_pixels) const {
     image.channel_order = channel_order;
     image.nifti = nifti;
     image.scaling = scaling;
+    image.properties = properties;
     image.warnings = warnings;
     image.exif_orientation = exif_orientation;
     image.pages = pages;

@@ -1,6 +1,7 @@
 // Images, volumes and tensors read from and written to files, the format chosen by extension:
 //  - .npy: a tensor (N, C, D1..Dr) as it is;
 //  - .nii, .nii.gz, .hdr/.img (.gz): a volume through gridwarp's NIfTI codec (nifti.hpp);
+//  - .mif, .mif.gz, .mih: an MRtrix3 volume through gridwarp's own codec;
 //  - .nrrd, .nhdr, .mha, .mhd: a volume through ITK, with its physical geometry;
 //  - anything else (.png, .jpg, .tif, .bmp, .webp, ...): a raster image through OpenCV.
 // Pixels stay in the file's memory layout; nchw() views them as (N, C, D1..Dr) through strides, so
@@ -13,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gridwarp/io/nifti.hpp"
@@ -72,6 +74,7 @@ struct Image {
     std::string channel_order;         // "BGR", "BGRA" for OpenCV colour images, else empty
     std::shared_ptr<const NiftiHeader> nifti;  // the NIfTI header read, carried to NIfTI outputs
     std::optional<ValueScaling> scaling;       // see ValueScaling
+    std::vector<std::pair<std::string, std::string>> properties;  // a format's own header fields, kept for an output of that format (MGH's TR, flip angle, TE, TI; .mif key-values)
     std::vector<std::string> warnings;         // what the reader wants the user to know
     // The EXIF orientation an image file declares (1-8; 0: none). The reader turns the pixels by it
     // unless ReadOptions::keep_orientation, so that they are what a viewer shows.
