@@ -139,7 +139,7 @@ private:
 // it beside another run's data.
 bool is_header_name(const fs::path& name) {
     const std::string lower = detail::lowercase_filename(name);
-    for (const char* ending : {".hdr", ".hdr.gz", ".nhdr", ".mhd"}) {
+    for (const char* ending : {".hdr", ".hdr.gz", ".nhdr", ".mhd", ".mih"}) {
         if (detail::ends_with(lower, ending)) return true;
     }
     return false;
@@ -264,7 +264,7 @@ std::string unique_suffix() {
 // file, the other half of a NIfTI pair): these are staged in a folder of their own.
 bool may_write_companions(const fs::path& target) {
     const std::string name = detail::lowercase_filename(target);
-    for (const char* ending : {".hdr", ".hdr.gz", ".img", ".img.gz", ".nhdr", ".mhd"}) {
+    for (const char* ending : {".hdr", ".hdr.gz", ".img", ".img.gz", ".nhdr", ".mhd", ".mih"}) {
         if (detail::ends_with(name, ending)) return true;
     }
     return false;

@@ -6,6 +6,7 @@
 #include "formats/dicom.hpp"
 #include "formats/jpeg.hpp"
 #include "formats/mgh.hpp"
+#include "formats/mif.hpp"
 #include "formats/nifti.hpp"
 #include "formats/png.hpp"
 #include "formats/read_guards.hpp"
@@ -70,6 +71,10 @@ void write_mgh_image(const fs::path& target, const Image& image, const WriteOpti
     write_path_atomically(target, [&](const StagedFile& staged) { write_mgh(staged, image, options); });
 }
 
+void write_mif_image(const fs::path& target, const Image& image, const WriteOptions& options) {
+    write_path_atomically(target, [&](const StagedFile& staged) { write_mif(staged, image, options); });
+}
+
 void write_itk_image(const fs::path& target, const Image& image, const WriteOptions&) {
     write_path_atomically(target, [&](const StagedFile& staged) {
         write_reporting_failures(staged, [&] { throw_if_failed(itk_backend().write_volume(staged, image)); });
@@ -131,6 +136,8 @@ const FormatHandler kFormats[] = {
     {.name = "MetaImage", .kind = FileKind::Volume, .suffixes = {".mha", ".mhd"}, .read = read_itk_volume, .write = write_itk_image,
      .files_read = detached_header_files_read, .files_written = detached_header_files_written},
     {.name = "DICOM", .kind = FileKind::Volume, .suffixes = {".dcm"}, .read = read_dicom_series, .files_read = dicom_files_read},
+    {.name = "MRtrix3", .kind = FileKind::Volume, .suffixes = {".mif", ".mif.gz", ".mih"}, .read = read_mif, .write = write_mif_image,
+     .files_read = mif_files_read, .files_written = mif_files_written, .map_output = map_mif_output},
     {.name = "PNG", .kind = FileKind::Raster, .suffixes = {".png"}, .sniff = has_png_signature, .read = read_raster_image,
      .decode = decode_png, .highest_compression_level = 9, .write = write_png_image},
     {.name = "JPEG", .kind = FileKind::Raster, .suffixes = {".jpg", ".jpeg"}, .sniff = is_jpeg, .read = read_raster_image,

@@ -1,6 +1,7 @@
 // Images, volumes and tensors read from and written to files, the format chosen by extension:
 //  - .npy: a tensor (N, C, D1..Dr) as it is;
 //  - .nii, .nii.gz, .hdr/.img (.gz): a volume through gridwarp's NIfTI codec (nifti.hpp);
+//  - .mif, .mif.gz, .mih: an MRtrix3 volume through gridwarp's own codec;
 //  - .nrrd, .nhdr, .mha, .mhd: a volume through ITK, with its physical geometry;
 //  - .mgh, .mgz, .mgh.gz: a FreeSurfer volume through gridwarp's own MGH codec;
 //  - anything else (.png, .jpg, .tif, .bmp, .webp, ...): a raster image through OpenCV.
