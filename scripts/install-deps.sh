@@ -10,6 +10,7 @@ build_packages=(
   libopencv-core-dev libopencv-imgcodecs-dev
   libinsighttoolkit5-dev   # NRRD, MetaImage and transforms (gridwarp::io)
   libgdcm-dev              # DICOM series (the ITK module; ITK's own GDCM IO is built on it)
+  libgdcm-tools            # GDCMConfig.cmake names its tools: without them configuring warns for each
   libdeflate-dev zlib1g-dev # gzip for the NIfTI codec and PNG (gridwarp::io)
   libpng-dev libjpeg62-turbo-dev libtiff-dev libwebp-dev  # PNG, JPEG, TIFF and WebP (gridwarp::io)
   libcli11-dev libspdlog-dev nlohmann-json3-dev
