@@ -640,4 +640,22 @@ void gzip_compress(const std::vector<std::span<const std::uint8_t>>& pieces, int
     gzip_compress(blocks_of(pieces, kGzipBlockBytes), level, threads, sink);
 }
 
+void write_pieces(const StagedFile& staged, const std::vector<std::span<const std::uint8_t>>& pieces, bool compress,
+                  const WriteOptions& options) {
+    OutputFile out(staged);
+    if (compress) {
+        const BlockSource blocks = blocks_of(pieces, kGzipBlockBytes);
+        std::uint64_t total = 0;
+        for (const std::uint64_t size : blocks.sizes) total += size;
+        std::vector<std::uint8_t> scratch;
+        const std::span<const std::uint8_t> trial =
+            total >= kLevelTrialMinBytes ? blocks.checked_bytes(blocks.sizes.size() / 2, scratch) : std::span<const std::uint8_t>();
+        const int level = resolve_compression_level(options.compression_level, trial);
+        gzip_compress(pieces, level, options.threads, [&](std::span<const std::uint8_t> bytes) { out.write(bytes); });
+    } else {
+        for (const auto& piece : pieces) out.write(piece);
+    }
+    out.close();
+}
+
 }  // namespace gridwarp::io::detail

@@ -16,6 +16,7 @@
 struct libdeflate_compressor;
 
 #include "files/output_file.hpp"
+#include "gridwarp/io/image.hpp"
 
 namespace gridwarp::io::detail {
 
@@ -92,5 +93,10 @@ BlockSource blocks_of(const std::vector<std::span<const std::uint8_t>>& pieces, 
 // The block size of the pieces' form: large enough that blocks compressed apart (each without the
 // previous one's window) lose little size, small enough to stay in a core's cache.
 inline constexpr std::uint64_t kGzipBlockBytes = std::uint64_t{1} << 20;
+
+// Writes `pieces` one after another to `staged`, gzipped into one member when `compress`, at the
+// level options.compression_level resolves to (the default is tried on the data's middle block).
+void write_pieces(const StagedFile& staged, const std::vector<std::span<const std::uint8_t>>& pieces, bool compress,
+                  const WriteOptions& options);
 
 }  // namespace gridwarp::io::detail

@@ -140,25 +140,6 @@ bool is_scaled(const NiftiHeader& header) {
            !(header.scl_slope == 1 && (header.scl_inter == 0 || std::isnan(header.scl_inter)));
 }
 
-void write_bytes(const StagedFile& staged, const std::vector<std::span<const std::uint8_t>>& pieces, bool compress,
-                 const WriteOptions& options) {
-    OutputFile out(staged);
-    if (compress) {
-        // The default level's trial block: the data's middle one.
-        const BlockSource blocks = blocks_of(pieces, kGzipBlockBytes);
-        std::uint64_t total = 0;
-        for (const std::uint64_t size : blocks.sizes) total += size;
-        std::vector<std::uint8_t> scratch;
-        const std::span<const std::uint8_t> trial =
-            total >= kLevelTrialMinBytes ? blocks.checked_bytes(blocks.sizes.size() / 2, scratch) : std::span<const std::uint8_t>();
-        const int level = resolve_compression_level(options.compression_level, trial);
-        gzip_compress(pieces, level, options.threads, [&](std::span<const std::uint8_t> bytes) { out.write(bytes); });
-    } else {
-        for (const auto& piece : pieces) out.write(piece);
-    }
-    out.close();
-}
-
 }  // namespace
 
 namespace {
@@ -460,10 +441,10 @@ void write_nifti(const StagedFile& staged, const Image& image, const WriteOption
     const bool compress_header = ends_with(lowercase_filename(paths.header), ".gz");
     const bool compress_data = ends_with(lowercase_filename(paths.data), ".gz");
     if (paths.pair) {
-        write_bytes({paths.data, staged.target}, {voxels}, compress_data, options);
-        write_bytes({paths.header, staged.target}, {header_span}, compress_header, options);
+        write_pieces({paths.data, staged.target}, {voxels}, compress_data, options);
+        write_pieces({paths.header, staged.target}, {header_span}, compress_header, options);
     } else {
-        write_bytes({paths.header, staged.target}, {header_span, voxels}, compress_header, options);
+        write_pieces({paths.header, staged.target}, {header_span, voxels}, compress_header, options);
     }
 }
 
@@ -696,7 +677,7 @@ void stream_nifti_output(const StagedFile& staged, const Image& description, con
         }
         out.close();
     }
-    if (!single_file) write_bytes({plan.paths.header, staged.target}, {header_span}, compress_header, options);
+    if (!single_file) write_pieces({plan.paths.header, staged.target}, {header_span}, compress_header, options);
 }
 
 std::optional<MappedOutput> map_nifti_output(const StagedFile& staged, const Image& description) {
