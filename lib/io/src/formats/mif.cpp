@@ -825,15 +825,7 @@ void write(const StagedFile& staged, const Image& image, const WriteOptions& opt
     const Image* source = &image;
     Image scaled_copy;
     if (plan.store_scaled) {
-        Tensor unscaled = Tensor::copy_of(image.pixels.view());
-        double* v = unscaled.data_as<double>();
-        const double slope = image.scaling->slope, inter = image.scaling->inter;
-        for (std::int64_t i = 0; i < unscaled.numel(); ++i) v[i] = (v[i] - inter) / slope;
-        scaled_copy.batch = image.batch;
-        scaled_copy.channels = image.channels;
-        scaled_copy.spatial = image.spatial;
-        scaled_copy.layout = image.layout;
-        scaled_copy.pixels = convert_to(unscaled.view(), plan.stored);
+        scaled_copy = stored_values(image, plan.stored);
         source = &scaled_copy;
     }
     Tensor rearranged;

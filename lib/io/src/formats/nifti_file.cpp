@@ -421,15 +421,7 @@ void write_nifti(const StagedFile& staged, const Image& image, const WriteOption
     const Image* source = &image;
     Image scaled_copy;
     if (store_scaled) {
-        Tensor unscaled = Tensor::copy_of(image.pixels.view());
-        double* v = unscaled.data_as<double>();
-        const double slope = image.scaling->slope, inter = image.scaling->inter;
-        for (std::int64_t i = 0; i < unscaled.numel(); ++i) v[i] = (v[i] - inter) / slope;
-        scaled_copy.batch = image.batch;
-        scaled_copy.channels = image.channels;
-        scaled_copy.spatial = image.spatial;
-        scaled_copy.layout = image.layout;
-        scaled_copy.pixels = convert_to(unscaled.view(), stored);
+        scaled_copy = stored_values(image, stored);
         source = &scaled_copy;
     }
     const void* data = pixels_in_layout(*source, plan.file_layout, converted);

@@ -29,4 +29,8 @@ const void* pixels_in_layout(const Image& image, ChannelLayout layout, Tensor& s
 // The same image with its channels interleaved (a copy when they are planar).
 Image interleaved(Image image);
 
+// A scaled image's values back in their stored type, (value - inter) / slope rounded and
+// saturated: the pixels (and shape) a writer that keeps the scaling stores.
+Image stored_values(const Image& image, DType stored);
+
 }  // namespace gridwarp::io::detail
