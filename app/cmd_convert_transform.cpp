@@ -2,12 +2,16 @@
 // one matrix in another's, or as one displacement field on a reference grid.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
 #include <optional>
+#include <string_view>
 
 #include "cli_common.hpp"
 #include "file_options.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"
+#include "gridwarp/io/nifti.hpp"
 #include "gridwarp/io/transform_io.hpp"
 #include "gridwarp/physical.hpp"
 
@@ -33,18 +37,29 @@ bool names_a_volume(const std::filesystem::path& file) {
     }
 }
 
+// Whether a volume file name is NIfTI's (.nii, .nii.gz, .hdr, .img, .img.gz).
+bool names_nifti(const std::filesystem::path& file) {
+    std::string name = file.filename().string();
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    for (const char* extension : {".nii", ".nii.gz", ".hdr", ".img", ".img.gz"}) {
+        const std::string_view tail(extension);
+        if (name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0) return true;
+    }
+    return false;
+}
+
 // The chain as ITK's displacement field on the reference grid (as antsApplyTransforms -o [FIELD,1]
 // writes it): at each voxel's point p the vector chain(p) - p, LPS millimetres, float32 vectors.
+// A NIfTI file stores the components a volume apart: the vectors are made in that layout (named a
+// vector field by ITK's intent, which a new file's header gets) and, for a plain .nii, in the
+// file's mapped pages, so that no buffer is copied. Not streamed a block at a time as resample's
+// outputs are: one evaluation of the chain gives a voxel's every component, a volume apart.
 void write_displacement_field(const std::filesystem::path& file, const std::vector<PointTransform>& steps, const io::Image& reference,
                               const ConvertTransformCommand& command) {
     const std::size_t dimension = reference.spatial.size();
     const io::Geometry geometry = reference.geometry ? *reference.geometry : io::Geometry::identity(dimension);
     check_output_size(file, command.reference.string(), std::vector<std::int64_t>(reference.spatial.begin(), reference.spatial.end()),
-                      dimension, sizeof(double) * 2 + sizeof(float), to_memory_budget(command.volume.memory));
-    const std::vector<double> points =
-        grid_points(AffineMap::from_geometry(geometry.spacing, geometry.origin, geometry.direction), reference.spatial);
-    std::vector<double> mapped = points;
-    map_points(steps, mapped, command.common.threads);
+                      dimension, sizeof(float), to_memory_budget(command.volume.memory));
     io::Image field;
     field.kind = io::FileKind::Volume;
     field.format = "nifti";
@@ -52,14 +67,21 @@ void write_displacement_field(const std::filesystem::path& file, const std::vect
     field.channels = static_cast<std::int64_t>(dimension);
     field.layout = io::ChannelLayout::Interleaved;
     field.geometry = geometry;
-    field.pixels = Tensor(DType::Float32, [&] {
-        Shape shape = reference.spatial;
-        shape.push_back(static_cast<std::int64_t>(dimension));
-        return shape;
-    }());
-    float* vectors = field.pixels.data_as<float>();
-    for (std::size_t k = 0; k < mapped.size(); ++k) vectors[k] = static_cast<float>(mapped[k] - points[k]);
-    io::write_image(file, field, to_write_options(command.volume, command.common));
+    if (names_nifti(file)) {
+        auto header = std::make_shared<io::NiftiHeader>();  // what a new file's header holds: mm and s, both transforms
+        header->xyzt_units = 2 | 8;
+        header->qform_code = header->sform_code = 1;
+        header->pixdim = {1, 1, 1, 1, 1, 1, 1, 1};
+        header->intent_code = 1007;
+        field.nifti = header;
+        field.layout = io::ChannelLayout::Planar;
+    }
+    field.pixels = Tensor(DType::Float32, Shape{0});  // a description: the output makes the voxels
+    io::PendingOutput output(file, std::move(field), to_write_options(command.volume, command.common));
+    io::Image& vectors = output.image();
+    chain_displacements(steps, AffineMap::from_geometry(geometry.spacing, geometry.origin, geometry.direction), Shape(dimension, 0),
+                        vectors.spatial, 0, vectors.nchw(), command.common.threads);
+    output.commit();
 }
 
 std::string format_tags() {

@@ -339,6 +339,74 @@ void map_points(const std::vector<PointTransform>& steps, std::vector<double>& p
     map_points_of_dimension<0>(steps, dimension, points, count, threads);
 }
 
+namespace {
+
+template <class Component, std::size_t D>
+void write_chain_displacements(const std::vector<PointTransform>& steps, const AffineMap& index_to_point, const Shape& start,
+                               const Shape& extent, std::int64_t first_component, const TensorView& out, int threads) {
+    const std::size_t d = D != 0 ? D : index_to_point.dimension;
+    const std::int64_t components = out.shape[1];
+    const std::int64_t columns = extent[d - 1];
+    std::int64_t lines = 1;
+    for (std::size_t a = 0; a + 1 < d; ++a) lines *= extent[a];
+    Component* const base = static_cast<Component*>(out.data);
+#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads()) if (lines * columns > 4096)
+    for (std::int64_t line = 0; line < lines; ++line) {
+        double index[8], point[8], moved[8];
+        std::int64_t line_offset = 0, rest = line;
+        for (std::size_t a = 1; a < d; ++a) {  // innermost-first, the innermost axis aside
+            const std::int64_t at = rest % extent[d - 1 - a];
+            rest /= extent[d - 1 - a];
+            index[a] = static_cast<double>(start[d - 1 - a] + at);
+            line_offset += at * out.strides[1 + d - a];
+        }
+        for (std::int64_t column = 0; column < columns; ++column) {
+            index[0] = static_cast<double>(start[d - 1] + column);
+            index_to_point.apply(index, point);
+            std::copy_n(point, d, moved);
+            apply_chain<D>(steps, d, moved);
+            Component* voxel = base + line_offset + column * out.strides[1 + d];
+            for (std::int64_t c = 0; c < components; ++c) {
+                const auto k = static_cast<std::size_t>(first_component + c);
+                voxel[c * out.strides[1]] = static_cast<Component>(moved[k] - point[k]);
+            }
+        }
+    }
+}
+
+template <class Component>
+void write_chain_displacements(const std::vector<PointTransform>& steps, const AffineMap& index_to_point, const Shape& start,
+                               const Shape& extent, std::int64_t first_component, const TensorView& out, int threads) {
+    if (index_to_point.dimension == 3) return write_chain_displacements<Component, 3>(steps, index_to_point, start, extent, first_component, out, threads);
+    if (index_to_point.dimension == 2) return write_chain_displacements<Component, 2>(steps, index_to_point, start, extent, first_component, out, threads);
+    write_chain_displacements<Component, 0>(steps, index_to_point, start, extent, first_component, out, threads);
+}
+
+}  // namespace
+
+void chain_displacements(const std::vector<PointTransform>& steps, const AffineMap& index_to_point, const Shape& start,
+                         const Shape& extent, std::int64_t first_component, const TensorView& out, int threads) {
+    const std::size_t d = index_to_point.dimension;
+    if (d < 1 || d > 8 || start.size() != d || extent.size() != d || out.shape.size() != d + 2 || out.shape[0] != 1 ||
+        first_component < 0 || first_component + out.shape[1] > static_cast<std::int64_t>(d)) {
+        throw std::invalid_argument("chain_displacements: a (1, C, extent...) output of components of a " + std::to_string(d) + "-D chain");
+    }
+    for (std::size_t a = 0; a < d; ++a) {
+        if (out.shape[2 + a] != extent[a]) throw std::invalid_argument("chain_displacements: the output's shape is not the box's");
+    }
+    for (const PointTransform& step : steps) {
+        if (step.dimension() != d) throw std::invalid_argument("chain_displacements: a step of another dimension");
+    }
+    if (shape_numel(extent) == 0) return;
+    if (out.dtype == DType::Float32) {
+        write_chain_displacements<float>(steps, index_to_point, start, extent, first_component, out, threads);
+    } else if (out.dtype == DType::Float64) {
+        write_chain_displacements<double>(steps, index_to_point, start, extent, first_component, out, threads);
+    } else {
+        throw std::invalid_argument("chain_displacements: float32 or float64 output, got " + std::string(dtype_name(out.dtype)));
+    }
+}
+
 InversionReport map_points_inverse(const std::vector<PointTransform>& steps, std::vector<double>& points, double tolerance, int threads) {
     InversionReport report;
     const auto count = static_cast<std::int64_t>(point_count(steps, points));

@@ -66,6 +66,13 @@ std::vector<double> grid_points(const AffineMap& index_to_point, const Shape& sh
 // Maps `points` (N x dimension values, x first, physical) through `steps` in the order they act, in place.
 void map_points(const std::vector<PointTransform>& steps, std::vector<double>& points, int threads = 0);
 
+// The chain's displacement chain(p) - p at the voxels p of a box of a grid (`index_to_point`;
+// `start` and `extent` outermost first), as ITK's TransformToDisplacementFieldFilter writes a field:
+// components first_component .. first_component + C - 1 into `out`, a (1, C, extent...) view of
+// float32 or float64 values with any strides (io::WindowSampler's). Rows are shared among `threads`.
+void chain_displacements(const std::vector<PointTransform>& steps, const AffineMap& index_to_point, const Shape& start,
+                         const Shape& extent, std::int64_t first_component, const TensorView& out, int threads = 0);
+
 // How far an inverted chain missed: the largest |chain(x) - y| of the points that converged, the
 // points whose fixed-point iteration did not reach the tolerance inside a field (it folds there),
 // and those whose iteration left a field's grid: no point of the field reaches them, and, the field
