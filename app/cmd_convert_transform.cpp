@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <optional>
+#include <string_view>
 
 #include "cli_common.hpp"
 #include "file_options.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"
+#include "gridwarp/io/nifti.hpp"
 #include "gridwarp/io/transform_io.hpp"
 #include "gridwarp/physical.hpp"
 
@@ -38,24 +40,27 @@ bool names_a_volume(const std::filesystem::path& file) {
     }
 }
 
-// The chain as FORMAT's dense field sampled at the reference's voxel centres.
+// The chain as FORMAT's dense field sampled at the reference's voxel centres, its values made
+// once, in the file's layout (for a plain .nii, in the file's mapped pages). Not streamed a block
+// at a time as resample's outputs are: one evaluation of the chain gives every component of a
+// voxel, and the file stores them a volume apart.
 void write_displacement_field(const std::filesystem::path& file, io::TransformFormat format, const std::vector<PointTransform>& steps,
                               const io::Image& reference, const io::TransformContext& context, const ConvertTransformCommand& command) {
     const std::size_t dimension = reference.spatial.size();
     const io::Geometry geometry = reference.geometry ? *reference.geometry : io::Geometry::identity(dimension);
     check_output_size(file, command.reference.string(), std::vector<std::int64_t>(reference.spatial.begin(), reference.spatial.end()),
-                      dimension, sizeof(double) * 2 + sizeof(float), to_memory_budget(command.volume.memory));
-    const std::vector<double> points =
-        grid_points(AffineMap::from_geometry(geometry.spacing, geometry.origin, geometry.direction), reference.spatial);
-    std::vector<double> mapped = points;
-    map_points(steps, mapped, command.common.threads);
-    io::Image field;
+                      dimension, sizeof(float), to_memory_budget(command.volume.memory));
+    io::DisplacementFieldLayout layout;
     try {
-        field = io::displacement_field_image(format, reference, points, mapped, context);
+        layout = io::displacement_field_layout(format, reference, context, file);
     } catch (const std::invalid_argument& e) {
         throw std::invalid_argument("-o " + file.string() + ": " + e.what());
     }
-    io::write_image(file, field, to_write_options(command.volume, command.common));
+    io::PendingOutput output(file, std::move(layout.description), to_write_options(command.volume, command.common));
+    io::Image& field = output.image();
+    chain_field_values(steps, AffineMap::from_geometry(geometry.spacing, geometry.origin, geometry.direction), Shape(dimension, 0),
+                       field.spatial, layout.values, field.nchw(), command.common.threads);
+    output.commit();
 }
 
 std::string field_format_tags() {

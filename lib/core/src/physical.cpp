@@ -58,6 +58,14 @@ AffineMap AffineMap::from_geometry(const std::vector<double>& spacing, const std
 }
 
 void AffineMap::apply(const double* in, double* out) const {
+    if (dimension == 3) {  // every voxel of a 3-D field command passes here; the same sums, unrolled
+        const double* m = matrix.data();
+        const double x = in[0], y = in[1], z = in[2];
+        out[0] = offset[0] + m[0] * x + m[1] * y + m[2] * z;
+        out[1] = offset[1] + m[3] * x + m[4] * y + m[5] * z;
+        out[2] = offset[2] + m[6] * x + m[7] * y + m[8] * z;
+        return;
+    }
     for (std::size_t i = 0; i < dimension; ++i) {
         double sum = offset[i];
         for (std::size_t j = 0; j < dimension; ++j) sum += matrix[i * dimension + j] * in[j];
@@ -126,8 +134,62 @@ bool DisplacementField::covers(const double* point) const {
     return true;
 }
 
+namespace {
+
+// DisplacementField::apply with the dimension and component type known to the compiler: the loops
+// over axes and corners unroll and the type test leaves the corner loop. The sums, their order and
+// their rounding are the general code's, so results do not depend on which one ran.
+template <std::size_t D, class Component>
+void displace(const ConstTensorView& field, const AffineMap& point_to_index, const double* in, double* out) {
+    double index[D];
+    point_to_index.apply(in, index);  // innermost-first continuous index
+    for (std::size_t a = 0; a < D; ++a) {
+        const auto extent = static_cast<double>(field.shape[D - 1 - a]);
+        if (!(index[a] >= -0.5 && index[a] < extent - 0.5)) {  // outside (or NaN): no displacement
+            std::copy(in, in + D, out);
+            return;
+        }
+    }
+    std::int64_t low[D], high[D];
+    double t[D];
+    for (std::size_t a = 0; a < D; ++a) {
+        const std::int64_t last = field.shape[D - 1 - a] - 1;
+        const double f = std::floor(index[a]);
+        t[a] = index[a] - f;
+        low[a] = std::clamp<std::int64_t>(static_cast<std::int64_t>(f), 0, last) * field.strides[D - 1 - a];
+        high[a] = std::clamp<std::int64_t>(static_cast<std::int64_t>(f) + 1, 0, last) * field.strides[D - 1 - a];
+    }
+    const Component* vectors = field.typed<Component>();
+    const std::int64_t component_stride = field.strides[D];
+    double displacement[D] = {};
+    for (std::uint32_t corner = 0; corner < (1u << D); ++corner) {
+        double weight = 1.0;
+        std::int64_t offset = 0;
+        for (std::size_t a = 0; a < D; ++a) {
+            const bool upper = (corner >> a) & 1u;
+            weight *= upper ? t[a] : 1.0 - t[a];
+            offset += upper ? high[a] : low[a];
+        }
+        if (weight == 0.0) continue;
+        for (std::size_t k = 0; k < D; ++k) {
+            displacement[k] += weight * static_cast<double>(vectors[offset + static_cast<std::int64_t>(k) * component_stride]);
+        }
+    }
+    for (std::size_t k = 0; k < D; ++k) out[k] = in[k] + displacement[k];
+}
+
+}  // namespace
+
 void DisplacementField::apply(const double* in, double* out) const {
     const std::size_t d = dimension();
+    if (bspline_order_ == 0 && d == 3) {
+        return field_.dtype == DType::Float32 ? displace<3, float>(field_, point_to_index_, in, out)
+                                              : displace<3, double>(field_, point_to_index_, in, out);
+    }
+    if (bspline_order_ == 0 && d == 2) {
+        return field_.dtype == DType::Float32 ? displace<2, float>(field_, point_to_index_, in, out)
+                                              : displace<2, double>(field_, point_to_index_, in, out);
+    }
     double index[8];
     point_to_index_.apply(in, index);  // innermost-first continuous index
     if (bspline_order_ > 0) return apply_bspline(index, in, out);
@@ -249,20 +311,102 @@ std::size_t point_count(const std::vector<PointTransform>& steps, const std::vec
 
 constexpr int kMaxInverseIterations = 1000;
 
+// `point` (D coordinates; D = 0: `dimension`) moved through the chain, in place. With D known to the
+// compiler a point is copied by three moves, where a copy of a run-time length calls memmove.
+template <std::size_t D>
+void apply_chain(const std::vector<PointTransform>& steps, std::size_t dimension, double* point) {
+    const std::size_t d = D != 0 ? D : dimension;
+    double moved[8];
+    for (const PointTransform& step : steps) {
+        step.apply(point, moved);
+        std::copy_n(moved, d, point);
+    }
+}
+
+template <std::size_t D>
+void map_points_of_dimension(const std::vector<PointTransform>& steps, std::size_t dimension, std::vector<double>& points,
+                             std::int64_t count, int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads()) if (count > 4096)
+    for (std::int64_t p = 0; p < count; ++p) apply_chain<D>(steps, dimension, points.data() + static_cast<std::size_t>(p) * dimension);
+}
+
 }  // namespace
 
 void map_points(const std::vector<PointTransform>& steps, std::vector<double>& points, int threads) {
     const auto count = static_cast<std::int64_t>(point_count(steps, points));
     if (count == 0) return;
     const std::size_t dimension = steps.front().dimension();
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads()) if (count > 4096)
-    for (std::int64_t p = 0; p < count; ++p) {
-        double* point = points.data() + static_cast<std::size_t>(p) * dimension;
-        double moved[3];
-        for (const PointTransform& step : steps) {
-            step.apply(point, moved);
-            std::copy_n(moved, dimension, point);
+    if (dimension == 3) return map_points_of_dimension<3>(steps, dimension, points, count, threads);
+    if (dimension == 2) return map_points_of_dimension<2>(steps, dimension, points, count, threads);
+    map_points_of_dimension<0>(steps, dimension, points, count, threads);
+}
+
+namespace {
+
+template <class Component, std::size_t D>
+void write_chain_field_values(const std::vector<PointTransform>& steps, const AffineMap& index_to_point, const Shape& start,
+                              const Shape& extent, const FieldValueMaps& values, const TensorView& out, int threads) {
+    const std::size_t d = D != 0 ? D : index_to_point.dimension;
+    const std::int64_t columns = extent[d - 1];
+    std::int64_t lines = 1;
+    for (std::size_t a = 0; a + 1 < d; ++a) lines *= extent[a];
+    Component* const base = static_cast<Component*>(out.data);
+#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads()) if (lines * columns > 4096)
+    for (std::int64_t line = 0; line < lines; ++line) {
+        double index[8], point[8], value[8], subtrahend[8];
+        std::int64_t line_offset = 0, rest = line;
+        for (std::size_t a = 1; a < d; ++a) {  // innermost-first, the innermost axis aside
+            const std::int64_t at = rest % extent[d - 1 - a];
+            rest /= extent[d - 1 - a];
+            index[a] = static_cast<double>(start[d - 1 - a] + at);
+            line_offset += at * out.strides[1 + d - a];
         }
+        for (std::int64_t column = 0; column < columns; ++column) {
+            index[0] = static_cast<double>(start[d - 1] + column);
+            index_to_point.apply(index, point);
+            values.of_point.apply(point, subtrahend);
+            apply_chain<D>(steps, d, point);
+            values.of_mapped.apply(point, value);
+            Component* voxel = base + line_offset + column * out.strides[1 + d];
+            for (std::size_t k = 0; k < d; ++k) {
+                voxel[static_cast<std::int64_t>(k) * out.strides[1]] = static_cast<Component>(value[k] - subtrahend[k]);
+            }
+        }
+    }
+}
+
+template <class Component>
+void write_chain_field_values(const std::vector<PointTransform>& steps, const AffineMap& index_to_point, const Shape& start,
+                              const Shape& extent, const FieldValueMaps& values, const TensorView& out, int threads) {
+    const std::size_t d = index_to_point.dimension;
+    if (d == 3) return write_chain_field_values<Component, 3>(steps, index_to_point, start, extent, values, out, threads);
+    if (d == 2) return write_chain_field_values<Component, 2>(steps, index_to_point, start, extent, values, out, threads);
+    write_chain_field_values<Component, 0>(steps, index_to_point, start, extent, values, out, threads);
+}
+
+}  // namespace
+
+void chain_field_values(const std::vector<PointTransform>& steps, const AffineMap& index_to_point, const Shape& start,
+                        const Shape& extent, const FieldValueMaps& values, const TensorView& out, int threads) {
+    const std::size_t d = index_to_point.dimension;
+    if (d < 1 || d > 8 || start.size() != d || extent.size() != d || out.shape.size() != d + 2 || out.shape[0] != 1 ||
+        out.shape[1] != static_cast<std::int64_t>(d) || values.of_mapped.dimension != d || values.of_point.dimension != d) {
+        throw std::invalid_argument("chain_field_values: a (1, " + std::to_string(d) + ", extent...) output and maps of a " +
+                                    std::to_string(d) + "-D chain");
+    }
+    for (std::size_t a = 0; a < d; ++a) {
+        if (out.shape[2 + a] != extent[a]) throw std::invalid_argument("chain_field_values: the output's shape is not the box's");
+    }
+    for (const PointTransform& step : steps) {
+        if (step.dimension() != d) throw std::invalid_argument("chain_field_values: a step of another dimension");
+    }
+    if (shape_numel(extent) == 0) return;
+    if (out.dtype == DType::Float32) {
+        write_chain_field_values<float>(steps, index_to_point, start, extent, values, out, threads);
+    } else if (out.dtype == DType::Float64) {
+        write_chain_field_values<double>(steps, index_to_point, start, extent, values, out, threads);
+    } else {
+        throw std::invalid_argument("chain_field_values: float32 or float64 output, got " + std::string(dtype_name(out.dtype)));
     }
 }
 
@@ -335,14 +479,23 @@ std::vector<double> grid_points(const AffineMap& index_to_point, const Shape& sh
     std::int64_t voxels = 1;
     for (const std::int64_t extent : shape) voxels *= extent;
     std::vector<double> points(static_cast<std::size_t>(voxels) * d);
-    for (std::int64_t v = 0; v < voxels; ++v) {
+    if (voxels == 0 || d == 0) return points;
+    // Line by line along the innermost axis: a division per line, not per coordinate. (On one
+    // thread: the callers' thread count does not reach here.)
+    const std::int64_t columns = shape[d - 1];
+    const std::int64_t lines = voxels / columns;
+    for (std::int64_t line = 0; line < lines; ++line) {
         double index[8];
-        std::int64_t rest = v;
-        for (std::size_t a = 0; a < d; ++a) {  // innermost-first
+        std::int64_t rest = line;
+        for (std::size_t a = 1; a < d; ++a) {  // innermost-first, the innermost axis aside
             index[a] = static_cast<double>(rest % shape[d - 1 - a]);
             rest /= shape[d - 1 - a];
         }
-        index_to_point.apply(index, points.data() + static_cast<std::size_t>(v) * d);
+        double* out = points.data() + static_cast<std::size_t>(line * columns) * d;
+        for (std::int64_t column = 0; column < columns; ++column) {
+            index[0] = static_cast<double>(column);
+            index_to_point.apply(index, out + static_cast<std::size_t>(column) * d);
+        }
     }
     return points;
 }
@@ -368,6 +521,69 @@ double determinant(const double* m, std::size_t d) {  // row-major d x d, d <= 3
     if (d == 1) return m[0];
     if (d == 2) return m[0] * m[3] - m[1] * m[2];
     return m[0] * (m[4] * m[8] - m[5] * m[7]) - m[1] * (m[3] * m[8] - m[5] * m[6]) + m[2] * (m[3] * m[7] - m[4] * m[6]);
+}
+
+// Whether the voxels of the grid (`index_to_point`, `shape`) are the field's own voxels: each grid
+// point within kSnapVoxels of the field voxel of the same index, as the sampler snaps positions.
+bool on_the_fields_grid(const DisplacementField& field, const AffineMap& index_to_point, const Shape& shape) {
+    const std::size_t d = shape.size();
+    const Shape& vectors = field.vectors().shape;
+    if (field.dimension() != d || !std::equal(shape.begin(), shape.end(), vectors.begin())) return false;
+    const AffineMap grid_to_field = field.index_to_point().inverse().after(index_to_point);
+    for (std::size_t i = 0; i < d; ++i) {
+        double reach = std::fabs(grid_to_field.offset[i]);  // the largest miss, at a corner of the grid
+        for (std::size_t j = 0; j < d; ++j) {
+            const double deviation = grid_to_field.matrix[i * d + j] - (i == j ? 1.0 : 0.0);
+            reach += std::fabs(deviation) * static_cast<double>(shape[d - 1 - j] - 1);
+        }
+        if (!(reach <= kSnapVoxels)) return false;
+    }
+    return true;
+}
+
+// chain_jacobian_determinant of one displacement field on its own grid: each voxel's mapped point
+// is its point plus its vector, so a derivative is the grid's step plus the central difference of
+// the stored vectors, read where they lie (one voxel past the edge the field displaces nothing).
+template <class Component>
+void field_jacobian_determinant(const ConstTensorView& vectors, const AffineMap& index_to_point, const Shape& shape,
+                                double grid_determinant, double* out, int threads) {
+    const std::size_t d = shape.size();
+    std::int64_t extent[3], stride[3];  // innermost-first
+    for (std::size_t a = 0; a < d; ++a) {
+        extent[a] = shape[d - 1 - a];
+        stride[a] = vectors.strides[d - 1 - a];
+    }
+    const std::int64_t component_stride = vectors.strides[d];
+    const Component* base = vectors.typed<Component>();
+    const double* grid_step = index_to_point.matrix.data();  // d(point k) / d(index a) at [k * d + a]
+    const std::int64_t columns = extent[0];
+    std::int64_t lines = 1;
+    for (std::size_t a = 1; a < d; ++a) lines *= extent[a];
+#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads()) if (lines * columns > 4096)
+    for (std::int64_t line = 0; line < lines; ++line) {
+        std::int64_t index[3] = {0, 0, 0};
+        std::int64_t line_offset = 0, rest = line;
+        for (std::size_t a = 1; a < d; ++a) {
+            index[a] = rest % extent[a];
+            rest /= extent[a];
+            line_offset += index[a] * stride[a];
+        }
+        for (std::int64_t column = 0; column < columns; ++column) {
+            index[0] = column;
+            const std::int64_t offset = line_offset + column * stride[0];
+            double by_index[9];
+            for (std::size_t a = 0; a < d; ++a) {
+                const bool has_ahead = index[a] + 1 < extent[a], has_behind = index[a] > 0;
+                for (std::size_t k = 0; k < d; ++k) {
+                    const std::int64_t component = offset + static_cast<std::int64_t>(k) * component_stride;
+                    const double ahead = has_ahead ? static_cast<double>(base[component + stride[a]]) : 0.0;
+                    const double behind = has_behind ? static_cast<double>(base[component - stride[a]]) : 0.0;
+                    by_index[k * d + a] = grid_step[k * d + a] + (ahead - behind) / 2.0;
+                }
+            }
+            out[line * columns + column] = determinant(by_index, d) / grid_determinant;
+        }
+    }
 }
 
 }  // namespace
@@ -398,6 +614,15 @@ Tensor chain_jacobian_determinant(const std::vector<PointTransform>& steps, cons
         std::fill(out, out + voxels, determinant(linear.matrix.data(), d));
         return result;
     }
+    if (steps.size() == 1 && steps.front().field && on_the_fields_grid(*steps.front().field, index_to_point, shape)) {
+        const ConstTensorView& vectors = steps.front().field->vectors();
+        if (vectors.dtype == DType::Float32) {
+            field_jacobian_determinant<float>(vectors, index_to_point, shape, grid_determinant, out, threads);
+        } else {
+            field_jacobian_determinant<double>(vectors, index_to_point, shape, grid_determinant, out, threads);
+        }
+        return result;
+    }
     auto mapped = [&](const double* index, double* point) {
         double moved[3];
         index_to_point.apply(index, point);
@@ -406,27 +631,63 @@ Tensor chain_jacobian_determinant(const std::vector<PointTransform>& steps, cons
             std::copy_n(moved, d, point);
         }
     };
-#pragma omp parallel for schedule(dynamic, 256) num_threads(threads > 0 ? threads : omp_get_max_threads()) if (voxels > 4096)
-    for (std::int64_t v = 0; v < voxels; ++v) {
+    // Every derivative differences the mapped points of two neighbouring voxels, so the chain is
+    // evaluated once per voxel (and once per point one voxel past the edge), a slice of the
+    // outermost axis at a time, and each slice kept while the slices beside it need it. The
+    // differences are those of evaluating the chain at each neighbour, bit for bit.
+    const std::size_t outer = d - 1;                    // innermost-first axis numbering
+    const std::int64_t slices = shape[0];
+    const std::int64_t rows = d == 3 ? shape[1] : 1;    // the slice's axis 1, when there is one
+    const std::int64_t columns = d >= 2 ? shape[d - 1] : 1;
+    const std::int64_t padded_rows = d == 3 ? rows + 2 : 1;
+    const std::int64_t padded_columns = d >= 2 ? columns + 2 : 1;
+    const auto slice_values = static_cast<std::size_t>(padded_rows * padded_columns) * d;
+    auto map_slice = [&](std::int64_t slice, double* points) {
         double index[3];
-        std::int64_t rest = v;
-        for (std::size_t a = 0; a < d; ++a) {  // innermost-first
-            index[a] = static_cast<double>(rest % shape[d - 1 - a]);
-            rest /= shape[d - 1 - a];
+        index[outer] = static_cast<double>(slice);
+        for (std::int64_t row = 0; row < padded_rows; ++row) {
+            if (d == 3) index[1] = static_cast<double>(row - 1);
+            for (std::int64_t column = 0; column < padded_columns; ++column) {
+                if (d >= 2) index[0] = static_cast<double>(column - 1);
+                mapped(index, points + static_cast<std::size_t>(row * padded_columns + column) * d);
+            }
         }
-        // Column a: d(mapped point) / d(index a), central differences one voxel either side.
-        double by_index[9];
-        for (std::size_t a = 0; a < d; ++a) {
-            double ahead[3], behind[3], at[3];
-            std::copy_n(index, d, at);
-            at[a] = index[a] + 1.0;
-            mapped(at, ahead);
-            at[a] = index[a] - 1.0;
-            mapped(at, behind);
-            for (std::size_t k = 0; k < d; ++k) by_index[k * d + a] = (ahead[k] - behind[k]) / 2.0;
+    };
+    const int team = threads > 0 ? threads : omp_get_max_threads();
+#pragma omp parallel num_threads(team) if (voxels > 4096)
+    {
+        // Each thread takes a run of whole slices: it maps the two slices bordering its run again.
+        const std::int64_t parts = omp_get_num_threads(), part = omp_get_thread_num();
+        const std::int64_t first = slices * part / parts, last = slices * (part + 1) / parts;
+        std::vector<double> ring(first < last ? 3 * slice_values : 0);
+        auto slot = [&](std::int64_t slice) { return ring.data() + static_cast<std::size_t>((slice + 3) % 3) * slice_values; };
+        if (first < last) {
+            map_slice(first - 1, slot(first - 1));
+            map_slice(first, slot(first));
         }
-        // d(point)/d(index) = (direction * spacing): the physical Jacobian's determinant divides by its.
-        out[v] = determinant(by_index, d) / grid_determinant;
+        for (std::int64_t slice = first; slice < last; ++slice) {
+            map_slice(slice + 1, slot(slice + 1));
+            const double* behind = slot(slice - 1);
+            const double* here = slot(slice);
+            const double* ahead = slot(slice + 1);
+            for (std::int64_t row = 0; row < rows; ++row) {
+                double* out_row = out + (slice * rows + row) * columns;
+                for (std::int64_t column = 0; column < columns; ++column) {
+                    // The voxel's place in the padded slice, and its neighbours' along each axis.
+                    const std::int64_t at = (d == 3 ? row + 1 : 0) * padded_columns + (d >= 2 ? column + 1 : 0);
+                    const std::int64_t step[3] = {1, padded_columns, 0};
+                    // Column a: d(mapped point) / d(index a), central differences one voxel either side.
+                    double by_index[9];
+                    for (std::size_t a = 0; a < d; ++a) {
+                        const double* ahead_point = a == outer ? ahead + at * d : here + (at + step[a]) * d;
+                        const double* behind_point = a == outer ? behind + at * d : here + (at - step[a]) * d;
+                        for (std::size_t k = 0; k < d; ++k) by_index[k * d + a] = (ahead_point[k] - behind_point[k]) / 2.0;
+                    }
+                    // d(point)/d(index) = (direction * spacing): the physical Jacobian's determinant divides by its.
+                    out_row[column] = determinant(by_index, d) / grid_determinant;
+                }
+            }
+        }
     }
     return result;
 }

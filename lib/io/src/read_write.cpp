@@ -39,6 +39,8 @@ void require_readable_input(const fs::path& file) {
 
 FileKind kind_for_path(const fs::path& file) { return detail::format_for_path(file).kind; }
 
+ChannelLayout stored_channel_layout(const fs::path& file) { return detail::format_for_path(file).channel_layout; }
+
 Image read_image(const fs::path& file, const ReadOptions& options) {
     require_readable_input(file);
     return detail::format_for_path(file).read(file, options, true);

@@ -79,6 +79,20 @@ std::vector<double> grid_points(const AffineMap& index_to_point, const Shape& sh
 // Maps `points` (N x dimension values, x first, physical) through `steps` in the order they act, in place.
 void map_points(const std::vector<PointTransform>& steps, std::vector<double>& points, int threads = 0);
 
+// What a field file stores at a grid voxel's point p for a chain: of_mapped(chain(p)) - of_point(p).
+// ITK's displacements take both as the identity; positions (MRtrix3, SPM) take of_point as zero;
+// another package's frame (RAS, FSL's scaled voxels) folds into the maps.
+struct FieldValueMaps {
+    AffineMap of_mapped;
+    AffineMap of_point;
+};
+
+// The chain's field values (FieldValueMaps) at the voxels of a box of a grid (`index_to_point`;
+// `start` and `extent` outermost first) into `out`, a (1, dimension, extent...) view of float32 or
+// float64 values with any strides (io::WindowSampler's). Rows are shared among `threads`.
+void chain_field_values(const std::vector<PointTransform>& steps, const AffineMap& index_to_point, const Shape& start,
+                        const Shape& extent, const FieldValueMaps& values, const TensorView& out, int threads = 0);
+
 // How far an inverted chain missed: the largest |chain(x) - y| of the points that converged, the
 // points whose fixed-point iteration did not reach the tolerance inside a field (it folds there),
 // and those whose iteration left a field's grid: no point of the field reaches them, and, the field

@@ -128,7 +128,7 @@ const FormatHandler kFormats[] = {
      .map_output = map_npy_output},
     {.name = "NIfTI", .kind = FileKind::Volume, .suffixes = {".nii", ".nii.gz", ".hdr", ".hdr.gz", ".img", ".img.gz"},
      .read = read_nifti, .write = write_nifti_image, .files_read = nifti_files_read, .files_written = nifti_files_written,
-     .map_output = map_one_nifti_output, .streams = nifti_output_streams, .stream = stream_nifti_output},
+     .channel_layout = ChannelLayout::Planar, .map_output = map_one_nifti_output, .streams = nifti_output_streams, .stream = stream_nifti_output},
     {.name = "MGH", .kind = FileKind::Volume, .suffixes = {".mgh", ".mgz", ".mgh.gz"}, .read = read_mgh, .write = write_mgh_image,
      .streams = mgh_output_streams, .stream = stream_mgh_output},
     {.name = "NRRD", .kind = FileKind::Volume, .suffixes = {".nrrd", ".nhdr"}, .read = read_itk_volume, .write = write_itk_image,

@@ -45,6 +45,9 @@ struct FormatHandler {
     // (gridwarp/io/file_identity.hpp). nullptr: the file alone.
     std::vector<std::filesystem::path> (*files_read)(const std::filesystem::path& file) = nullptr;
     std::vector<std::filesystem::path> (*files_written)(const std::filesystem::path& file) = nullptr;
+    // How the file stores a multi-channel float image: a description in this layout is written
+    // without reordering its values.
+    ChannelLayout channel_layout = ChannelLayout::Interleaved;
     // An output sampled straight into its file (see MappedOutput); nullptr: sampled into memory.
     std::optional<MappedOutput> (*map_output)(const StagedFile& staged, const Image& description) = nullptr;
     // An output written a block at a time as it is sampled, where streams(target, description).

@@ -86,16 +86,13 @@ TransformFile read_ras_field(const TransformSpec& spec, const TransformContext& 
     return result;
 }
 
-// Float32 vectors written as RAS positions (`positions`) or RAS displacements.
-Image ras_field_image(const Image& reference, const FieldSamples& samples, bool positions, int nifti_rank, int intent) {
-    Image field = vector_field_like(reference, 3, nifti_rank, intent);
-    float* out = field.pixels.data_as<float>();
-    for (std::size_t k = 0; k < samples.mapped.size(); ++k) {
-        const std::size_t c = k % 3;
-        const double lps = positions ? samples.mapped[k] : samples.mapped[k] - samples.points[k];
-        out[k] = static_cast<float>(kRasSign[c] * lps);
-    }
-    return field;
+// A file of RAS positions (`positions`) or RAS displacements.
+DisplacementFieldLayout ras_field_layout(const Image& reference, bool positions, int nifti_rank, int intent) {
+    AffineMap lps_to_ras = AffineMap::identity(3);
+    for (std::size_t c = 0; c < 3; ++c) lps_to_ras.matrix[c * 3 + c] = kRasSign[c];
+    AffineMap none = AffineMap::identity(3);
+    std::fill(none.matrix.begin(), none.matrix.end(), 0.0);
+    return {vector_field_like(reference, 3, nifti_rank, intent), {lps_to_ras, positions ? none : lps_to_ras}};
 }
 
 void require_3d(const Image& reference, const std::string& what) {
@@ -176,9 +173,7 @@ Image vector_field_like(const Image& reference, std::int64_t channels, int nifti
     header->descrip.clear();
     header->aux_file.clear();
     field.nifti = std::move(header);
-    Shape shape = reference.spatial;
-    shape.push_back(channels);
-    field.pixels = Tensor(DType::Float32, shape);
+    field.pixels = Tensor(DType::Float32, Shape{0});
     return field;
 }
 
@@ -195,27 +190,25 @@ TransformFile read_world_field(const TransformSpec& spec, const TransformContext
     return read_ras_field(spec, context, options, "a Workbench world warpfield", RasValues::Displacements);
 }
 
-Image itk_field_image(const Image& reference, const FieldSamples& samples, const TransformContext&) {
-    const auto dimension = static_cast<std::int64_t>(reference.spatial.size());
-    Image field = vector_field_like(reference, dimension, 5, kNiftiVectorIntent);
-    float* out = field.pixels.data_as<float>();
-    for (std::size_t k = 0; k < samples.mapped.size(); ++k) out[k] = static_cast<float>(samples.mapped[k] - samples.points[k]);
-    return field;
+DisplacementFieldLayout itk_field_layout(const Image& reference, const TransformContext&) {
+    const std::size_t dimension = reference.spatial.size();
+    return {vector_field_like(reference, static_cast<std::int64_t>(dimension), 5, kNiftiVectorIntent),
+            {AffineMap::identity(dimension), AffineMap::identity(dimension)}};
 }
 
-Image mrtrix_field_image(const Image& reference, const FieldSamples& samples, const TransformContext&) {
+DisplacementFieldLayout mrtrix_field_layout(const Image& reference, const TransformContext&) {
     require_3d(reference, "an MRtrix3 deformation field");
-    return ras_field_image(reference, samples, true, 4, 0);
+    return ras_field_layout(reference, true, 4, 0);
 }
 
-Image spm_field_image(const Image& reference, const FieldSamples& samples, const TransformContext&) {
+DisplacementFieldLayout spm_field_layout(const Image& reference, const TransformContext&) {
     require_3d(reference, "an SPM deformation field");
-    return ras_field_image(reference, samples, true, 5, 0);
+    return ras_field_layout(reference, true, 5, 0);
 }
 
-Image world_field_image(const Image& reference, const FieldSamples& samples, const TransformContext&) {
+DisplacementFieldLayout world_field_layout(const Image& reference, const TransformContext&) {
     require_3d(reference, "a Workbench world warpfield");
-    return ras_field_image(reference, samples, false, 5, kNiftiVectorIntent);
+    return ras_field_layout(reference, false, 5, kNiftiVectorIntent);
 }
 
 }  // namespace gridwarp::io::detail

@@ -133,24 +133,15 @@ TransformFile read_fnirt_field(Image field, const TransformSpec& spec, const Tra
     return result;
 }
 
-Image fsl_field_image(const Image& reference, const FieldSamples& samples, const TransformContext& context) {
+DisplacementFieldLayout fsl_field_layout(const Image& reference, const TransformContext& context) {
     if (reference.spatial.size() != 3) throw std::invalid_argument("an FSL warp field is for 3-D grids");
     if (!context.moving) throw std::invalid_argument("an FSL warp field is relative to the image it warps: give -i MOVING");
     // At each reference voxel: the moving image's FSL coordinates of the mapped point less the
     // voxel's own FSL coordinates (FNIRT's relative convention), with FNIRT's intent.
     const FslSpace fixed = fsl_space(reference, context.reference_file, context.reference_file);
     const FslSpace moving = fsl_space(*context.moving, context.moving_file, context.moving_file);
-    const AffineMap reference_world_to_fsl = fixed.index_to_fsl.after(fixed.index_to_world.inverse());
-    const AffineMap moving_world_to_fsl = moving.index_to_fsl.after(moving.index_to_world.inverse());
-    Image field = vector_field_like(reference, 3, 4, kFnirtDisplacementField);
-    float* out = field.pixels.data_as<float>();
-    for (std::size_t at = 0; at < samples.points.size(); at += 3) {
-        double from[3], to[3];
-        reference_world_to_fsl.apply(&samples.points[at], from);
-        moving_world_to_fsl.apply(&samples.mapped[at], to);
-        for (std::size_t c = 0; c < 3; ++c) out[at + c] = static_cast<float>(to[c] - from[c]);
-    }
-    return field;
+    return {vector_field_like(reference, 3, 4, kFnirtDisplacementField),
+            {moving.index_to_fsl.after(moving.index_to_world.inverse()), fixed.index_to_fsl.after(fixed.index_to_world.inverse())}};
 }
 
 TransformFile read_fsl_matrix(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options) {

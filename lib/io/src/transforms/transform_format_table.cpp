@@ -14,18 +14,18 @@ const std::vector<TransformFormatEntry>& transform_format_table() {
     // ITK first: its text header and binary .mat are unambiguous, and its .txt/.mat names overlap
     // with the others'.
     static const std::vector<TransformFormatEntry> table = {
-        {.format = TransformFormat::Itk, .tag = "itk", .detects = detects_itk, .read = read_itk, .write_field = itk_field_image},
+        {.format = TransformFormat::Itk, .tag = "itk", .detects = detects_itk, .read = read_itk, .write_field = itk_field_layout},
         {.format = TransformFormat::Elastix, .tag = "elastix", .detects = detects_elastix, .read = read_elastix},
         {.format = TransformFormat::Fsl, .tag = "fsl", .detects = detects_fsl_matrix, .read = read_fsl_matrix, .uses_images = true,
-         .write_field = fsl_field_image},
+         .write_field = fsl_field_layout},
         {.format = TransformFormat::Lta, .tag = "lta", .detects = detects_lta, .read = read_lta, .uses_images = true},
         {.format = TransformFormat::Afni, .tag = "afni", .detects = detects_afni_matrix, .read = read_afni_matrix, .uses_images = true},
         {.format = TransformFormat::NiftyReg, .tag = "niftyreg", .read = read_niftyreg_matrix},
         {.format = TransformFormat::Ras, .tag = "ras", .read = read_ras_matrix},
         {.format = TransformFormat::Lps, .tag = "lps", .read = read_lps_matrix},
-        {.format = TransformFormat::Mrtrix, .tag = "mrtrix", .read = read_mrtrix_field, .write_field = mrtrix_field_image},
-        {.format = TransformFormat::Spm, .tag = "spm", .read = read_spm_field, .write_field = spm_field_image},
-        {.format = TransformFormat::World, .tag = "world", .read = read_world_field, .write_field = world_field_image},
+        {.format = TransformFormat::Mrtrix, .tag = "mrtrix", .read = read_mrtrix_field, .write_field = mrtrix_field_layout},
+        {.format = TransformFormat::Spm, .tag = "spm", .read = read_spm_field, .write_field = spm_field_layout},
+        {.format = TransformFormat::World, .tag = "world", .read = read_world_field, .write_field = world_field_layout},
     };
     return table;
 }

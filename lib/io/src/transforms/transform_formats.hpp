@@ -24,15 +24,9 @@ void invert_step(const std::filesystem::path& file, PointTransform& step, Transf
 using TransformDetector = bool (*)(const std::string& lowercase_name, std::string_view head);
 using TransformReader = TransformFile (*)(const TransformSpec& spec, const TransformContext& context,
                                           const ReadOptions& options);
-// A chain sampled at a reference grid's voxels, LPS millimetres, voxels x dimension values (x
-// fastest): each voxel's point and the point the chain maps it to.
-struct FieldSamples {
-    const std::vector<double>& points;
-    const std::vector<double>& mapped;
-};
-// The chain as a format's dense field on the reference's grid, ready for write_image. Throws
-// std::invalid_argument when the format needs what the context lacks (FSL: the moving image).
-using FieldWriter = Image (*)(const Image& reference, const FieldSamples& samples, const TransformContext& context);
+// A format's dense field on a reference grid: the file's description (float32 vectors, no pixels) and what it stores at each voxel for a chain. Throws std::invalid_argument when the
+// format needs what the context lacks (FSL: the moving image).
+using FieldWriter = DisplacementFieldLayout (*)(const Image& reference, const TransformContext& context);
 
 // Rows are written with designated initializers.
 struct TransformFormatEntry {
@@ -73,7 +67,7 @@ FslSpace fsl_space(const Image& image, const std::filesystem::path& named, const
 // FIELD as read, turned into an ITK displacement field on its grid (fsl.cpp).
 constexpr int kFnirtDisplacementField = 2006;
 TransformFile read_fnirt_field(Image field, const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);
-Image fsl_field_image(const Image& reference, const FieldSamples& samples, const TransformContext& context);
+DisplacementFieldLayout fsl_field_layout(const Image& reference, const TransformContext& context);
 // FreeSurfer .lta (lta.cpp).
 bool detects_lta(const std::string& lowercase_name, std::string_view head);
 TransformFile read_lta(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);
@@ -82,24 +76,24 @@ bool detects_afni_matrix(const std::string& lowercase_name, std::string_view hea
 TransformFile read_afni_matrix(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);
 // ITK/ANTs displacement fields as written (itk.cpp writes through deformation_fields.cpp).
 constexpr int kNiftiVectorIntent = 1007;
-Image itk_field_image(const Image& reference, const FieldSamples& samples, const TransformContext& context);
+DisplacementFieldLayout itk_field_layout(const Image& reference, const TransformContext& context);
 // Fields of RAS positions or displacements (deformation_fields.cpp): MRtrix3 deformations (its
 // displacement fields told apart by their values unless tagged abs or rel), SPM y_*.nii
 // deformations, Workbench world warpfields; and their writers.
 TransformFile read_mrtrix_field(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);
 TransformFile read_spm_field(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);
 TransformFile read_world_field(const TransformSpec& spec, const TransformContext& context, const ReadOptions& options);
-Image mrtrix_field_image(const Image& reference, const FieldSamples& samples, const TransformContext& context);
-Image spm_field_image(const Image& reference, const FieldSamples& samples, const TransformContext& context);
-Image world_field_image(const Image& reference, const FieldSamples& samples, const TransformContext& context);
+DisplacementFieldLayout mrtrix_field_layout(const Image& reference, const TransformContext& context);
+DisplacementFieldLayout spm_field_layout(const Image& reference, const TransformContext& context);
+DisplacementFieldLayout world_field_layout(const Image& reference, const TransformContext& context);
 // FILE's volume as one `dimension`-vector per voxel, interleaved; FileError naming WHAT ("an SPM
 // deformation field") when it is not one.
 Image read_vector_image(const std::filesystem::path& file, std::size_t dimension, const ReadOptions& options, const std::string& what);
 // The same for an image already read.
 Image as_vector_image(Image image, const std::filesystem::path& file, std::size_t dimension, const std::string& what);
-// An image on the reference's grid (its NIfTI header kept, so its transforms are written bit for
-// bit) for float32 vectors of `channels` components in NIfTI dimension `nifti_rank` (4 or 5), with
-// NIfTI intent `intent`.
+// The description of a file on the reference's grid (its NIfTI header kept, so its transforms are
+// written bit for bit) of float32 vectors of `channels` components in NIfTI
+// dimension `nifti_rank` (4 or 5), with NIfTI intent `intent`.
 Image vector_field_like(const Image& reference, std::int64_t channels, int nifti_rank, int intent);
 // Whether a field holds positions rather than displacements, as fslpy's detectDisplacementType
 // decides: the values vary more as they are than less each voxel's own coordinates (positions

@@ -77,11 +77,13 @@ std::vector<TransformFormat> displacement_field_formats() {
     return formats;
 }
 
-Image displacement_field_image(TransformFormat format, const Image& reference, const std::vector<double>& points,
-                               const std::vector<double>& mapped, const TransformContext& context) {
+DisplacementFieldLayout displacement_field_layout(TransformFormat format, const Image& reference, const TransformContext& context,
+                                                  const fs::path& output) {
     const detail::TransformFormatEntry& entry = detail::transform_format_entry(format);
     if (!entry.write_field) throw std::invalid_argument(std::string(entry.tag) + " has no displacement field layout");
-    return entry.write_field(reference, detail::FieldSamples{points, mapped}, context);
+    DisplacementFieldLayout layout = entry.write_field(reference, context);
+    layout.description.layout = stored_channel_layout(output);
+    return layout;
 }
 
 TransformFile read_transform(const fs::path& file, std::size_t dimension, bool invert, const ReadOptions& options) {

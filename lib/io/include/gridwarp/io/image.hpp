@@ -221,5 +221,8 @@ void write_sampled(const std::filesystem::path& target, Image description, const
 
 // The format a path's extension selects.
 FileKind kind_for_path(const std::filesystem::path& file);
+// How a file of this name stores a multi-channel float image (NIfTI: a volume per channel): an
+// output described in that layout is written without reordering its values.
+ChannelLayout stored_channel_layout(const std::filesystem::path& file);
 
 }  // namespace gridwarp::io

@@ -116,14 +116,19 @@ void write_affine_transform(const std::filesystem::path& file, TransformFormat f
 bool writes_matrices(TransformFormat format);
 // The formats with a dense field layout (itk, fsl, mrtrix, spm, world), for messages.
 std::vector<TransformFormat> displacement_field_formats();
-// A chain sampled at every voxel of REFERENCE's grid (`points`, and `mapped` = chain(points), LPS
-// mm, voxels x dimension values, x fastest) as FORMAT's dense field on that grid, float32, ready
-// for write_image: ITK's LPS displacements (5-D, vector intent), FSL FNIRT's relative warp (4-D,
-// intent 2006; needs the context's moving image), MRtrix3's deformation (RAS positions, 4-D), SPM's
-// (5-D) or Workbench's world warpfield (RAS displacements, 5-D). Throws std::invalid_argument for
-// a format without a field layout, or one that needs what the context lacks.
-Image displacement_field_image(TransformFormat format, const Image& reference, const std::vector<double>& points,
-                               const std::vector<double>& mapped, const TransformContext& context);
+// How FORMAT stores a chain as a dense field on REFERENCE's grid, written to OUTPUT: `description`
+// is the file (float32 vectors in the layout OUTPUT's format stores them, with the reference's
+// header and the format's NIfTI layout and intent; no pixels: a PendingOutput's description) and `values` what it holds at each voxel (core's
+// chain_field_values): ITK's LPS displacements (5-D, vector intent), FSL FNIRT's relative warp
+// (4-D, intent 2006; needs the context's moving image), MRtrix3's deformation (RAS positions,
+// 4-D), SPM's (5-D) or Workbench's world warpfield (RAS displacements, 5-D). Throws
+// std::invalid_argument for a format without a field layout, or one that needs what the context lacks.
+struct DisplacementFieldLayout {
+    Image description;
+    FieldValueMaps values;
+};
+DisplacementFieldLayout displacement_field_layout(TransformFormat format, const Image& reference, const TransformContext& context,
+                                                  const std::filesystem::path& output);
 
 // A per-volume list (`-t FILE,per-volume`): one transform per volume of a 4-D series, in volume
 // order. FILE is either a file holding the list (an ITK text/Matlab/HDF5 file of N transforms, as
