@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 
 #include "cli_common.hpp"
 #include "file_options.hpp"
@@ -49,45 +50,52 @@ void run_jacobian(const JacobianCommand& command) {
     if (!command.moving.empty()) moving = load_image_header(command.moving, read_options);
     const io::Geometry geometry = reference.geometry ? *reference.geometry : io::Geometry::identity(dimension);
     check_output_size(command.output.path, command.reference.string(), std::vector<std::int64_t>(reference.spatial.begin(), reference.spatial.end()), 1,
-                      sizeof(double) + sizeof(float), to_memory_budget(command.volume.memory));
+                      sizeof(float), to_memory_budget(command.volume.memory));
     std::vector<std::shared_ptr<const Tensor>> buffers;
     const std::vector<PointTransform> steps =
         read_transform_chain(command.transforms, dimension, moving.get(), &reference, read_options, buffers);
 
-    Tensor determinants;
+    io::Image description;
+    description.kind = io::FileKind::Volume;
+    description.format = reference.format;
+    description.spatial = reference.spatial;
+    description.geometry = geometry;
+    description.pixels = Tensor(DType::Float32, Shape{0});
+    // The determinants are made in the output's own pixels (a plain .nii's mapped pages).
+    std::optional<io::PendingOutput> pending;
+    io::Image in_memory;
+    if (command.output.in_memory()) {
+        in_memory = io::Image::allocate_like(description, description.spatial);
+        in_memory.geometry = geometry;
+    } else {
+        pending.emplace(command.output.path, std::move(description), to_write_options(command.volume, command.common));
+    }
+    io::Image& output = pending ? pending->image() : in_memory;
+    const TensorView values(DType::Float32, output.pixels.data(), reference.spatial);
     try {
-        determinants = chain_jacobian_determinant(steps, AffineMap::from_geometry(geometry.spacing, geometry.origin, geometry.direction),
-                                                  reference.spatial, command.common.threads);
+        chain_jacobian_determinant(steps, AffineMap::from_geometry(geometry.spacing, geometry.origin, geometry.direction),
+                                   reference.spatial, values, command.common.threads);
     } catch (const std::invalid_argument& e) {
         throw io::FileError(command.reference.path, e.what());
     }
-    const double* values = determinants.data_as<double>();
+    float* determinants = output.pixels.data_as<float>();
+    const std::int64_t voxels = shape_numel(reference.spatial);
     std::int64_t folded = 0;
-    for (std::int64_t v = 0; v < determinants.numel(); ++v) folded += values[v] <= 0.0 ? 1 : 0;
-
-    io::Image output;
-    output.kind = io::FileKind::Volume;
-    output.format = reference.format;
-    output.spatial = reference.spatial;
-    output.geometry = geometry;
-    Shape storage{1, 1};
-    storage.insert(storage.end(), reference.spatial.begin(), reference.spatial.end());
-    output.pixels = Tensor(DType::Float32, storage);
-    float* out = output.pixels.data_as<float>();
-    for (std::int64_t v = 0; v < determinants.numel(); ++v) {
+    for (std::int64_t v = 0; v < voxels; ++v) {
+        folded += determinants[v] <= 0.0f ? 1 : 0;
         // log of a fold (a non-positive determinant) is not a number: NaN marks it.
-        out[v] = static_cast<float>(command.log ? (values[v] > 0.0 ? std::log(values[v]) : std::nan("")) : values[v]);
+        if (command.log) determinants[v] = determinants[v] > 0.0f ? std::log(determinants[v]) : std::nanf("");
     }
-    if (command.output.in_memory()) {
-        *command.output.result = std::move(output);
+    if (pending) {
+        pending->commit();
     } else {
-        io::write_image(command.output.path, output, to_write_options(command.volume, command.common));
+        *command.output.result = std::move(in_memory);
     }
     if (folded > 0) {
-        spdlog::warn("{} of {} voxels have a non-positive determinant: the chain folds there", folded, determinants.numel());
+        spdlog::warn("{} of {} voxels have a non-positive determinant: the chain folds there", folded, voxels);
     }
     spdlog::info("wrote {} ({} of the Jacobian's determinant, {} voxels, {} non-positive)", command.output.string(),
-                 command.log ? "the log" : "float32", determinants.numel(), folded);
+                 command.log ? "the log" : "float32", voxels, folded);
 }
 
 }  // namespace

@@ -544,9 +544,9 @@ bool on_the_fields_grid(const DisplacementField& field, const AffineMap& index_t
 // chain_jacobian_determinant of one displacement field on its own grid: each voxel's mapped point
 // is its point plus its vector, so a derivative is the grid's step plus the central difference of
 // the stored vectors, read where they lie (one voxel past the edge the field displaces nothing).
-template <class Component>
+template <class Component, class Value>
 void field_jacobian_determinant(const ConstTensorView& vectors, const AffineMap& index_to_point, const Shape& shape,
-                                double grid_determinant, double* out, int threads) {
+                                double grid_determinant, Value* out, int threads) {
     const std::size_t d = shape.size();
     std::int64_t extent[3], stride[3];  // innermost-first
     for (std::size_t a = 0; a < d; ++a) {
@@ -581,25 +581,21 @@ void field_jacobian_determinant(const ConstTensorView& vectors, const AffineMap&
                     by_index[k * d + a] = grid_step[k * d + a] + (ahead - behind) / 2.0;
                 }
             }
-            out[line * columns + column] = determinant(by_index, d) / grid_determinant;
+            out[line * columns + column] = static_cast<Value>(determinant(by_index, d) / grid_determinant);
         }
     }
 }
 
 }  // namespace
 
-Tensor chain_jacobian_determinant(const std::vector<PointTransform>& steps, const AffineMap& index_to_point, const Shape& shape,
-                                  int threads) {
+namespace {
+
+template <class Value>
+void write_jacobian_determinant(const std::vector<PointTransform>& steps, const AffineMap& index_to_point, const Shape& shape,
+                                Value* out, int threads) {
     const std::size_t d = index_to_point.dimension;
-    if (d < 1 || d > 3 || shape.size() != d) throw std::invalid_argument("chain_jacobian_determinant: 1-, 2- or 3-D grids");
-    for (const PointTransform& step : steps) {
-        if (step.dimension() != d) throw std::invalid_argument("chain_jacobian_determinant: a step of another dimension");
-    }
-    Tensor result(DType::Float64, shape);
-    double* out = result.data_as<double>();
-    const std::int64_t voxels = result.numel();
+    const std::int64_t voxels = shape_numel(shape);
     const double grid_determinant = determinant(index_to_point.matrix.data(), d);
-    if (grid_determinant == 0.0) throw std::invalid_argument("chain_jacobian_determinant: the grid's direction and spacing are singular");
     // A linear chain: one matrix for every voxel.
     AffineMap linear = AffineMap::identity(d);
     bool all_linear = true;
@@ -611,8 +607,8 @@ Tensor chain_jacobian_determinant(const std::vector<PointTransform>& steps, cons
         linear = step.affine->after(linear);
     }
     if (all_linear) {
-        std::fill(out, out + voxels, determinant(linear.matrix.data(), d));
-        return result;
+        std::fill(out, out + voxels, static_cast<Value>(determinant(linear.matrix.data(), d)));
+        return;
     }
     if (steps.size() == 1 && steps.front().field && on_the_fields_grid(*steps.front().field, index_to_point, shape)) {
         const ConstTensorView& vectors = steps.front().field->vectors();
@@ -621,7 +617,7 @@ Tensor chain_jacobian_determinant(const std::vector<PointTransform>& steps, cons
         } else {
             field_jacobian_determinant<double>(vectors, index_to_point, shape, grid_determinant, out, threads);
         }
-        return result;
+        return;
     }
     auto mapped = [&](const double* index, double* point) {
         double moved[3];
@@ -671,7 +667,7 @@ Tensor chain_jacobian_determinant(const std::vector<PointTransform>& steps, cons
             const double* here = slot(slice);
             const double* ahead = slot(slice + 1);
             for (std::int64_t row = 0; row < rows; ++row) {
-                double* out_row = out + (slice * rows + row) * columns;
+                Value* out_row = out + (slice * rows + row) * columns;
                 for (std::int64_t column = 0; column < columns; ++column) {
                     // The voxel's place in the padded slice, and its neighbours' along each axis.
                     const std::int64_t at = (d == 3 ? row + 1 : 0) * padded_columns + (d >= 2 ? column + 1 : 0);
@@ -684,11 +680,41 @@ Tensor chain_jacobian_determinant(const std::vector<PointTransform>& steps, cons
                         for (std::size_t k = 0; k < d; ++k) by_index[k * d + a] = (ahead_point[k] - behind_point[k]) / 2.0;
                     }
                     // d(point)/d(index) = (direction * spacing): the physical Jacobian's determinant divides by its.
-                    out_row[column] = determinant(by_index, d) / grid_determinant;
+                    out_row[column] = static_cast<Value>(determinant(by_index, d) / grid_determinant);
                 }
             }
         }
     }
+}
+
+}  // namespace
+
+void chain_jacobian_determinant(const std::vector<PointTransform>& steps, const AffineMap& index_to_point, const Shape& shape,
+                                const TensorView& out, int threads) {
+    const std::size_t d = index_to_point.dimension;
+    if (d < 1 || d > 3 || shape.size() != d) throw std::invalid_argument("chain_jacobian_determinant: 1-, 2- or 3-D grids");
+    for (const PointTransform& step : steps) {
+        if (step.dimension() != d) throw std::invalid_argument("chain_jacobian_determinant: a step of another dimension");
+    }
+    if (out.shape != shape || out.strides != contiguous_strides(shape)) {
+        throw std::invalid_argument("chain_jacobian_determinant: a contiguous output of the grid's shape " + shape_to_string(shape));
+    }
+    if (determinant(index_to_point.matrix.data(), d) == 0.0) {
+        throw std::invalid_argument("chain_jacobian_determinant: the grid's direction and spacing are singular");
+    }
+    if (out.dtype == DType::Float32) {
+        write_jacobian_determinant(steps, index_to_point, shape, static_cast<float*>(out.data), threads);
+    } else if (out.dtype == DType::Float64) {
+        write_jacobian_determinant(steps, index_to_point, shape, static_cast<double*>(out.data), threads);
+    } else {
+        throw std::invalid_argument("chain_jacobian_determinant: float32 or float64 output, got " + std::string(dtype_name(out.dtype)));
+    }
+}
+
+Tensor chain_jacobian_determinant(const std::vector<PointTransform>& steps, const AffineMap& index_to_point, const Shape& shape,
+                                  int threads) {
+    Tensor result(DType::Float64, shape);
+    chain_jacobian_determinant(steps, index_to_point, shape, result.view(), threads);
     return result;
 }
 

@@ -132,6 +132,9 @@ std::size_t count_folded_voxels(const DisplacementField& field, int threads = 0)
 // A linear chain gives det(A) everywhere. Float64, of `shape`.
 Tensor chain_jacobian_determinant(const std::vector<PointTransform>& steps, const AffineMap& index_to_point, const Shape& shape,
                                   int threads = 0);
+// The same into `out`: float32 or float64, contiguous, of `shape` (an output's own pixels).
+void chain_jacobian_determinant(const std::vector<PointTransform>& steps, const AffineMap& index_to_point, const Shape& shape,
+                                const TensorView& out, int threads = 0);
 
 // Positions in the input's pixel space: for output index x,
 //   input_index = point_to_input_index( steps[last]( ... steps[0]( output_index_to_point(x) )))

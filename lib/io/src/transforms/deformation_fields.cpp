@@ -131,16 +131,17 @@ Image read_vector_image(const fs::path& file, std::size_t dimension, const ReadO
 }
 
 Image as_vector_image(Image image, const fs::path& file, std::size_t dimension, const std::string& what) {
-    if (image.channels == static_cast<std::int64_t>(dimension) && image.layout == ChannelLayout::Planar) {
-        image = interleaved(std::move(image));  // NIfTI stores vector components as volumes
-    }
-    if (image.spatial.size() != dimension || image.channels != static_cast<std::int64_t>(dimension) ||
-        image.layout != ChannelLayout::Interleaved) {
+    require_vector_image(image, file, dimension, what);
+    if (image.layout == ChannelLayout::Planar) image = interleaved(std::move(image));  // NIfTI stores vector components as volumes
+    return image;
+}
+
+void require_vector_image(const Image& image, const fs::path& file, std::size_t dimension, const std::string& what) {
+    if (image.spatial.size() != dimension || image.channels != static_cast<std::int64_t>(dimension) || image.batch != 1) {
         throw FileError(file, what + " for " + std::to_string(dimension) + "-D images must be a " + std::to_string(dimension) +
                                   "-D volume of " + std::to_string(dimension) + "-vectors, got spatial " + shape_to_string(image.spatial) +
                                   " with " + std::to_string(image.channels) + " channel(s)");
     }
-    return image;
 }
 
 Image vector_field_like(const Image& reference, std::int64_t channels, int nifti_rank, int intent) {

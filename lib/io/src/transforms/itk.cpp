@@ -57,20 +57,26 @@ TransformFile read_displacement_field(const TransformSpec& spec, const Transform
         return read_fnirt_field(std::move(image), spec, context, options);
     }
     if (image.nifti && spec.format != TransformFormat::Itk) require_itk_field_header(file, *image.nifti, dimension);
-    image = as_vector_image(std::move(image), file, dimension, "a displacement field");
+    require_vector_image(image, file, dimension, "a displacement field");
     const Geometry geometry = image.geometry ? *image.geometry : Geometry::identity(dimension);
-    Shape shape = image.spatial;
-    shape.push_back(static_cast<std::int64_t>(dimension));
-    Tensor vectors = std::move(image.pixels).reshaped(shape);
-    if (vectors.dtype() != DType::Float32 && vectors.dtype() != DType::Float64) {
-        vectors = convert_to(vectors.view(), DType::Float64);
+    // (D1..Dr, r) vectors over the pixels as they are: NIfTI's component volumes are viewed a
+    // volume apart, not copied together.
+    const ConstTensorView nchw = image.nchw();
+    Shape shape(nchw.shape.begin() + 2, nchw.shape.end());
+    Shape strides(nchw.strides.begin() + 2, nchw.strides.end());
+    shape.push_back(nchw.shape[1]);
+    strides.push_back(nchw.strides[1]);
+    ConstTensorView vectors(nchw.dtype, nchw.data, shape, strides);
+    auto buffer = std::make_shared<const Tensor>(std::move(image.pixels));
+    if (vectors.dtype != DType::Float32 && vectors.dtype != DType::Float64) {
+        buffer = std::make_shared<const Tensor>(convert_to(vectors, DType::Float64));
+        vectors = buffer->view();
     }
-    auto buffer = std::make_shared<const Tensor>(std::move(vectors));
     TransformFile result;
     PointTransform step;
     try {
         step.field = std::make_shared<const DisplacementField>(
-            buffer->view(), AffineMap::from_geometry(geometry.spacing, geometry.origin, geometry.direction));
+            vectors, AffineMap::from_geometry(geometry.spacing, geometry.origin, geometry.direction));
     } catch (const std::invalid_argument& e) {
         throw FileError(file, e.what());
     }

@@ -91,6 +91,8 @@ DisplacementFieldLayout world_field_layout(const Image& reference, const Transfo
 Image read_vector_image(const std::filesystem::path& file, std::size_t dimension, const ReadOptions& options, const std::string& what);
 // The same for an image already read.
 Image as_vector_image(Image image, const std::filesystem::path& file, std::size_t dimension, const std::string& what);
+// Throws that FileError unless IMAGE holds one `dimension`-vector per voxel, in either layout.
+void require_vector_image(const Image& image, const std::filesystem::path& file, std::size_t dimension, const std::string& what);
 // The description of a file on the reference's grid (its NIfTI header kept, so its transforms are
 // written bit for bit) of float32 vectors of `channels` components in NIfTI
 // dimension `nifti_rank` (4 or 5), with NIfTI intent `intent`.
