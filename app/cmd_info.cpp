@@ -13,6 +13,7 @@
 #include "file_options.hpp"
 #include "messages.hpp"
 #include "gridwarp/io/flow_io.hpp"
+#include "gridwarp/io/dicom.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"
 #include "gridwarp/io/transform_io.hpp"
@@ -211,13 +212,50 @@ void describe_transform(const InfoCommand& command) {
     }
 }
 
+void describe_image_file(const InfoCommand& command);
+
+// A folder of DICOM files holding several series: each listed, to be named as FOLDER,series=UID.
+// Returns false for a folder of one series, which is described as any image is.
+bool list_dicom_folder(const InfoCommand& command) {
+    std::error_code error;
+    if (!std::filesystem::is_directory(command.file, error)) return false;  // FOLDER,series=UID names one
+    const std::vector<io::DicomSeriesSummary> series = io::list_dicom_series(command.file);
+    if (series.size() == 1) return false;
+    nlohmann::ordered_json listing = nlohmann::ordered_json::array();
+    for (const io::DicomSeriesSummary& one : series) {
+        listing.push_back({{"uid", one.uid},
+                           {"description", one.description},
+                           {"size", {one.columns, one.rows, one.slices}},
+                           {"orientation", one.orientation}});
+    }
+    if (command.json) {
+        std::cout << nlohmann::ordered_json{{"file", command.file.string()}, {"kind", "dicom folder"}, {"series", listing}}.dump() << "\n";
+        return true;
+    }
+    std::cout << "file:      " << command.file.string() << "\n";
+    std::cout << "kind:      DICOM folder of " << series.size() << " series (read one as " << command.file.string() << ",series=UID)\n";
+    for (const io::DicomSeriesSummary& one : series) {
+        std::cout << "series:    " << one.uid << "  '" << one.description << "'  " << one.columns << " x " << one.rows << " x " << one.slices
+                  << "  " << one.orientation << "\n";
+    }
+    return true;
+}
+
 void run_info(const InfoCommand& command) {
     apply_common_options(command.common);
+    if (io::names_dicom_folder(command.file)) {
+        if (!list_dicom_folder(command)) describe_image_file(command);
+        return;
+    }
     if (is_transform_file(io::parse_transform_spec(command.file.string()).file.filename().string()) ||
         command.file.string() != io::parse_transform_spec(command.file.string()).file.string() || !command.moving.empty() ||
         !command.reference.empty()) {
         return describe_transform(command);
     }
+    describe_image_file(command);
+}
+
+void describe_image_file(const InfoCommand& command) {
     nlohmann::ordered_json info;
     info["file"] = command.file.string();
     const std::string name = command.file.filename().string();
@@ -381,6 +419,7 @@ CommandBinding register_info_command(CLI::App& app) {
         "Examples:\n"
         "  gridwarp info data/brain.nii.gz\n"
         "  gridwarp info data/tilt.tfm\n"
+        "  gridwarp info dicom_folder/                # the series it holds\n"
         "  gridwarp info bold2t1.mat,fsl -i bold.nii.gz -r t1.nii.gz   # the matrix in RAS\n"
         "  gridwarp info photo.png --json | python3 -m json.tool");
     return set_command_action(*sub, command, run_info);

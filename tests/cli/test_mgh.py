@@ -176,6 +176,9 @@ class Mgh(FolderTestCase):
                     data = voxels(shape, dtype, seed=3)
                     nifti = nib.Nifti1Image(data, oblique_affine(spacing=(2.0, 1.5, 3.0)))
                     nifti.set_qform(nifti.affine, 1)
+                    if len(shape) == 4:  # a series with its TR in milliseconds
+                        nifti.header.set_xyzt_units("mm", "msec")
+                        nifti.header["pixdim"][4] = 1250.0
                     nib.save(nifti, source)
                     for output in (".mgz", ".mgh"):
                         out = self.path("from_nifti" + output)
@@ -184,7 +187,8 @@ class Mgh(FolderTestCase):
                         written = load_mgh(out)
                         self.assert_same_voxels(written.dataobj, data)
                         np.testing.assert_allclose(written.affine, nib.load(source).affine, rtol=0, atol=1e-4)
-                        self.assertEqual(float(written.header["tr"]), 0.0)
+                        # MGH's TR is in milliseconds; a volume's NIfTI header has none.
+                        self.assertEqual(float(written.header["tr"]), 1250.0 if len(shape) == 4 else 0.0)
                         os.remove(out)
 
     def test_mgh_series_becomes_a_nifti_series(self):
@@ -197,6 +201,9 @@ class Mgh(FolderTestCase):
         nifti = nib.load(out)
         self.assert_same_voxels(nifti.dataobj, data)
         np.testing.assert_allclose(nifti.affine, image.affine, rtol=0, atol=1e-4)
+        # The TR carried over: MGH's milliseconds as NIfTI's seconds.
+        self.assertEqual(nifti.header.get_xyzt_units()[1], "sec")
+        self.assertAlmostEqual(float(nifti.header["pixdim"][4]), SCAN["tr"] / 1000.0, places=6)
         os.remove(out)
 
     def test_volumes_of_many_blocks_round_trip(self):

@@ -72,6 +72,7 @@ Image Image::describe_like(const Image& prototype, const Shape& spatial) {
     image.nifti = prototype.nifti;
     image.scaling = prototype.scaling;
     image.properties = prototype.properties;
+    image.repetition_time = prototype.repetition_time;
     image.pixels = Tensor(prototype.dtype(), Shape{0});
     return image;
 }

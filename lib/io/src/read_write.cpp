@@ -32,7 +32,7 @@ Image header_copy(const Image& image) {
 // Inputs are regular files, except a folder that names a DICOM series, whose reader checks each
 // of its files.
 void require_readable_input(const fs::path& file) {
-    if (!detail::names_dicom_folder(file)) detail::require_readable_file(file);
+    if (!names_dicom_folder(file)) detail::require_readable_file(file);
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ struct SeriesSource {
 };
 
 // FOLDER,series=UID where FOLDER is a folder and the whole is not a path of its own.
-std::optional<SeriesSource> tagged_folder(const fs::path& input) {
+std::optional<SeriesSource> tagged_folder_source(const fs::path& input) {
     const std::string text = input.string();
     const std::size_t tag = text.rfind(kSeriesTag);
     if (tag == std::string::npos) return std::nullopt;
@@ -32,7 +32,7 @@ std::optional<SeriesSource> tagged_folder(const fs::path& input) {
 }
 
 SeriesSource series_source(const fs::path& input) {
-    if (auto tagged = tagged_folder(input)) {
+    if (auto tagged = tagged_folder_source(input)) {
         if (tagged->series_uid.empty()) throw FileError(input, "series= names no UID");
         return *tagged;
     }
@@ -48,10 +48,25 @@ SeriesSource series_source(const fs::path& input) {
 
 }  // namespace
 
-bool names_dicom_folder(const fs::path& input) {
+}  // namespace gridwarp::io::detail
+
+namespace gridwarp::io {
+
+bool names_dicom_folder(const std::filesystem::path& input) {
     std::error_code error;
-    return fs::is_directory(input, error) || tagged_folder(input).has_value();
+    return std::filesystem::is_directory(input, error) || detail::tagged_folder_source(input).has_value();
 }
+
+std::vector<DicomSeriesSummary> list_dicom_series(const std::filesystem::path& folder) {
+    detail::DicomSeriesRequest request{folder, folder, {}, {}, {}, false};
+    std::vector<DicomSeriesSummary> series;
+    detail::throw_if_failed(detail::itk_backend().list_dicom_series(request, series));
+    return series;
+}
+
+}  // namespace gridwarp::io
+
+namespace gridwarp::io::detail {
 
 Image read_dicom_series(const fs::path& input, const ReadOptions& options, bool with_pixels) {
     const SeriesSource source = series_source(input);

@@ -6,12 +6,11 @@
 #include <filesystem>
 #include <vector>
 
+#include "gridwarp/io/dicom.hpp"
 #include "gridwarp/io/image.hpp"
 
 namespace gridwarp::io::detail {
 
-// Whether `input` names a series by its folder (FOLDER or FOLDER,series=UID) rather than a file.
-bool names_dicom_folder(const std::filesystem::path& input);
 Image read_dicom_series(const std::filesystem::path& input, const ReadOptions& options, bool with_pixels);
 // The files in the series' folder (all of them: which belong to the series is known only once
 // their headers are read).

@@ -316,6 +316,12 @@ T property_number(const Image& image, const std::string& name) {
     return value;
 }
 
+// MGH's TR is in milliseconds; 0 where the file does not say.
+double repetition_time_of(const Image& image) {
+    const double tr = property_number<double>(image, "tr");
+    return tr > 0.0 && std::isfinite(tr) ? tr / 1000.0 : 0.0;
+}
+
 // Uses the image's metadata only (its pixels may be an empty tensor of the right dtype).
 WritePlan plan_write(const fs::path& target, const Image& image) {
     if (image.batch != 1) throw FileError(target, "an MGH file holds one image, got N=" + std::to_string(image.batch) + " (write .npy)");
@@ -371,11 +377,14 @@ WritePlan plan_write(const fs::path& target, const Image& image) {
         for (int j = 0; j < 3; ++j) centre += ras[4 * i + j] * (static_cast<double>(dims[j]) / 2.0);
         store_big_endian<float>(h + 78 + 4 * i, static_cast<float>(centre));
     }
-    // The scan parameters describe the acquisition: kept from an MGH input, 0 otherwise (as nibabel writes).
+    // The scan parameters describe the acquisition: kept from an MGH input; from another format
+    // the TR where it recorded one, the rest 0 (as nibabel writes).
     if (image.format == "mgh") {
         for (std::size_t i = 0; i < kScanParameterNames.size(); ++i) {
             store_big_endian<float>(plan.scan_parameters.data() + 4 * i, property_number<float>(image, kScanParameterNames[i]));
         }
+    } else {
+        store_big_endian<float>(plan.scan_parameters.data(), static_cast<float>(image.repetition_time * 1000.0));
     }
     return plan;
 }
@@ -490,6 +499,7 @@ Image read_mgh(const fs::path& file, const ReadOptions& options, bool with_pixel
     };
     if (!with_pixels) {
         image.properties = mgh::properties_of(header, compressed ? std::span<const std::uint8_t>() : uncompressed_trailer());
+        image.repetition_time = mgh::repetition_time_of(image);
         image.pixels = Tensor(dtype, Shape(storage_shape.size(), 0));
         return image;
     }
@@ -517,6 +527,7 @@ Image read_mgh(const fs::path& file, const ReadOptions& options, bool with_pixel
         voxels = mapped->map(false) + mgh::kHeaderBytes;
         storage = std::shared_ptr<void>(mapped, voxels);
     }
+    image.repetition_time = mgh::repetition_time_of(image);
     mgh::reverse_byte_order(voxels, values, dtype_size(dtype), options.threads);
     image.pixels = Tensor::adopt(dtype, storage_shape, std::move(storage));
     return image;

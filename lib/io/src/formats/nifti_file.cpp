@@ -197,6 +197,7 @@ Image read_nifti(const fs::path& file, const ReadOptions& options, bool with_pix
     const bool scaled = is_scaled(*header) && components == 1 && !is_complex(dtype);
     if (scaled) image.scaling = ValueScaling{dtype, header->scl_slope, std::isnan(header->scl_inter) ? 0.0 : header->scl_inter};
     image.nifti = header;
+    image.repetition_time = nifti_repetition_time(*header);
 
     const Shape storage_shape = image.storage_shape();
     const DType value_type = scaled ? DType::Float64 : dtype;
@@ -323,6 +324,7 @@ NiftiWritePlan plan_nifti_write(const StagedFile& staged, const Image& image) {
         header.xyzt_units = 2 | 8;  // mm, s
         header.qform_code = header.sform_code = 1;
         header.pixdim = {1, 1, 1, 1, 1, 1, 1, 1};
+        if (image.repetition_time > 0.0) header.pixdim[4] = static_cast<float>(image.repetition_time);  // as dcm2niix writes it
     }
     // Slice timing describes the input's grid: it stays only when the output is on that grid. On
     // that grid the transforms are kept as read, bit for bit.

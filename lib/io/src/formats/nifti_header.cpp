@@ -398,6 +398,16 @@ const char* itk_choice(const NiftiHeader& h, const Matrix34& s, const Matrix34& 
 
 }  // namespace
 
+double nifti_repetition_time(const NiftiHeader& header) {
+    if (header.dim[0] < 4 || header.dim[4] < 2 || !(header.pixdim[4] > 0.0) || !std::isfinite(header.pixdim[4])) return 0.0;
+    switch (header.xyzt_units & 0x38) {
+        case 8: return header.pixdim[4];
+        case 16: return header.pixdim[4] / 1000.0;
+        case 24: return header.pixdim[4] / 1e6;
+        default: return 0.0;
+    }
+}
+
 Geometry nifti_geometry(const NiftiHeader& header, std::size_t dimension, NiftiGeometryRule rule, const fs::path& file,
                         bool* used_method_1) {
     if (used_method_1) *used_method_1 = false;

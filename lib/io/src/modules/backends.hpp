@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gridwarp/io/atomic_file.hpp"
+#include "gridwarp/io/dicom.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"
 #include "gridwarp/io/transform_io.hpp"
@@ -56,6 +57,7 @@ struct ItkBackend {  // ITK: NRRD, MetaImage, transform files; DICOM series thro
     ModuleFailure (*write_volume)(const StagedFile& staged, const Image& image);
     ModuleFailure (*read_transform)(const std::filesystem::path& file, std::size_t dimension, TransformFile& transform);
     ModuleFailure (*read_dicom_series)(const DicomSeriesRequest& request, Image& image);
+    ModuleFailure (*list_dicom_series)(const DicomSeriesRequest& request, std::vector<DicomSeriesSummary>& series);
 };
 
 // In a module: runs `call`, returning what it threw as a failure (none when it returned).
@@ -95,4 +97,4 @@ const ItkBackend& itk_backend();
 
 // The entry points the modules define.
 extern "C" const gridwarp::io::detail::RasterBackend* gridwarp_opencv_backend_v3();
-extern "C" const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v4();
+extern "C" const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v5();

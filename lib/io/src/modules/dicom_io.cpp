@@ -40,6 +40,8 @@ struct SliceHeader {
     std::array<double, 2> pixel_spacing{};  // DICOM's order: between rows, between columns
     Vector3 row_direction{}, column_direction{}, position{};
     double slope = 1.0, intercept = 0.0;
+    double slice_thickness = 0.0;  // 0: absent
+    double repetition_time_ms = 0.0;  // 0: absent
     std::uint64_t file_size = 0;
 };
 
@@ -141,6 +143,10 @@ std::optional<SliceHeader> read_slice_header(const fs::path& file, std::uint64_t
     slice.column_direction = {orientation[3], orientation[4], orientation[5]};
     const auto position = decimals(text(0x0020, 0x0032), file, "ImagePositionPatient", 3);
     slice.position = {position[0], position[1], position[2]};
+    if (const std::string thickness = trimmed(text(0x0018, 0x0050)); !thickness.empty()) {
+        slice.slice_thickness = decimals(thickness, file, "SliceThickness", 1)[0];
+    }
+    if (const std::string tr = trimmed(text(0x0018, 0x0080)); !tr.empty()) slice.repetition_time_ms = decimals(tr, file, "RepetitionTime", 1)[0];
     if (const std::string slope = trimmed(text(0x0028, 0x1053)); !slope.empty()) slice.slope = decimals(slope, file, "RescaleSlope", 1)[0];
     if (const std::string inter = trimmed(text(0x0028, 0x1052)); !inter.empty()) slice.intercept = decimals(inter, file, "RescaleIntercept", 1)[0];
     return slice;
@@ -196,15 +202,9 @@ std::string orientation_code(const Vector3& row, const Vector3& column) {
     return oblique ? code + " (oblique)" : code;
 }
 
-struct SeriesListing {
-    std::string uid, description;
-    std::int64_t rows = 0, columns = 0, slices = 0;
-    std::string orientation;
-};
-
-std::string listing_text(const std::vector<SeriesListing>& listing) {
+std::string listing_text(const std::vector<DicomSeriesSummary>& listing) {
     std::string text;
-    for (const SeriesListing& series : listing) {
+    for (const DicomSeriesSummary& series : listing) {
         if (!text.empty()) text += "; ";
         text += series.uid + " '" + series.description + "' " + std::to_string(series.columns) + "x" + std::to_string(series.rows) + "x" +
                 std::to_string(series.slices) + " " + series.orientation;
@@ -268,30 +268,45 @@ void require_one_grid(const fs::path& input, const std::vector<SliceHeader>& sli
     if (!(first.pixel_spacing[0] > 0.0) || !(first.pixel_spacing[1] > 0.0)) throw FileError(first.file, "PixelSpacing must be positive");
 }
 
-}  // namespace
+using SeriesSlices = std::map<std::string, std::vector<SliceHeader>>;
 
-Image read_dicom_series(const fs::path& input, const fs::path& folder, const std::string& series_uid, const fs::path& named_file,
-                        const MemoryBudget& budget, bool with_pixels) {
+// Every DICOM image file's header in FOLDER, grouped by series. The named file (one of the
+// folder's: its name identifies it) must be a DICOM file.
+SeriesSlices collect_series(const fs::path& input, const fs::path& folder, const fs::path& named_file) {
     silence_gdcm();
-    // Every DICOM file's header, grouped by series.
-    std::map<std::string, std::vector<SliceHeader>> series;
-    // The named file is one of the folder's (the folder is its parent): its name identifies it.
-    const auto is_named = [&](const fs::path& file) { return !named_file.empty() && file.filename() == named_file.filename(); };
+    SeriesSlices series;
     for (const auto& [file, size] : folder_files(input, folder)) {
         if (size < 132 || !has_dicom_preamble(file)) {
-            if (is_named(file)) throw FileError(input, "not a DICOM file (no DICM preamble)");
+            if (!named_file.empty() && file.filename() == named_file.filename()) throw FileError(input, "not a DICOM file (no DICM preamble)");
             continue;
         }
         if (std::optional<SliceHeader> slice = read_slice_header(file, size)) series[slice->series_uid].push_back(std::move(*slice));
     }
     if (series.empty()) throw FileError(input, "holds no DICOM image files");
+    return series;
+}
 
-    std::vector<SeriesListing> listing;
+std::vector<DicomSeriesSummary> summaries_of(const SeriesSlices& series) {
+    std::vector<DicomSeriesSummary> listing;
     for (const auto& [uid, slices] : series) {
         const SliceHeader& first = slices.front();
-        listing.push_back({uid, first.description, first.rows, first.columns, static_cast<std::int64_t>(slices.size()),
+        listing.push_back({uid, first.description, first.columns, first.rows, static_cast<std::int64_t>(slices.size()),
                            orientation_code(first.row_direction, first.column_direction)});
     }
+    return listing;
+}
+
+}  // namespace
+
+std::vector<DicomSeriesSummary> list_dicom_series(const fs::path& input, const fs::path& folder) {
+    return summaries_of(collect_series(input, folder, {}));
+}
+
+Image read_dicom_series(const fs::path& input, const fs::path& folder, const std::string& series_uid, const fs::path& named_file,
+                        const MemoryBudget& budget, bool with_pixels) {
+    SeriesSlices series = collect_series(input, folder, named_file);
+    const auto is_named = [&](const fs::path& file) { return !named_file.empty() && file.filename() == named_file.filename(); };
+    const std::vector<DicomSeriesSummary> listing = summaries_of(series);
     std::string chosen = series_uid;
     if (chosen.empty() && !named_file.empty()) {
         for (const auto& [uid, slices] : series) {
@@ -316,7 +331,8 @@ Image read_dicom_series(const fs::path& input, const fs::path& folder, const std
     const Vector3 normal = cross(first.row_direction, first.column_direction);
     std::sort(slices.begin(), slices.end(),
               [&](const SliceHeader& a, const SliceHeader& b) { return dot(a.position, normal) < dot(b.position, normal); });
-    double slice_spacing = 1.0;
+    // One slice: its thickness, as dcm2niix takes it (1 mm where absent).
+    double slice_spacing = first.slice_thickness > 0.0 ? first.slice_thickness : 1.0;
     if (slices.size() > 1) {
         const double extent = dot(slices.back().position, normal) - dot(slices.front().position, normal);
         std::vector<double> steps;
@@ -375,6 +391,7 @@ Image read_dicom_series(const fs::path& input, const fs::path& folder, const std
         for (std::size_t i = 0; i < 3; ++i) geometry.direction[i * 3 + j] = axes[j][i];
     }
     image.geometry = geometry;
+    if (lowest.repetition_time_ms > 0.0 && std::isfinite(lowest.repetition_time_ms)) image.repetition_time = lowest.repetition_time_ms / 1000.0;
     if (scaled) image.scaling = ValueScaling{stored, lowest.slope, lowest.intercept};
     const DType value_type = scaled ? DType::Float64 : stored;
     if (!with_pixels) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gridwarp/io/atomic_file.hpp"
+#include "gridwarp/io/dicom.hpp"
 #include "gridwarp/io/image.hpp"
 #include "gridwarp/io/transform_io.hpp"
 
@@ -25,5 +26,6 @@ void write_volume(const StagedFile& staged, const Image& image);
 // A DICOM series (dicom_io.cpp, GDCM): see DicomSeriesRequest in backends.hpp.
 Image read_dicom_series(const std::filesystem::path& input, const std::filesystem::path& folder, const std::string& series_uid,
                         const std::filesystem::path& named_file, const MemoryBudget& budget, bool with_pixels);
+std::vector<DicomSeriesSummary> list_dicom_series(const std::filesystem::path& input, const std::filesystem::path& folder);
 
 }  // namespace gridwarp::io::detail

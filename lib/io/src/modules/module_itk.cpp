@@ -23,11 +23,16 @@ ModuleFailure read_dicom(const DicomSeriesRequest& request, Image& image) {
     });
 }
 
+ModuleFailure list_dicom(const DicomSeriesRequest& request, std::vector<DicomSeriesSummary>& series) {
+    return failure_of([&] { series = list_dicom_series(request.input, request.folder); });
+}
+
 }  // namespace
 }  // namespace gridwarp::io::detail
 
-extern "C" __attribute__((visibility("default"))) const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v4() {
+extern "C" __attribute__((visibility("default"))) const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v5() {
     namespace detail = gridwarp::io::detail;
-    static const detail::ItkBackend table{&detail::read, &detail::write, &detail::read_transform, &detail::read_dicom};
+    static const detail::ItkBackend table{&detail::read, &detail::write, &detail::read_transform, &detail::read_dicom,
+                                          &detail::list_dicom};
     return &table;
 }

@@ -75,6 +75,9 @@ struct Image {
     std::string channel_order;         // "BGR", "BGRA" for OpenCV colour images, else empty
     std::shared_ptr<const NiftiHeader> nifti;  // the NIfTI header read, carried to NIfTI outputs
     std::optional<ValueScaling> scaling;       // see ValueScaling
+    // The scan's repetition time in seconds (0: not known), carried between formats that record it:
+    // a NIfTI series' pixdim[4], MGH's TR, DICOM's RepetitionTime.
+    double repetition_time = 0.0;
     std::vector<std::pair<std::string, std::string>> properties;  // a format's own header fields, kept for an output of that format (MGH's TR, flip angle, TE, TI; .mif key-values)
     std::vector<std::string> warnings;         // what the reader wants the user to know
     // The EXIF orientation an image file declares (1-8; 0: none). The reader turns the pixels by it

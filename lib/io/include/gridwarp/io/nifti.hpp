@@ -70,6 +70,9 @@ std::array<std::uint8_t, 544> serialize_nifti_header(const NiftiHeader& header, 
 Geometry nifti_geometry(const NiftiHeader& header, std::size_t dimension, NiftiGeometryRule rule,
                         const std::filesystem::path& file, bool* used_method_1 = nullptr);
 
+// A series' repetition time in seconds: pixdim[4] of a header whose time axis holds more than one
+// volume, in the header's time unit (s, ms, us); 0 where it has none or no unit.
+double nifti_repetition_time(const NiftiHeader& header);
 // Sets the header's transforms (sform, qform, pixdim[1..3]) to hold `geometry`, in the header's
 // spatial unit; keeps its codes (a sheared geometry goes in the sform only, with qform_code 0).
 void set_nifti_geometry(NiftiHeader& header, const Geometry& geometry);
