@@ -269,6 +269,37 @@ def mgh_seeds():
         put("fuzz_mgh_file", name + ".gzme", b"\x02" + data)
 
 
+def mif_seeds():
+    """MRtrix3 images as its reader meets them: the hostile corpus's valid image, a big-endian int16
+    one with another layout and scaling, and a 4-D one."""
+    hostile = ROOT / "tests" / "data" / "hostile"
+    images = {"f4": (hostile / "control_valid.mif").read_bytes()}
+
+    def mif(fields, voxels):
+        text = "mrtrix image\n" + "".join("%s: %s\n" % item for item in fields)
+        head = text + "file: . %d\nEND\n"
+        offset = len(head % 0) + 8
+        return (head % offset).ljust(offset).encode() + voxels
+
+    transform = [("transform", "0.9,0.1,0,-10"), ("transform", "-0.1,0.9,0,5"), ("transform", "0,0,1,2")]
+    images["i2_be"] = mif([("dim", "3,2,2"), ("vox", "1.5,2,2.5"), ("layout", "-2,+0,+1"), ("datatype", "Int16BE"),
+                           ("scaling", "-1,0.5")] + transform, np.arange(12, dtype=">i2").tobytes())
+    images["u1_4d"] = mif([("dim", "2,2,2,3"), ("vox", "1,1,1,2"), ("layout", "+1,+2,+3,+0"), ("datatype", "UInt8")] + transform,
+                          np.arange(24, dtype="u1").tobytes())
+    for name, data in images.items():
+        put("fuzz_mif_file", name + ".mif", b"\x00" + data)
+        put("fuzz_mif_file", name + ".mif.gz", b"\x01" + gzip.compress(data, 6, mtime=0))
+        put("fuzz_mif_file", name + ".gzme", b"\x02" + data)
+
+
+def dicom_seeds():
+    """Two slices of the hostile corpus's valid series, split at their boundary."""
+    folder = ROOT / "tests" / "data" / "hostile" / "control_valid_dicom"
+    first, second = (folder / "s0.dcm").read_bytes(), (folder / "s1.dcm").read_bytes()
+    total = len(first) + len(second)
+    put("fuzz_dicom_series", "two_slices", bytes([(len(first) * 255 + total - 1) // total]) + first + second)
+
+
 def batch_seeds():
     csv, tsv, jsonl = b"\x00", b"\x01", b"\x02"
     seeds = {
@@ -382,6 +413,8 @@ def main():
     itk_transform_seeds()
     nifti_seeds()
     mgh_seeds()
+    mif_seeds()
+    dicom_seeds()
     batch_seeds()
     volume_header_seeds()
     package_transform_seeds()

@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cctype>
 #include <cstring>
+#include <iterator>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -31,6 +33,10 @@ namespace fs = std::filesystem;
 namespace {
 
 using Vector3 = std::array<double, 3>;
+
+// Beyond this a position or spacing is no scanner's millimetres (the bound the NIfTI and MRtrix3
+// readers put on their transforms).
+constexpr double kLargestCoordinate = 1e10;
 
 // What one file of a series says about its slice, read from its header alone.
 struct SliceHeader {
@@ -96,6 +102,166 @@ bool has_dicom_preamble(const fs::path& file) {
     return stream.read(magic, sizeof magic) && std::memcmp(magic + 128, "DICM", 4) == 0;
 }
 
+// A walk over a Part 10 file's elements, up to its pixel data, that every element, sequence and
+// item lies inside the file and is well formed. GDCM asserts (aborting the process) on many cut or
+// garbled files where it would otherwise return an error, so a file is given to it only once this
+// walk has passed. Values are skipped, not read; the pixel data's length or fragments are checked
+// against the file's size.
+class ElementWalk {
+public:
+    ElementWalk(const fs::path& file, std::uint64_t file_size) : file_(file), size_(file_size), stream_(file, std::ios::binary) {}
+
+    void run() {
+        std::uint64_t at = 132;
+        // The meta group is always explicit VR little endian; it says how the data set is encoded.
+        std::string transfer_syntax;
+        std::uint64_t meta_end = 0;  // where (0002,0000), the group's length, says the group ends
+        while (at + 8 <= size_ && u16(at) == 0x0002) {
+            const Element element = element_at(at, true);
+            if (element.undefined) fail("the file meta information holds an element of undefined length");
+            if (u16(at + 2) == 0x0000 && element.length == 4) meta_end = element.value_at + 4 + u32(element.value_at);
+            if (u16(at + 2) == 0x0010) transfer_syntax = text(element.value_at, element.length);
+            at = element.value_at + element.length;
+        }
+        if (at < meta_end || at >= size_) fail("the file ends in or just after its file meta information (truncated)");
+        while (!transfer_syntax.empty() && (transfer_syntax.back() == '\0' || transfer_syntax.back() == ' ')) transfer_syntax.pop_back();
+        if (transfer_syntax == "1.2.840.10008.1.2.1.99") fail("its data set is deflated (Deflated Explicit VR Little Endian), which gridwarp does not read");
+        if (transfer_syntax == "1.2.840.10008.1.2.2") fail("its data set is big-endian (Explicit VR Big Endian, retired), which gridwarp does not read");
+        explicit_vr_ = transfer_syntax != "1.2.840.10008.1.2";
+        walk_items_or_elements(at, size_, 0, false);
+    }
+
+private:
+    struct Element {
+        std::uint64_t value_at = 0, length = 0;
+        bool undefined = false, sequence = false;
+    };
+    static constexpr std::uint32_t kUndefined = 0xffffffffu;
+    static constexpr int kDeepest = 16;
+
+    [[noreturn]] void fail(const std::string& what) const { throw FileError(file_, what); }
+
+    // Reads the file up to `end` (sequentially: the elements before the pixel data are small).
+    void have(std::uint64_t end) {
+        if (end > size_) fail("an element runs past the end of the file (truncated)");
+        if (end <= bytes_.size()) return;
+        const std::size_t old = bytes_.size();
+        const std::size_t want = static_cast<std::size_t>(std::max<std::uint64_t>(end, std::min<std::uint64_t>(size_, old + 65536)));
+        bytes_.resize(want);
+        stream_.seekg(static_cast<std::streamoff>(old));
+        if (!stream_.read(reinterpret_cast<char*>(bytes_.data() + old), static_cast<std::streamsize>(want - old))) fail("cannot read the file");
+    }
+    unsigned u16(std::uint64_t at) {
+        have(at + 2);
+        return bytes_[at] | (bytes_[at + 1] << 8);
+    }
+    std::uint32_t u32(std::uint64_t at) {
+        have(at + 4);
+        return static_cast<std::uint32_t>(bytes_[at]) | (static_cast<std::uint32_t>(bytes_[at + 1]) << 8) |
+               (static_cast<std::uint32_t>(bytes_[at + 2]) << 16) | (static_cast<std::uint32_t>(bytes_[at + 3]) << 24);
+    }
+    std::string text(std::uint64_t at, std::uint64_t length) {
+        have(at + length);
+        return std::string(reinterpret_cast<const char*>(bytes_.data() + at), static_cast<std::size_t>(std::min<std::uint64_t>(length, 256)));
+    }
+
+    Element element_at(std::uint64_t at, bool explicit_vr) {
+        have(at + 8);
+        Element element;
+        if (!explicit_vr) {
+            element.length = u32(at + 4);
+            element.value_at = at + 8;
+        } else {
+            const char vr[3] = {static_cast<char>(bytes_[at + 4]), static_cast<char>(bytes_[at + 5]), 0};
+            static constexpr const char* kShort[] = {"AE", "AS", "AT", "CS", "DA", "DS", "DT", "FD", "FL", "IS", "LO", "LT", "PN",
+                                                     "SH", "SL", "SS", "ST", "TM", "UI", "UL", "US"};
+            static constexpr const char* kLong[] = {"OB", "OD", "OF", "OL", "OV", "OW", "SQ", "SV", "UC", "UN", "UR", "UT", "UV"};
+            const auto named = [&](const auto& list) {
+                return std::any_of(std::begin(list), std::end(list), [&](const char* one) { return std::strcmp(one, vr) == 0; });
+            };
+            if (named(kShort)) {
+                element.length = u16(at + 6);
+                element.value_at = at + 8;
+            } else if (named(kLong)) {
+                element.length = u32(at + 8);
+                element.value_at = at + 12;
+                element.sequence = std::strcmp(vr, "SQ") == 0;
+            } else {
+                fail("an element's value representation '" + std::string(std::isprint(static_cast<unsigned char>(vr[0])) && std::isprint(static_cast<unsigned char>(vr[1])) ? vr : "??") +
+                     "' is not DICOM's (corrupt header)");
+            }
+        }
+        element.undefined = element.length == kUndefined;
+        if (element.undefined) element.length = 0;
+        if (element.value_at + element.length > size_) fail("an element runs past the end of the file (truncated)");
+        return element;
+    }
+
+    // Elements (or, `items`, the items of a sequence) from `at` to `end`; with end unknown (an
+    // undefined length) up to the delimiter, whose end is returned.
+    std::uint64_t walk_items_or_elements(std::uint64_t at, std::uint64_t end, int depth, bool items, bool until_delimiter = false) {
+        if (depth > kDeepest) fail("sequences nested deeper than " + std::to_string(kDeepest) + " (corrupt header)");
+        while (until_delimiter || at < end) {
+            if (at + 8 > end) fail("an element runs past the end of its sequence or the file (truncated)");
+            const unsigned group = u16(at), number = u16(at + 2);
+            if (group == 0xfffe) {
+                const std::uint32_t length = u32(at + 4);
+                if (number == 0xe0dd || number == 0xe00d) {  // sequence or item delimiter
+                    if (!until_delimiter) fail("a delimiter where none belongs (corrupt header)");
+                    return at + 8;
+                }
+                if (number != 0xe000 || !items) fail("an item outside a sequence (corrupt header)");
+                if (length == kUndefined) {
+                    at = walk_items_or_elements(at + 8, size_, depth + 1, false, true);
+                } else {
+                    if (at + 8 + length > end) fail("an item runs past the end of its sequence or the file (truncated)");
+                    walk_items_or_elements(at + 8, at + 8 + length, depth + 1, false);
+                    at += 8 + length;
+                }
+                continue;
+            }
+            if (items) fail("a sequence holds an element that is not an item (corrupt header)");
+            const Element element = element_at(at, explicit_vr_);
+            if (element.value_at + element.length > end) fail("an element runs past the end of its sequence (corrupt header)");
+            if (group == 0x7fe0 && number == 0x0010 && depth == 0) {
+                // The pixel data: native values are checked against the image's size later;
+                // encapsulated fragments are walked here.
+                if (element.undefined) walk_fragments(element.value_at);
+                return size_;
+            }
+            const bool sequence = element.sequence || (!explicit_vr_ && element.undefined);
+            if (element.undefined) {
+                if (!sequence && !(explicit_vr_ && (bytes_[at + 4] == 'U' && bytes_[at + 5] == 'N'))) {
+                    fail("an element of undefined length that is not a sequence (corrupt header)");
+                }
+                at = walk_items_or_elements(element.value_at, size_, depth + 1, true, true);
+            } else {
+                if (sequence) walk_items_or_elements(element.value_at, element.value_at + element.length, depth + 1, true);
+                at = element.value_at + element.length;
+            }
+        }
+        return at;
+    }
+
+    void walk_fragments(std::uint64_t at) {
+        for (;;) {
+            if (at + 8 > size_) fail("the pixel data's fragments run past the end of the file (truncated)");
+            const unsigned group = u16(at), number = u16(at + 2);
+            const std::uint32_t length = u32(at + 4);
+            if (group != 0xfffe || (number != 0xe000 && number != 0xe0dd)) fail("the compressed pixel data is not a list of fragments");
+            if (number == 0xe0dd) return;
+            if (length == kUndefined || at + 8 + length > size_) fail("a pixel data fragment runs past the end of the file (truncated)");
+            at += 8 + length;
+        }
+    }
+
+    const fs::path& file_;
+    std::uint64_t size_;
+    std::ifstream stream_;
+    std::vector<std::uint8_t> bytes_;
+    bool explicit_vr_ = true;
+};
+
 void silence_gdcm() {
     static std::once_flag once;
     // GDCM writes its warnings to stderr; gridwarp reports what it refuses in its own words.
@@ -114,6 +280,7 @@ std::string transfer_syntax_name(const std::string& uid) {
 
 // Returns nullopt for a DICOM file that holds no image (a DICOMDIR, a structured report).
 std::optional<SliceHeader> read_slice_header(const fs::path& file, std::uint64_t file_size) {
+    ElementWalk(file, file_size).run();
     gdcm::Reader reader;
     reader.SetFileName(file.c_str());
     const std::set<gdcm::Tag> skip;
@@ -143,6 +310,12 @@ std::optional<SliceHeader> read_slice_header(const fs::path& file, std::uint64_t
     slice.column_direction = {orientation[3], orientation[4], orientation[5]};
     const auto position = decimals(text(0x0020, 0x0032), file, "ImagePositionPatient", 3);
     slice.position = {position[0], position[1], position[2]};
+    for (const double value : position) {
+        if (!(std::abs(value) < kLargestCoordinate)) throw FileError(file, "ImagePositionPatient needs finite millimetres below 1e10");
+    }
+    for (const double value : spacing) {
+        if (!(value < kLargestCoordinate)) throw FileError(file, "PixelSpacing needs finite millimetres below 1e10");
+    }
     if (const std::string thickness = trimmed(text(0x0018, 0x0050)); !thickness.empty()) {
         slice.slice_thickness = decimals(thickness, file, "SliceThickness", 1)[0];
     }
@@ -421,6 +594,15 @@ Image read_dicom_series(const fs::path& input, const fs::path& folder, const std
         gdcm::ImageReader reader;
         reader.SetFileName(slice.file.c_str());
         if (!reader.Read()) throw FileError(slice.file, "cannot read the DICOM file's pixel data (corrupt or truncated)");
+        if (native) {
+            // GDCM copies the slice's size from whatever the element holds: a short element would be read past.
+            const gdcm::DataElement& element = reader.GetFile().GetDataSet().GetDataElement(gdcm::Tag(0x7fe0, 0x0010));
+            const gdcm::ByteValue* value = element.GetByteValue();
+            if (value == nullptr || value->GetLength() < slice_bytes) {
+                throw FileError(slice.file, "its pixel data holds " + std::to_string(value ? static_cast<std::uint64_t>(value->GetLength()) : 0u) + " bytes, " +
+                                                std::to_string(slice_bytes) + " expected (truncated)");
+            }
+        }
         const gdcm::Image& pixels = reader.GetImage();
         if (pixels.GetBufferLength() != slice_bytes) {
             throw FileError(slice.file, "its pixel data decodes to " + std::to_string(pixels.GetBufferLength()) + " bytes, expected " +
