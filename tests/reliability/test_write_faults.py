@@ -239,7 +239,7 @@ class PairPublishing(unittest.TestCase):
     whole, byte for byte, whichever half is in the way and whichever half is named."""
 
     PAIRS = [("out.hdr", "out.img"), ("out.img", "out.hdr"), ("out.hdr.gz", "out.img.gz"), ("out.nhdr", "out.raw.gz"),
-             ("out.mhd", "out.zraw")]
+             ("out.mhd", "out.zraw"), ("out.mih", "out.dat")]
 
     def setUp(self):
         self.folder = tempfile.mkdtemp(prefix="gridwarp-pairs-")
@@ -338,7 +338,7 @@ class FullDisk(unittest.TestCase):
 
     def test_formats(self):
         for name in ["out.nii", "out.nii.gz", "out.hdr", "out.mha", "out.mhd", "out.nrrd", "out.nhdr", "out.bmp", "out.png",
-                     "out.tif", "out.jpg", "out.npy"]:
+                     "out.tif", "out.jpg", "out.npy", "out.mif", "out.mif.gz", "out.mih", "out.mgh", "out.mgz"]:
             with self.subTest(name=name):
                 self.check(name)
 
@@ -349,7 +349,7 @@ class StorageErrors(unittest.TestCase):
     format names the cause in its one error line, and the earlier output stays."""
 
     FORMATS = ["out.nii", "out.nii.gz", "out.hdr", "out.mha", "out.mhd", "out.nrrd", "out.nhdr", "out.bmp", "out.png",
-               "out.tif", "out.jpg", "out.npy"]
+               "out.tif", "out.jpg", "out.npy", "out.mif", "out.mif.gz", "out.mih", "out.mgh", "out.mgz"]
     FAULTS = [("write", errno.EIO), ("close", errno.EDQUOT)]
 
     def setUp(self):
