@@ -201,18 +201,29 @@ constexpr bool is_real_number = !std::is_same_v<T, std::string> && !std::is_same
 
 }  // namespace
 
-Tensor convert_to(const ConstTensorView& source, DType type) {
-    const Tensor contiguous = Tensor::copy_of(source);
+Tensor convert_to(const ConstTensorView& source, DType type, double offset, double scale) {
+    // A contiguous source is read where it lies; any other is gathered first.
+    Tensor gathered;
+    const void* data = source.data;
+    if (source.strides != contiguous_strides(source.shape)) {
+        gathered = Tensor::copy_of(source);
+        data = gathered.data();
+    }
     Tensor result(type, source.shape);
-    const auto count = contiguous.numel();
+    const auto count = result.numel();
+    const bool plain = offset == 0.0 && scale == 1.0;
     visit_dtype(source.dtype, [&](auto from_tag) {
         using From = typename decltype(from_tag)::type;
         visit_dtype(type, [&](auto to_tag) {
             using To = typename decltype(to_tag)::type;
             if constexpr (is_real_number<From> && is_real_number<To>) {
-                const From* in = contiguous.data_as<From>();
+                const From* in = static_cast<const From*>(data);
                 To* out = result.data_as<To>();
-                for (std::int64_t i = 0; i < count; ++i) out[i] = from_double<To>(to_double(in[i]));
+                if (plain) {
+                    for (std::int64_t i = 0; i < count; ++i) out[i] = from_double<To>(to_double(in[i]));
+                } else {
+                    for (std::int64_t i = 0; i < count; ++i) out[i] = from_double<To>((to_double(in[i]) - offset) / scale);
+                }
             } else {
                 throw std::invalid_argument("convert_to(): cannot convert " + std::string(dtype_name(source.dtype)) +
                                             " to " + std::string(dtype_name(type)));
@@ -221,5 +232,7 @@ Tensor convert_to(const ConstTensorView& source, DType type) {
     });
     return result;
 }
+
+Tensor convert_to(const ConstTensorView& source, DType type) { return convert_to(source, type, 0.0, 1.0); }
 
 }  // namespace gridwarp

@@ -287,16 +287,12 @@ void check_memory_budget(const fs::path& file, const std::string& what, std::uin
 }
 
 Image detail::stored_values(const Image& image, DType stored) {
-    Tensor unscaled = Tensor::copy_of(image.pixels.view());
-    double* v = unscaled.data_as<double>();
-    const double slope = image.scaling->slope, inter = image.scaling->inter;
-    for (std::int64_t i = 0; i < unscaled.numel(); ++i) v[i] = (v[i] - inter) / slope;
     Image values;
     values.batch = image.batch;
     values.channels = image.channels;
     values.spatial = image.spatial;
     values.layout = image.layout;
-    values.pixels = convert_to(unscaled.view(), stored);
+    values.pixels = convert_to(image.pixels.view(), stored, image.scaling->inter, image.scaling->slope);
     return values;
 }
 

@@ -102,6 +102,8 @@ private:
 // double: floating results round to nearest even, integer results round half to even and saturate.
 // Throws std::invalid_argument for complex and string tensors.
 Tensor convert_to(const ConstTensorView& source, DType type);
+// The same of (value - offset) / scale: the stored values of a scaled image's values.
+Tensor convert_to(const ConstTensorView& source, DType type, double offset, double scale);
 
 // Copies src into dst element by element (shapes and dtypes must match; strides may differ).
 void copy_elements(ConstTensorView src, TensorView dst);

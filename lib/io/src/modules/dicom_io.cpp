@@ -5,8 +5,6 @@
 // its pixel data and checked before any pixels are.
 #include <gdcmImage.h>
 #include <gdcmImageReader.h>
-#include <gdcmReader.h>
-#include <gdcmStringFilter.h>
 #include <gdcmTrace.h>
 #include <gdcmTransferSyntax.h>
 #include <gdcmUIDs.h>
@@ -22,6 +20,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include "gridwarp/io/error.hpp"
 #include "modules/module_functions.hpp"
@@ -42,7 +41,9 @@ constexpr double kLargestCoordinate = 1e10;
 struct SliceHeader {
     fs::path file;
     std::string series_uid, description, transfer_syntax;
-    std::int64_t rows = 0, columns = 0, frames = 1, samples = 1, bits_allocated = 0, pixel_representation = 0;
+    std::int64_t rows = 0, columns = 0, frames = 1, samples = 1, bits_allocated = 0, bits_stored = 0, high_bit = 0, pixel_representation = 0;
+    bool encapsulated = false;                         // compressed pixel data, decoded by GDCM
+    std::uint64_t pixel_offset = 0, pixel_length = 0;  // native pixel data's place in the file
     std::array<double, 2> pixel_spacing{};  // DICOM's order: between rows, between columns
     Vector3 row_direction{}, column_direction{}, position{};
     double slope = 1.0, intercept = 0.0;
@@ -107,11 +108,22 @@ bool has_dicom_preamble(const fs::path& file) {
 // garbled files where it would otherwise return an error, so a file is given to it only once this
 // walk has passed. Values are skipped, not read; the pixel data's length or fragments are checked
 // against the file's size.
+// What the walk finds: the transfer syntax, the text of the data set's top-level elements asked
+// for (numbers of binary VRs written out in decimal, multiple values separated by '\\', as
+// DICOM's text VRs hold them), and where the pixel data lies.
+struct WalkResult {
+    std::string transfer_syntax;
+    std::map<std::uint32_t, std::string> values;  // by tag, (group << 16) | element
+    bool has_pixel_data = false, encapsulated = false;
+    std::uint64_t pixel_offset = 0, pixel_length = 0;
+};
+
 class ElementWalk {
 public:
-    ElementWalk(const fs::path& file, std::uint64_t file_size) : file_(file), size_(file_size), stream_(file, std::ios::binary) {}
+    ElementWalk(const fs::path& file, std::uint64_t file_size, const std::set<std::uint32_t>& wanted)
+        : file_(file), size_(file_size), stream_(file, std::ios::binary), wanted_(wanted) {}
 
-    void run() {
+    WalkResult run() {
         std::uint64_t at = 132;
         // The meta group is always explicit VR little endian; it says how the data set is encoded.
         std::string transfer_syntax;
@@ -128,7 +140,9 @@ public:
         if (transfer_syntax == "1.2.840.10008.1.2.1.99") fail("its data set is deflated (Deflated Explicit VR Little Endian), which gridwarp does not read");
         if (transfer_syntax == "1.2.840.10008.1.2.2") fail("its data set is big-endian (Explicit VR Big Endian, retired), which gridwarp does not read");
         explicit_vr_ = transfer_syntax != "1.2.840.10008.1.2";
+        result_.transfer_syntax = transfer_syntax;
         walk_items_or_elements(at, size_, 0, false);
+        return std::move(result_);
     }
 
 private:
@@ -226,9 +240,14 @@ private:
             if (group == 0x7fe0 && number == 0x0010 && depth == 0) {
                 // The pixel data: native values are checked against the image's size later;
                 // encapsulated fragments are walked here.
+                result_.has_pixel_data = true;
+                result_.encapsulated = element.undefined;
+                result_.pixel_offset = element.value_at;
+                result_.pixel_length = element.length;
                 if (element.undefined) walk_fragments(element.value_at);
                 return size_;
             }
+            if (depth == 0 && !element.undefined && wanted_.count((group << 16) | number) != 0) keep(at, group, number, element);
             const bool sequence = element.sequence || (!explicit_vr_ && element.undefined);
             if (element.undefined) {
                 if (!sequence && !(explicit_vr_ && (bytes_[at + 4] == 'U' && bytes_[at + 5] == 'N'))) {
@@ -241,6 +260,23 @@ private:
             }
         }
         return at;
+    }
+
+    // The value of a top-level element asked for, as text: unsigned shorts (US, and implicit VR's
+    // elements of group 0028 below 0x0200, all US) written in decimal, the rest as stored.
+    void keep(std::uint64_t at, unsigned group, unsigned number, const Element& element) {
+        if (element.length > 4096) fail("an element of the image's description is " + std::to_string(element.length) + " bytes long (corrupt header)");
+        const bool unsigned_shorts = explicit_vr_ ? bytes_[at + 4] == 'U' && bytes_[at + 5] == 'S' : group == 0x0028 && number < 0x0200;
+        have(element.value_at + element.length);
+        std::string value;
+        if (unsigned_shorts) {
+            for (std::uint64_t k = 0; k + 2 <= element.length; k += 2) {
+                value += (value.empty() ? "" : "\\") + std::to_string(u16(element.value_at + k));
+            }
+        } else {
+            value.assign(reinterpret_cast<const char*>(bytes_.data() + element.value_at), static_cast<std::size_t>(element.length));
+        }
+        result_.values[(group << 16) | number] = std::move(value);
     }
 
     void walk_fragments(std::uint64_t at) {
@@ -260,6 +296,8 @@ private:
     std::ifstream stream_;
     std::vector<std::uint8_t> bytes_;
     bool explicit_vr_ = true;
+    const std::set<std::uint32_t>& wanted_;
+    WalkResult result_;
 };
 
 void silence_gdcm() {
@@ -278,30 +316,44 @@ std::string transfer_syntax_name(const std::string& uid) {
     return uid;
 }
 
-// Returns nullopt for a DICOM file that holds no image (a DICOMDIR, a structured report).
+constexpr std::uint32_t tag(std::uint32_t group, std::uint32_t element) { return (group << 16) | element; }
+
+// The elements a slice's description is read from.
+const std::set<std::uint32_t>& described_tags() {
+    static const std::set<std::uint32_t> tags{
+        tag(0x0008, 0x103e), tag(0x0018, 0x0050), tag(0x0018, 0x0080), tag(0x0020, 0x000e), tag(0x0020, 0x0032), tag(0x0020, 0x0037),
+        tag(0x0028, 0x0002), tag(0x0028, 0x0008), tag(0x0028, 0x0010), tag(0x0028, 0x0011), tag(0x0028, 0x0030), tag(0x0028, 0x0100),
+        tag(0x0028, 0x0101), tag(0x0028, 0x0102), tag(0x0028, 0x0103), tag(0x0028, 0x1052), tag(0x0028, 0x1053)};
+    return tags;
+}
+
+// Returns nullopt for a DICOM file that holds no image (a DICOMDIR, a structured report). The
+// header is read by gridwarp's walk of the elements, not GDCM's parser (which aborts on damage).
 std::optional<SliceHeader> read_slice_header(const fs::path& file, std::uint64_t file_size) {
-    ElementWalk(file, file_size).run();
-    gdcm::Reader reader;
-    reader.SetFileName(file.c_str());
-    const std::set<gdcm::Tag> skip;
-    if (!reader.ReadUpToTag(gdcm::Tag(0x7fe0, 0x0010), skip)) throw FileError(file, "not a readable DICOM file (corrupt or truncated header)");
-    gdcm::StringFilter strings;
-    strings.SetFile(reader.GetFile());
-    const auto text = [&](std::uint16_t group, std::uint16_t element) { return strings.ToString(gdcm::Tag(group, element)); };
+    const WalkResult walk = ElementWalk(file, file_size, described_tags()).run();
+    const auto text = [&](std::uint16_t group, std::uint16_t element) {
+        const auto found = walk.values.find(tag(group, element));
+        return found == walk.values.end() ? std::string() : found->second;
+    };
     SliceHeader slice;
     slice.file = file;
     slice.file_size = file_size;
     slice.rows = whole_number(text(0x0028, 0x0010), file, "Rows", 0);
     slice.columns = whole_number(text(0x0028, 0x0011), file, "Columns", 0);
-    if (slice.rows == 0 && slice.columns == 0) return std::nullopt;
+    if ((slice.rows == 0 && slice.columns == 0) || !walk.has_pixel_data) return std::nullopt;
     if (slice.rows <= 0 || slice.columns <= 0) throw FileError(file, "Rows and Columns must both be positive");
     slice.series_uid = trimmed(text(0x0020, 0x000e));
     if (slice.series_uid.empty()) throw FileError(file, "has no SeriesInstanceUID");
     slice.description = trimmed(text(0x0008, 0x103e));
-    slice.transfer_syntax = trimmed(reader.GetFile().GetHeader().GetDataSetTransferSyntax().GetString());
+    slice.transfer_syntax = trimmed(walk.transfer_syntax);
+    slice.encapsulated = walk.encapsulated;
+    slice.pixel_offset = walk.pixel_offset;
+    slice.pixel_length = walk.pixel_length;
     slice.frames = whole_number(text(0x0028, 0x0008), file, "NumberOfFrames", 1);
     slice.samples = whole_number(text(0x0028, 0x0002), file, "SamplesPerPixel", 1);
     slice.bits_allocated = whole_number(text(0x0028, 0x0100), file, "BitsAllocated", 0);
+    slice.bits_stored = whole_number(text(0x0028, 0x0101), file, "BitsStored", slice.bits_allocated);
+    slice.high_bit = whole_number(text(0x0028, 0x0102), file, "HighBit", slice.bits_stored - 1);
     slice.pixel_representation = whole_number(text(0x0028, 0x0103), file, "PixelRepresentation", 0);
     const auto spacing = decimals(text(0x0028, 0x0030), file, "PixelSpacing", 2);
     slice.pixel_spacing = {spacing[0], spacing[1]};
@@ -393,6 +445,67 @@ DType stored_dtype(const SliceHeader& slice) {
         case 32: return is_signed ? DType::Int32 : DType::UInt32;
         default:
             throw FileError(slice.file, "BitsAllocated is " + std::to_string(slice.bits_allocated) + ": gridwarp reads 8, 16 and 32");
+    }
+}
+
+// Uncompressed little-endian pixels whose bits gridwarp can place itself (the high bit the top
+// stored bit) are read straight from the file; anything else is GDCM's to decode.
+bool reads_pixels_itself(const SliceHeader& slice) {
+    const bool little_endian = slice.transfer_syntax == "1.2.840.10008.1.2" || slice.transfer_syntax == "1.2.840.10008.1.2.1";
+    return little_endian && !slice.encapsulated && slice.bits_stored >= 1 && slice.bits_stored <= slice.bits_allocated &&
+           slice.high_bit == slice.bits_stored - 1;
+}
+
+// Values of fewer stored bits than allocated: the bits above are not part of the value (DICOM
+// PS3.5 8.1.1): masked off, or for signed pixels filled with the sign bit.
+template <class T>
+void place_stored_bits(T* values, std::size_t count, int bits_stored, bool is_signed) {
+    using Unsigned = std::make_unsigned_t<T>;
+    constexpr int bits = 8 * sizeof(T);
+    if (bits_stored >= bits) return;
+    const Unsigned mask = static_cast<Unsigned>((Unsigned{1} << bits_stored) - 1);
+    const Unsigned sign = static_cast<Unsigned>(Unsigned{1} << (bits_stored - 1));
+    for (std::size_t i = 0; i < count; ++i) {
+        Unsigned value = static_cast<Unsigned>(values[i]) & mask;
+        if (is_signed && (value & sign)) value |= static_cast<Unsigned>(~mask);
+        values[i] = static_cast<T>(value);
+    }
+}
+
+void read_native_pixels(const SliceHeader& slice, std::uint64_t slice_bytes, char* destination) {
+    if (slice.pixel_length < slice_bytes) {
+        throw FileError(slice.file, "its pixel data holds " + std::to_string(slice.pixel_length) + " bytes, " + std::to_string(slice_bytes) +
+                                        " expected (truncated)");
+    }
+    std::ifstream stream(slice.file, std::ios::binary);
+    stream.seekg(static_cast<std::streamoff>(slice.pixel_offset));
+    if (!stream.read(destination, static_cast<std::streamsize>(slice_bytes))) throw FileError(slice.file, "cannot read its pixel data");
+    const auto count = static_cast<std::size_t>(slice_bytes * 8 / static_cast<std::uint64_t>(slice.bits_allocated));
+    const bool is_signed = slice.pixel_representation == 1;
+    const int stored = static_cast<int>(slice.bits_stored);
+    switch (slice.bits_allocated) {
+        case 8: place_stored_bits(reinterpret_cast<std::uint8_t*>(destination), count, stored, is_signed); break;
+        case 16: place_stored_bits(reinterpret_cast<std::uint16_t*>(destination), count, stored, is_signed); break;
+        default: place_stored_bits(reinterpret_cast<std::uint32_t*>(destination), count, stored, is_signed); break;
+    }
+}
+
+void decode_pixels_with_gdcm(const SliceHeader& slice, std::uint64_t slice_bytes, char* destination) {
+    if (!slice.encapsulated && slice.pixel_length < slice_bytes) {
+        // GDCM copies the slice's size from whatever the element holds: a short element would be read past.
+        throw FileError(slice.file, "its pixel data holds " + std::to_string(slice.pixel_length) + " bytes, " + std::to_string(slice_bytes) +
+                                        " expected (truncated)");
+    }
+    gdcm::ImageReader reader;
+    reader.SetFileName(slice.file.c_str());
+    if (!reader.Read()) throw FileError(slice.file, "cannot read the DICOM file's pixel data (corrupt or truncated)");
+    const gdcm::Image& pixels = reader.GetImage();
+    if (pixels.GetBufferLength() != slice_bytes) {
+        throw FileError(slice.file, "its pixel data decodes to " + std::to_string(pixels.GetBufferLength()) + " bytes, expected " +
+                                        std::to_string(slice_bytes));
+    }
+    if (!pixels.GetBuffer(destination)) {
+        throw FileError(slice.file, "its transfer syntax " + transfer_syntax_name(slice.transfer_syntax) + " cannot be decoded by GDCM");
     }
 }
 
@@ -591,25 +704,10 @@ Image read_dicom_series(const fs::path& input, const fs::path& folder, const std
     Tensor stored_pixels(stored, image.storage_shape());
     auto* destination = static_cast<char*>(stored_pixels.data());
     for (const SliceHeader& slice : slices) {
-        gdcm::ImageReader reader;
-        reader.SetFileName(slice.file.c_str());
-        if (!reader.Read()) throw FileError(slice.file, "cannot read the DICOM file's pixel data (corrupt or truncated)");
-        if (native) {
-            // GDCM copies the slice's size from whatever the element holds: a short element would be read past.
-            const gdcm::DataElement& element = reader.GetFile().GetDataSet().GetDataElement(gdcm::Tag(0x7fe0, 0x0010));
-            const gdcm::ByteValue* value = element.GetByteValue();
-            if (value == nullptr || value->GetLength() < slice_bytes) {
-                throw FileError(slice.file, "its pixel data holds " + std::to_string(value ? static_cast<std::uint64_t>(value->GetLength()) : 0u) + " bytes, " +
-                                                std::to_string(slice_bytes) + " expected (truncated)");
-            }
-        }
-        const gdcm::Image& pixels = reader.GetImage();
-        if (pixels.GetBufferLength() != slice_bytes) {
-            throw FileError(slice.file, "its pixel data decodes to " + std::to_string(pixels.GetBufferLength()) + " bytes, expected " +
-                                            std::to_string(slice_bytes));
-        }
-        if (!pixels.GetBuffer(destination)) {
-            throw FileError(slice.file, "its transfer syntax " + transfer_syntax_name(slice.transfer_syntax) + " cannot be decoded by GDCM");
+        if (reads_pixels_itself(slice)) {
+            read_native_pixels(slice, slice_bytes, destination);
+        } else {
+            decode_pixels_with_gdcm(slice, slice_bytes, destination);
         }
         destination += slice_bytes;
     }
