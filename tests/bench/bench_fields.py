@@ -27,11 +27,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import nibabel as nib
 import numpy as np
 from scipy import ndimage
+
+from bench_timing import timed
 
 INTENT_VECTOR = 1007
 
@@ -104,18 +105,6 @@ def interpolate(field, n, spacing, points):
 def grid_points(n, spacing):
     axis = lps_origin(n, spacing) + spacing * np.arange(n)
     return np.stack(np.meshgrid(axis, axis, axis, indexing="ij"), -1)
-
-
-def timed(command):
-    """Wall seconds and peak RSS in MB (/usr/bin/time: the child's own pages)."""
-    start = time.perf_counter()
-    result = subprocess.run(["/usr/bin/time", "-f", "peak-rss-kb %M"] + command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
-    seconds = time.perf_counter() - start
-    if result.returncode != 0:
-        sys.exit(f"failed: {' '.join(command)}\n{result.stderr}")
-    peak = [line for line in result.stderr.splitlines() if line.startswith("peak-rss-kb ")]
-    return seconds, int(peak[-1].split()[1]) / 1024.0
 
 
 def side_by_side(args, gridwarp, peer):

@@ -17,24 +17,12 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 
 import nibabel as nib
 import numpy as np
 
-
-def timed(command):
-    start = time.perf_counter()
-    result = subprocess.run(["/usr/bin/time", "-f", "peak-rss-kb %M"] + command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
-    seconds = time.perf_counter() - start
-    if result.returncode != 0:
-        sys.exit(f"failed: {' '.join(command)}\n{result.stderr}")
-    peak = [line for line in result.stderr.splitlines() if line.startswith("peak-rss-kb ")]
-    return seconds, int(peak[-1].split()[1]) / 1024.0
+from bench_timing import timed
 
 
 def side_by_side(runs, ways, before_each=None):
@@ -90,7 +78,6 @@ def mgz_row(args, folder):
 
 
 def write_dicom_series(folder, slices=256, size=256):
-    import pydicom
     from pydicom.dataset import FileDataset, FileMetaDataset
     from pydicom.uid import ExplicitVRLittleEndian, generate_uid
     os.makedirs(folder, exist_ok=True)

@@ -2,35 +2,8 @@
 // the file must hold, the scan parameters after it, byte order and gzip (gzip.cpp, with the room a
 // gzip trailer claims).
 //
-// Input: one selector byte, then the file. Selector % 3: 0 writes the bytes as a .mgh; 1 as a .mgz
-// as they are (fuzzing the gzip member itself); 2 gzips them first and writes a .mgz, so that
-// mutations of the header and data reach the compressed path.
-#include <zlib.h>
-
-#include <cstdint>
-#include <string>
-
-#include "fuzz_support.hpp"
-#include "gridwarp/io/error.hpp"
-#include "gridwarp/io/image.hpp"
-
-namespace {
-
-std::string gzipped(std::string_view bytes) {
-    z_stream stream{};
-    if (deflateInit2(&stream, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) std::abort();
-    std::string out(deflateBound(&stream, static_cast<uLong>(bytes.size())), '\0');
-    stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-    stream.avail_in = static_cast<uInt>(bytes.size());
-    stream.next_out = reinterpret_cast<Bytef*>(out.data());
-    stream.avail_out = static_cast<uInt>(out.size());
-    if (deflate(&stream, Z_FINISH) != Z_STREAM_END) std::abort();
-    out.resize(stream.total_out);
-    deflateEnd(&stream);
-    return out;
-}
-
-}  // namespace
+// Input: see fuzz_gzip_variants.hpp.
+#include "fuzz_gzip_variants.hpp"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
     gridwarp::fuzz::prepare_process();
@@ -39,16 +12,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static const gridwarp::fuzz::ScratchFile plain(".mgh"), compressed(".mgz");
-    if (size < 1) return 0;
-    const std::string_view bytes = gridwarp::fuzz::as_text(data + 1, size - 1);
-    const int mode = data[0] % 3;
-    try {
-        const auto& file = mode == 0 ? plain.write(bytes) : compressed.write(mode == 1 ? std::string(bytes) : gzipped(bytes));
-        gridwarp::io::ReadOptions options;
-        options.memory.max_bytes = std::uint64_t{256} << 20;
-        const gridwarp::io::Image image = gridwarp::io::read_image(file, options);
-        gridwarp::fuzz::read_every_pixel(image);
-    } catch (const gridwarp::io::FileError&) {
-    }
+    gridwarp::io::ReadOptions options;
+    options.memory.max_bytes = std::uint64_t{256} << 20;
+    gridwarp::fuzz::read_gzip_variant(data, size, plain, compressed, options);
     return 0;
 }
