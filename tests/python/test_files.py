@@ -2,6 +2,7 @@
 import os
 import pathlib
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -195,3 +196,22 @@ def test_reorient_equals_the_program(exe, tmp_path):
     assert np.array_equal(image.array, gridwarp.read(tmp_path / "lia.nii.gz").array)
     back = gridwarp.reorient(image, tmp_path / "back.nii.gz", to="like:" + str(brain))
     assert np.array_equal(gridwarp.read(back).array, gridwarp.read(brain).array)
+
+
+def test_python_dash_m_runs_the_command_line(tmp_path):
+    """`python -m gridwarp` is the program: the same output bytes, exit status and one error line."""
+    environment = dict(os.environ)
+    ours, theirs = tmp_path / "module.png", tmp_path / "program.png"
+    args = ["affine", "-i", str(SAMPLES / "card.png"), "--rotate", "12", "-q"]
+    done = subprocess.run([sys.executable, "-m", "gridwarp", *args, "-o", str(ours)], capture_output=True, text=True, env=environment)
+    assert done.returncode == 0, done.stderr
+    program = os.environ.get("GRIDWARP_EXE")
+    if program:
+        assert subprocess.run([program, *args, "-o", str(theirs)]).returncode == 0
+        assert ours.read_bytes() == theirs.read_bytes()
+    refused = subprocess.run([sys.executable, "-m", "gridwarp", "info", str(tmp_path / "missing.nii")], capture_output=True, text=True,
+                             env=environment)
+    assert refused.returncode != 0
+    assert refused.stderr.count("\n") == 1 and "missing.nii" in refused.stderr
+    version = subprocess.run([sys.executable, "-m", "gridwarp", "--version"], capture_output=True, text=True, env=environment)
+    assert version.stdout.startswith("gridwarp ")

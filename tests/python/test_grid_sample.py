@@ -67,11 +67,11 @@ def test_torch_2d_live(mode, padding_mode, align_corners):
     grid = torch.rand(2, 9, 11, 2, generator=generator) * 2.6 - 1.3
     expected = torch.nn.functional.grid_sample(x, grid, mode, padding_mode, align_corners)
     actual = gridwarp.grid_sample(x, grid, mode, padding_mode, align_corners)
-    assert isinstance(actual, np.ndarray)
+    assert isinstance(actual, torch.Tensor) and actual.dtype == x.dtype
     if mode == "nearest":
-        assert_same_bits(actual, expected.numpy())
+        assert_same_bits(actual.numpy(), expected.numpy())
     else:
-        np.testing.assert_allclose(actual, expected.numpy(), rtol=1e-5, atol=2e-6)
+        np.testing.assert_allclose(actual.numpy(), expected.numpy(), rtol=1e-5, atol=2e-6)
 
 
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
@@ -81,7 +81,7 @@ def test_torch_3d_linear_live(padding_mode):
     grid = torch.rand(1, 5, 6, 7, 3, generator=generator) * 2.4 - 1.2
     expected = torch.nn.functional.grid_sample(x, grid, "bilinear", padding_mode, False)
     actual = gridwarp.grid_sample(x, grid, "bilinear", padding_mode)
-    np.testing.assert_allclose(actual, expected.numpy(), rtol=1e-5, atol=2e-6)
+    np.testing.assert_allclose(actual.numpy(), expected.numpy(), rtol=1e-5, atol=2e-6)
 
 
 def test_affine_grid_equals_torch():
@@ -89,7 +89,8 @@ def test_affine_grid_equals_torch():
     for align_corners in (False, True):
         expected = torch.nn.functional.affine_grid(theta, [1, 1, 7, 9], align_corners).numpy()
         actual = gridwarp.affine_grid(theta, (1, 1, 7, 9), align_corners)
-        np.testing.assert_allclose(actual, expected, rtol=1e-12, atol=1e-12)
+        assert isinstance(actual, torch.Tensor) and actual.dtype == torch.float64
+        np.testing.assert_allclose(actual.numpy(), expected, rtol=1e-12, atol=1e-12)
 
 
 NUMPY_DTYPES = ["float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -158,14 +159,14 @@ def test_torch_strided_view_is_read_in_place():
     grid = torch.rand(1, 10, 12, 2) * 2 - 1
     expected = torch.nn.functional.grid_sample(view.contiguous(), grid, "nearest", "zeros", False).numpy()
     tracemalloc.start()
-    actual = gridwarp.grid_sample(view, grid, "nearest")
+    actual = gridwarp.grid_sample(view.numpy(), grid, "nearest")
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert_same_bits(actual, expected)
     assert peak < actual.nbytes + 65536
     # The memory read is the tensor's own: a change made through the tensor shows in the next result.
     view.mul_(2)
-    np.testing.assert_array_equal(gridwarp.grid_sample(base[..., 1].transpose(2, 3), grid, "nearest"), expected * 2)
+    np.testing.assert_array_equal(gridwarp.grid_sample(base[..., 1].transpose(2, 3), grid, "nearest").numpy(), expected * 2)
 
 
 def test_torch_dtypes_through_dlpack():
@@ -174,17 +175,20 @@ def test_torch_dtypes_through_dlpack():
     for dtype in (torch.float16, torch.int16, torch.uint8, torch.bool):
         typed = x.to(dtype)
         actual = gridwarp.grid_sample(typed, grid, "nearest")
+        assert actual.dtype == dtype
         expected = gridwarp.grid_sample(typed.numpy(), grid.numpy(), "nearest")
-        assert_same_bits(actual, expected)
-    assert gridwarp.grid_sample(x.to(torch.bool), grid, "nearest").dtype == np.bool_
+        assert_same_bits(actual.numpy(), expected)
+    assert gridwarp.grid_sample(x.to(torch.bool), grid, "nearest").dtype == torch.bool
     # bfloat16: NumPy has no such dtype, so the result goes into a tensor given as out.
     x16 = x.to(torch.bfloat16)
     out = torch.empty(1, 2, 3, 3, dtype=torch.bfloat16)
     assert gridwarp.grid_sample(x16, grid, "bilinear", out=out) is out
     expected = gridwarp.grid_sample(x16.float().numpy(), grid.numpy(), "bilinear")
     np.testing.assert_allclose(out.float().numpy(), expected, rtol=1e-2)
-    with pytest.raises(TypeError, match="bfloat16"):
-        gridwarp.grid_sample(x16, grid)
+    # Without out=, a bfloat16 tensor of the result (made as a tensor, never through NumPy).
+    made = gridwarp.grid_sample(x16, grid, "bilinear")
+    assert made.dtype == torch.bfloat16
+    assert_same_bits(made.view(torch.int16).numpy(), out.view(torch.int16).numpy())
 
 
 def test_out_argument():
@@ -279,3 +283,33 @@ def test_strings_as_onnx_string_tensors(tmp_path, cli_sample):
     assert gridwarp.grid_sample(words.astype(str), grid, "nearest", align_corners=True).tolist() == actual.tolist()
     with pytest.raises(ValueError):
         gridwarp.grid_sample(words, grid, "bilinear")
+
+
+def test_torch_in_torch_out_shares_nothing_and_copies_nothing():
+    """A tensor in gives a tensor out of its dtype; the result is new memory, and the input was read
+    where it lies (a change made through it shows in the next result)."""
+    x = torch.rand(1, 3, 40, 50, dtype=torch.float64)
+    grid = torch.rand(1, 20, 30, 2, dtype=torch.float64) * 2 - 1
+    result = gridwarp.grid_sample(x, grid, "bilinear")
+    assert isinstance(result, torch.Tensor) and result.dtype == torch.float64 and tuple(result.shape) == (1, 3, 20, 30)
+    x_bytes = (x.data_ptr(), x.data_ptr() + x.nelement() * x.element_size())
+    r_bytes = (result.data_ptr(), result.data_ptr() + result.nelement() * result.element_size())
+    assert r_bytes[1] <= x_bytes[0] or x_bytes[1] <= r_bytes[0]
+    np.testing.assert_allclose(result.numpy(), torch.nn.functional.grid_sample(x, grid, "bilinear", "zeros", False).numpy(), atol=1e-12)
+    x.mul_(3)
+    np.testing.assert_allclose(gridwarp.grid_sample(x, grid, "bilinear").numpy(), result.numpy() * 3, rtol=1e-12)
+
+
+def test_tensors_that_require_grad_are_refused_unless_autograd_is_off():
+    x = torch.rand(1, 1, 6, 7, requires_grad=True)
+    grid = torch.rand(1, 4, 5, 2) * 2 - 1
+    with pytest.raises(ValueError, match="requires grad.*detach"):
+        gridwarp.grid_sample(x, grid)
+    with pytest.raises(ValueError, match="grid requires grad"):
+        gridwarp.grid_sample(x.detach(), grid.requires_grad_())
+    with torch.no_grad():
+        result = gridwarp.grid_sample(x, grid.detach())
+    expected = torch.nn.functional.grid_sample(x.detach(), grid.detach(), "bilinear", "zeros", False)
+    np.testing.assert_allclose(result.numpy(), expected.numpy(), rtol=1e-5, atol=2e-6)
+    with pytest.raises(ValueError, match="theta requires grad"):
+        gridwarp.affine_grid(torch.eye(2, 3)[None].requires_grad_(), (1, 1, 4, 5))

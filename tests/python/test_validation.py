@@ -100,7 +100,7 @@ def test_affine_grid_overflow_in_a_child_interpreter():
 def test_a_tensor_that_requires_grad_is_named():
     torch = pytest.importorskip("torch")
     x = torch.zeros(1, 1, 4, 4, requires_grad=True)
-    with pytest.raises(TypeError, match="input: the tensor requires grad.*tensor.detach\\(\\)"):
+    with pytest.raises(ValueError, match="input requires grad.*input.detach\\(\\)"):
         gridwarp.grid_sample(x, torch.zeros(1, 4, 4, 2))
     assert gridwarp.grid_sample(x.detach(), torch.zeros(1, 4, 4, 2)).shape == (1, 1, 4, 4)
 

@@ -1,15 +1,17 @@
 """gridwarp: exact N-D grid sampling (ONNX GridSample and AffineGrid) on NumPy arrays and tensors.
 
 grid_sample and affine_grid read their inputs in place (NumPy arrays through their strides, other
-CPU arrays through DLPack), release the GIL while they sample, and return NumPy arrays. affine,
+CPU arrays through DLPack), release the GIL while they sample, and return the kind of array they were
+given (NumPy for NumPy, a torch tensor for a tensor). affine,
 resize, flow and resample run the gridwarp commands of the same names on files, in this process,
 with the commands' defaults and checks; read and write move files to and from Image objects (an
 array view with the file's geometry and header). docs/python.md has examples.
 """
 
 import os as _os
+import sys as _sys
 
-from ._gridwarp import __version__, affine_grid, grid_sample, simd_target, simd_targets
+from ._gridwarp import __version__, simd_target, simd_targets
 
 __all__ = ["Image", "affine", "affine_grid", "convert_transform", "flow", "grid_sample", "jacobian", "map_points", "read", "reorient",
            "resample", "resize", "simd_target", "simd_targets", "write"]
@@ -20,6 +22,64 @@ except ImportError:
     pass
 
 from . import _gridwarp
+
+
+def _array_module(value):
+    """The module of an array other than NumPy's that exchanges memory through DLPack, else None."""
+    if type(value).__module__ == "numpy" or not hasattr(value, "__dlpack__"):
+        return None
+    return _sys.modules.get(type(value).__module__.split(".")[0])
+
+
+def _without_grad(value, role):
+    """`value`, refused if it is a tensor that requires grad while autograd is on (the result could
+    not carry a gradient); under torch.no_grad(), its detached view (the same memory)."""
+    if getattr(value, "requires_grad", False) is not True:
+        return value
+    if getattr(_sys.modules.get("torch"), "is_grad_enabled", lambda: True)():
+        raise ValueError(f"{role} requires grad: gridwarp does not differentiate its sampling; pass {role}.detach(), "
+                         "or call it under torch.no_grad()")
+    return value.detach()
+
+
+def _same_kind(result, template):
+    """A NumPy result as the kind of array `template` is: a torch tensor for a tensor, through the
+    array module's from_dlpack for other DLPack arrays (no copy either way), else as it is."""
+    module = _array_module(template)
+    if module is None:
+        return result
+    if module.__name__ == "torch":
+        return module.from_numpy(result)
+    from_dlpack = getattr(module, "from_dlpack", None)
+    return from_dlpack(result) if from_dlpack is not None else result
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=False, *, fill=0.0, threads=None, out=None,
+                max_taps=2**34):
+    input, grid = _without_grad(input, "input"), _without_grad(grid, "grid")
+    module = _array_module(input)
+    if out is None and module is not None and module.__name__ == "torch" and input.dim() >= 3 and grid.dim() == input.dim():
+        # The result made as a tensor of the input's dtype (bfloat16 included, which NumPy lacks).
+        out = module.empty(tuple(input.shape[:2]) + tuple(grid.shape[1:-1]), dtype=input.dtype)
+    result = _gridwarp.grid_sample(input, grid, mode, padding_mode, align_corners, fill=fill, threads=threads, out=out,
+                                   max_taps=max_taps)
+    return result if out is not None else _same_kind(result, input)
+
+
+def affine_grid(theta, size, align_corners=False):
+    theta = _without_grad(theta, "theta")
+    return _same_kind(_gridwarp.affine_grid(theta, size, align_corners), theta)
+
+
+grid_sample.__doc__ = _gridwarp.grid_sample.__doc__.replace(
+    "Returns a NumPy array (N, C, O1..Or) of the input's dtype. ",
+    "Returns (N, C, O1..Or) of the input's dtype, the same kind of array as the input: a NumPy array\n"
+    "for NumPy's, a torch tensor for a tensor (bfloat16 included), another DLPack array through its\n"
+    "module's from_dlpack. A tensor that requires grad is refused while autograd is on (ValueError):\n"
+    "detach it, or call under torch.no_grad(). ")
+affine_grid.__doc__ = _gridwarp.affine_grid.__doc__.replace(
+    "Returns a NumPy array (N, O1..Or, r) of theta's dtype.",
+    "Returns (N, O1..Or, r) of theta's dtype, the same kind of array as theta (as grid_sample).")
 
 
 def _text(value):

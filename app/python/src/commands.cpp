@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli_common.hpp"
+#include "command_line.hpp"
 #include "messages.hpp"
 #include "command_runner.hpp"
 #include "geometry_options.hpp"
@@ -106,9 +107,25 @@ py::array map_points(py::handle points, const std::vector<std::string>& transfor
     return result;
 }
 
+
+// `python -m gridwarp` and the `gridwarp` entry point: the program's command line in this process.
+int run_program(const std::vector<std::string>& arguments) {
+    std::vector<std::string> words{"gridwarp"};
+    words.insert(words.end(), arguments.begin(), arguments.end());
+    std::vector<char*> argv;
+    for (std::string& word : words) argv.push_back(word.data());
+    argv.push_back(nullptr);
+    std::fflush(stdout);
+    py::gil_scoped_release released;
+    const int status = cli::run_command_line(static_cast<int>(words.size()), argv.data(), GRIDWARP_VERSION);
+    std::fflush(stdout);
+    return status;
+}
+
 }  // namespace
 
 void add_command_functions(py::module_& module) {
+    module.def("_main", &run_program, py::arg("arguments"), "Runs the gridwarp command line with these arguments; returns its exit status.");
     module.def("map_points", &map_points, py::arg("points"), py::arg("transforms"), py::kw_only(), py::arg("space") = "ras",
                py::arg("from_moving") = false, py::arg("reference") = py::none(), py::arg("moving") = py::none(),
                py::arg("tolerance") = 1e-5, py::arg("threads") = py::none(),
