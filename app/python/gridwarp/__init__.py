@@ -24,6 +24,51 @@ except ImportError:
 from . import _gridwarp
 
 
+def _is_nibabel_nifti(value):
+    return type(value).__module__.startswith("nibabel.") and hasattr(value, "dataobj") and \
+        type(value).__name__ in ("Nifti1Image", "Nifti2Image", "Nifti1Pair", "Nifti2Pair")
+
+
+def _from_nibabel(image):
+    """An Image of a nibabel NIfTI image, in memory: its header (sform, qform, codes, zooms, units,
+    intent, descrip) and values as gridwarp would read the file nibabel writes of it."""
+    import numpy as np
+    if not _is_nibabel_nifti(image):
+        raise TypeError(f"a nibabel NIfTI image (Nifti1Image, Nifti2Image), got {type(image).__name__}")
+    current = type(image)(image.dataobj, image.affine, image.header)  # the header brought up to date with the affine
+    header = current.header
+    if header["magic"] in (b"n+1", b"n+2"):  # where a single file's voxels start (nibabel sets it when it writes)
+        header["vox_offset"] = 352 if header["magic"] == b"n+1" else 544
+    slope, inter = header.get_slope_inter()
+    scaled = slope is not None and not (slope == 1 and (inter is None or inter == 0))
+    values = np.asarray(image.get_fdata(dtype=np.float64) if scaled else np.asanyarray(image.dataobj), order="A")
+    if not scaled:
+        values = values.astype(header.get_data_dtype(), copy=False)
+    # nibabel's axes are x first: reversed, the same memory is gridwarp's voxel order (x fastest).
+    return _gridwarp._image_from_nifti(header.binaryblock, np.ascontiguousarray(values.T))
+
+
+def _to_nibabel(self):
+    """This image as a nibabel Nifti1Image (Nifti2Image where gridwarp would write NIfTI-2), with
+    the header gridwarp's NIfTI writer gives it (sform, qform, codes, zooms, units, intent) and its
+    values (no copy where the layout allows)."""
+    import io
+    import nibabel as nib
+    import numpy as np
+    raw = _gridwarp._nifti_header_bytes(self)
+    image_class = nib.Nifti2Image if int.from_bytes(raw[:4], "little") == 540 else nib.Nifti1Image
+    header = image_class.header_class.from_fileobj(io.BytesIO(raw))
+    values = self.array[0]  # (C, D1..Dr), x last
+    if self.channels > 1 and header.get_data_dtype().fields is not None:
+        raise ValueError("to_nibabel: RGB images are not converted; write them to a file")
+    data = values.T.reshape(header.get_data_shape(), order="F")
+    converted = image_class(data, header.get_best_affine(), header)  # the same affine: nibabel keeps the header's transforms
+    if self.nifti is not None or self.geometry is not None:
+        converted.header.set_slope_inter(*header.get_slope_inter())
+    return converted
+
+
+
 def _array_module(value):
     """The module of an array other than NumPy's that exchanges memory through DLPack, else None."""
     if type(value).__module__ == "numpy" or not hasattr(value, "__dlpack__"):
@@ -100,6 +145,8 @@ def _run(command, files, options, output, repeated=()):
         raise RuntimeError("this build of gridwarp has no file functions (built without the io library)")
     named, images = [], {}
     for option, value in files:
+        if _is_nibabel_nifti(value):
+            value = _from_nibabel(value)
         if isinstance(value, Image):
             images[option] = value
         else:
@@ -116,7 +163,10 @@ def _run(command, files, options, output, repeated=()):
             named.append((option, [_text(value)]))
     verbose = options.get("verbose") is True
     result = _gridwarp._run_command(command, named, images, output is None, verbose)
-    return _os.fspath(output) if output is not None else result
+    if output is not None:
+        return _os.fspath(output)
+    # The kind of image it was given: a nibabel image for a nibabel image.
+    return result.to_nibabel() if files and _is_nibabel_nifti(files[0][1]) else result
 
 
 _FILES = """Files are paths or Image objects (gridwarp.read's, sampled in memory: no file is
@@ -215,3 +265,8 @@ def convert_transform(transforms, output, reference=None, moving=None, **options
 
 for _function in (affine, resize, flow, resample, jacobian, reorient):
     _function.__doc__ = _function.__doc__.replace("FILES", _FILES)
+
+if "Image" in globals():
+    Image.to_nibabel = _to_nibabel
+    Image.from_nibabel = staticmethod(_from_nibabel)
+    Image.from_nibabel.__doc__ = _from_nibabel.__doc__

@@ -43,6 +43,18 @@ def resample(
 
 class Image:
     """A file's pixels with its geometry and header, as read() gives them."""
+    def __init__(
+        self,
+        array: ArrayLike,  # (N, C, D1..Dr), copied
+        *,
+        spacing: Optional[Sequence[float]] = None,  # LPS mm, innermost axis first
+        origin: Optional[Sequence[float]] = None,
+        direction: Optional[Sequence[float]] = None,  # row-major r x r
+        affine: Optional[ArrayLike] = None,  # nibabel's (r+1) x (r+1): voxel index to RAS mm
+    ) -> None: ...
+    @staticmethod
+    def from_nibabel(image: Any) -> "Image": ...  # a nibabel Nifti1Image / Nifti2Image
+    def to_nibabel(self) -> Any: ...  # a nibabel Nifti1Image (Nifti2Image for NIfTI-2)
     @property
     def array(self) -> npt.NDArray[Any]: ...  # (N, C, D1..Dr), a view of the file's pixels
     @property
@@ -63,7 +75,7 @@ class Image:
     def nifti(self) -> Optional[dict[str, Any]]: ...
     @property
     def warnings(self) -> list[str]: ...
-    def with_array(self, array: ArrayLike) -> "Image": ...
+    def with_array(self, array: ArrayLike) -> "Image": ...  # any dtype and shape (N, C, D1..Dr)
 
 def map_points(
     points: ArrayLike,

@@ -21,6 +21,7 @@
 #include "formats/gzip.hpp"
 #include "formats/mapped_output.hpp"
 #include "formats/nifti.hpp"
+#include "gridwarp/io/nifti_image.hpp"
 #include "formats/raster_pixels.hpp"
 #include "gridwarp/io/error.hpp"
 #include "names.hpp"
@@ -155,6 +156,47 @@ std::vector<fs::path> nifti_files(const fs::path& file, bool for_reading) {
 std::vector<fs::path> nifti_files_read(const fs::path& file) { return nifti_files(file, true); }
 std::vector<fs::path> nifti_files_written(const fs::path& file) { return nifti_files(file, false); }
 
+// What read_nifti makes of a header, before the voxels: the image without pixels, the stored
+// dtype and components per voxel, and whether the values are scaled.
+struct NiftiDescription {
+    Image image;
+    DType stored;
+    std::int64_t components;
+    bool scaled;
+};
+
+NiftiDescription describe_nifti(std::shared_ptr<const NiftiHeader> header, const ReadOptions& options, const fs::path& file) {
+    const auto [dtype, components] = dtype_for_datatype(header->datatype, file);
+    const std::int64_t rank = header->dim[0];
+    if (rank < 2) throw FileError(file, "a 1-D NIfTI file (dim[0] = 1) is not an image gridwarp warps");
+    // A series or vector image with one slice is 2-D (as gridwarp writes 2-D vector fields).
+    const std::int64_t spatial_rank = rank > 3 && header->dim[3] == 1 ? 2 : std::min<std::int64_t>(rank, 3);
+    std::int64_t series = 1;  // dims 4..7: a volume per channel
+    for (std::int64_t i = 4; i <= rank; ++i) series *= header->dim[i];
+    if (components > 1 && series > 1) throw FileError(file, "RGB/RGBA series (more than 3 dimensions) are not supported");
+
+    Image image;
+    image.kind = FileKind::Volume;
+    image.format = "nifti";
+    image.batch = 1;
+    image.channels = components > 1 ? components : series;
+    image.layout = series > 1 ? ChannelLayout::Planar : ChannelLayout::Interleaved;
+    for (std::int64_t i = spatial_rank; i >= 1; --i) image.spatial.push_back(header->dim[i]);
+    bool method_1 = false;
+    image.geometry = nifti_geometry(*header, static_cast<std::size_t>(spatial_rank), options.nifti_geometry, file, &method_1);
+    if (method_1) {
+        image.warnings.push_back(file.string() +
+                                 ": neither sform nor qform is set; voxel (0,0,0) is placed at the origin with axes along " +
+                                 (options.nifti_geometry == NiftiGeometryRule::Itk ? "LPS (ITK's rule)" : "RAS (NIfTI method 1)") +
+                                 " and spacing from pixdim");
+    }
+    const bool scaled = is_scaled(*header) && components == 1 && !is_complex(dtype);
+    if (scaled) image.scaling = ValueScaling{dtype, header->scl_slope, std::isnan(header->scl_inter) ? 0.0 : header->scl_inter};
+    image.nifti = header;
+    image.repetition_time = nifti_repetition_time(*header);
+    return {std::move(image), dtype, components, scaled};
+}
+
 Image read_nifti(const fs::path& file, const ReadOptions& options, bool with_pixels) {
     const NiftiPaths paths = nifti_paths(file, true);
     require_readable_file(file);
@@ -170,35 +212,11 @@ Image read_nifti(const fs::path& file, const ReadOptions& options, bool with_pix
         throw FileError(paths.header, header->single_file ? "the header says single file (magic n+1/n+2) but this is a .hdr/.img pair"
                                                           : "the header says .hdr/.img pair (magic ni1/ni2) but this is a single .nii file");
     }
-    const auto [dtype, components] = dtype_for_datatype(header->datatype, paths.header);
-    const std::int64_t rank = header->dim[0];
-    if (rank < 2) throw FileError(paths.header, "a 1-D NIfTI file (dim[0] = 1) is not an image gridwarp warps");
-    // A series or vector image with one slice is 2-D (as gridwarp writes 2-D vector fields).
-    const std::int64_t spatial_rank = rank > 3 && header->dim[3] == 1 ? 2 : std::min<std::int64_t>(rank, 3);
-    std::int64_t series = 1;  // dims 4..7: a volume per channel
-    for (std::int64_t i = 4; i <= rank; ++i) series *= header->dim[i];
-    if (components > 1 && series > 1) throw FileError(paths.header, "RGB/RGBA series (more than 3 dimensions) are not supported");
-
-    Image image;
-    image.kind = FileKind::Volume;
-    image.format = "nifti";
-    image.batch = 1;
-    image.channels = components > 1 ? components : series;
-    image.layout = series > 1 ? ChannelLayout::Planar : ChannelLayout::Interleaved;
-    for (std::int64_t i = spatial_rank; i >= 1; --i) image.spatial.push_back(header->dim[i]);
-    bool method_1 = false;
-    image.geometry = nifti_geometry(*header, static_cast<std::size_t>(spatial_rank), options.nifti_geometry, paths.header, &method_1);
-    if (method_1) {
-        image.warnings.push_back(paths.header.string() +
-                                 ": neither sform nor qform is set; voxel (0,0,0) is placed at the origin with axes along " +
-                                 (options.nifti_geometry == NiftiGeometryRule::Itk ? "LPS (ITK's rule)" : "RAS (NIfTI method 1)") +
-                                 " and spacing from pixdim");
-    }
-    const bool scaled = is_scaled(*header) && components == 1 && !is_complex(dtype);
-    if (scaled) image.scaling = ValueScaling{dtype, header->scl_slope, std::isnan(header->scl_inter) ? 0.0 : header->scl_inter};
-    image.nifti = header;
-    image.repetition_time = nifti_repetition_time(*header);
-
+    NiftiDescription description = describe_nifti(header, options, paths.header);
+    Image image = std::move(description.image);
+    const DType dtype = description.stored;
+    const std::int64_t components = description.components;
+    const bool scaled = description.scaled;
     const Shape storage_shape = image.storage_shape();
     const DType value_type = scaled ? DType::Float64 : dtype;
     // The data's size is checked even when only the header is wanted (a reference grid): a file
@@ -698,3 +716,18 @@ std::optional<MappedOutput> map_nifti_output(const StagedFile& staged, const Ima
 }
 
 }  // namespace gridwarp::io::detail
+
+namespace gridwarp::io {
+
+Image nifti_image_description(std::shared_ptr<const NiftiHeader> header, const ReadOptions& options, const std::filesystem::path& named) {
+    auto description = detail::describe_nifti(std::move(header), options, named);
+    description.image.pixels = Tensor(description.scaled ? DType::Float64 : description.stored, Shape{0});
+    return std::move(description.image);
+}
+
+NiftiHeader nifti_header_for(const Image& image) {
+    const std::filesystem::path name = "image.nii";
+    return detail::plan_nifti_write(StagedFile{name, name}, image).header;
+}
+
+}  // namespace gridwarp::io
