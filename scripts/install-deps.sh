@@ -20,6 +20,7 @@ test_packages=(
   make
   python3-dev pybind11-dev libdlpack-dev  # the Python package (build/python)
   python3-pytest python3-torch            # its tests: pytest, and PyTorch as an oracle and a DLPack producer
+  python3-venv python3-pip python3-wheel   # `pip install .` into a venv, as docs/python.md says, timed by a test
   python3-nibabel python3-numpy  # NIfTI tests read gridwarp's outputs back with nibabel
   python3-scipy python3-pil python3-opencv  # oracles of the interpolation, image and resize tests
   python3-h5py             # ITK .h5 transforms written in its layout (the untrusted-file tests)

@@ -23,6 +23,9 @@ except ImportError:
 
 from . import _gridwarp
 
+from numpy import ndarray as _ndarray
+
+_compiled_grid_sample = _gridwarp.grid_sample
 
 def _is_nibabel_nifti(value):
     return type(value).__module__.startswith("nibabel.") and hasattr(value, "dataobj") and \
@@ -101,13 +104,14 @@ def _same_kind(result, template):
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=False, *, fill=0.0, threads=None, out=None,
                 max_taps=2**34):
+    if type(input) is _ndarray and type(grid) is _ndarray:  # NumPy in, NumPy out: nothing to decide
+        return _compiled_grid_sample(input, grid, mode, padding_mode, align_corners, fill, threads, out, max_taps)
     input, grid = _without_grad(input, "input"), _without_grad(grid, "grid")
     module = _array_module(input)
     if out is None and module is not None and module.__name__ == "torch" and input.dim() >= 3 and grid.dim() == input.dim():
         # The result made as a tensor of the input's dtype (bfloat16 included, which NumPy lacks).
         out = module.empty(tuple(input.shape[:2]) + tuple(grid.shape[1:-1]), dtype=input.dtype)
-    result = _gridwarp.grid_sample(input, grid, mode, padding_mode, align_corners, fill=fill, threads=threads, out=out,
-                                   max_taps=max_taps)
+    result = _compiled_grid_sample(input, grid, mode, padding_mode, align_corners, fill, threads, out, max_taps)
     return result if out is not None else _same_kind(result, input)
 
 

@@ -40,6 +40,21 @@ def resample(
     transforms: Sequence[PathLike] | PathLike = (),
     **options: Any,
 ) -> Any: ...
+def reorient(input: FileLike, output: Optional[PathLike] = None, to: str = "RAS", **options: Any) -> Any: ...
+def jacobian(
+    reference: FileLike,
+    transforms: Sequence[PathLike] | PathLike,
+    output: Optional[PathLike] = None,
+    moving: Optional[FileLike] = None,
+    **options: Any,
+) -> Any: ...
+def convert_transform(
+    transforms: Sequence[PathLike] | PathLike,
+    output: PathLike,
+    reference: Optional[FileLike] = None,
+    moving: Optional[FileLike] = None,
+    **options: Any,
+) -> str: ...
 
 class Image:
     """A file's pixels with its geometry and header, as read() gives them."""

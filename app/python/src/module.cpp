@@ -154,7 +154,7 @@ PYBIND11_MODULE(_gridwarp, module) {
     using namespace gridwarp::python;
     module.doc() = "gridwarp's sampler: ONNX GridSample and AffineGrid, exact, on NumPy arrays and DLPack tensors";
     module.def("grid_sample", &grid_sample, py::arg("input"), py::arg("grid"), py::arg("mode") = "bilinear",
-               py::arg("padding_mode") = "zeros", py::arg("align_corners") = false, py::kw_only(), py::arg("fill") = 0.0,
+               py::arg("padding_mode") = "zeros", py::arg("align_corners") = false, py::arg("fill") = 0.0,
                py::arg("threads") = py::none(), py::arg("out") = py::none(), py::arg("max_taps") = gridwarp::kDefaultMaxTaps,
                R"(Samples input (N, C, D1..Dr) at the normalized positions of grid (N, O1..Or, r).
 
