@@ -88,14 +88,19 @@ class DocCommands(FolderTestCase):
         with open(os.path.join(folder, "jobs.csv"), "w") as f:
             f.write("input,output\nphoto.png,out/photo_turned.png\nphoto.jpg,out/photo_turned.jpg\n")
 
-    def run_block(self, block, where):
-        folder = self.path("block_" + re.sub(r"\W", "_", where))
+    def prepared_folder(self, name):
+        """A folder of the fixtures, with data/ and build/app/gridwarp as the README's tree has them."""
+        folder = self.path(name)
         os.makedirs(os.path.join(folder, "build", "app"))
         os.makedirs(os.path.join(folder, "out"))
         os.symlink(os.path.abspath(os.path.join(ROOT, "data")), os.path.join(folder, "data"))
         os.symlink(gridwarp(), os.path.join(folder, "build", "app", "gridwarp"))
         for name in os.listdir(self.fixtures):
             shutil.copy(os.path.join(self.fixtures, name), folder)
+        return folder
+
+    def run_block(self, block, where):
+        folder = self.prepared_folder("block_" + re.sub(r"\W", "_", where))
         # A Slurm array task's variables, for the examples that run in one.
         environment = dict(os.environ, PATH=self.bin + os.pathsep + os.environ["PATH"], SLURM_ARRAY_TASK_ID="0",
                            SLURM_ARRAY_TASK_COUNT="1", SLURM_ARRAY_TASK_MIN="0", SLURM_ARRAY_TASK_MAX="0", SLURM_CPUS_PER_TASK="1")
@@ -119,8 +124,7 @@ class DocCommands(FolderTestCase):
         if not os.path.isdir(os.path.join(package, "gridwarp")):
             print(f"{where}: not run: the Python package is not built in this tree (the sanitizer job's)", file=sys.stderr)
             return []
-        folder = self.path("python_" + re.sub(r"\W", "_", where))
-        os.makedirs(folder)
+        folder = self.prepared_folder("python_" + re.sub(r"\W", "_", where))
         environment = dict(os.environ, PYTHONPATH=package + os.pathsep + os.environ.get("PYTHONPATH", ""))
         result = subprocess.run(["/usr/bin/python3", "-c", block], cwd=folder, env=environment, capture_output=True, text=True,
                                 timeout=300)

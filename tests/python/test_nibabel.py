@@ -141,3 +141,25 @@ def test_with_array_changes_dtype_and_shape_keeping_the_geometry(tmp_path):
     assert written.shape == (33, 41, 10) and written.get_data_dtype() == np.float32
     np.testing.assert_allclose(written.affine, original.affine, atol=1e-6)
     np.testing.assert_array_equal(written.get_fdata(), original.get_fdata()[:, :, :10])
+
+
+def test_in_memory_peak_is_the_output(tmp_path):
+    """gridwarp.affine on an Image in memory adds its output and little else to the process's
+    resident memory: no copy of the input, no file written and read back (peak RSS measured from a
+    reset high-water mark, /proc/self/clear_refs)."""
+    source = tmp_path / "volume.nii.gz"
+    nib.save(nib.Nifti1Image(np.random.default_rng(1).random((160, 192, 192), dtype=np.float32), np.eye(4)), source)
+    script = (
+        "import gridwarp\n"
+        "def status(key):\n"
+        "    return int([l for l in open('/proc/self/status') if l.startswith(key)][0].split()[1]) * 1024\n"
+        f"image = gridwarp.read({str(source)!r})\n"
+        "before = status('VmRSS:')\n"
+        "open('/proc/self/clear_refs', 'w').write('5')\n"
+        "result = gridwarp.affine(image, rotate=10, threads=2)\n"
+        "print(status('VmHWM:') - before, result.array.nbytes)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    grown, output = map(int, done.stdout.split())
+    assert grown <= 1.25 * output + (16 << 20), (grown, output)
