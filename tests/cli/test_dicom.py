@@ -240,6 +240,19 @@ class Dicom(FolderTestCase):
         (expected,) = self.dcm2niix(folder).values()
         self.assert_same_voxels(self.gridwarp_nifti(folder, "mr_rle"), expected)
 
+    def test_implicit_vr_read_as_dcm2niix_reads_it(self):
+        """Implicit VR Little Endian (the default transfer syntax, as older scanners write it), re-encoded
+        by pydicom: the element walk takes its lengths and binary values without VRs."""
+        folder = self.path("mr_implicit")
+        shutil.copytree(self.path("mr"), folder)
+        for name in os.listdir(folder):
+            ds = pydicom.dcmread(os.path.join(folder, name))
+            ds.file_meta.TransferSyntaxUID = pydicom.uid.ImplicitVRLittleEndian
+            ds.is_implicit_VR, ds.is_little_endian = True, True
+            ds.save_as(os.path.join(folder, name), write_like_original=False)
+        (expected,) = self.dcm2niix(folder).values()
+        self.assert_same_voxels(self.gridwarp_nifti(folder, "mr_implicit"), expected)
+
     def test_undecodable_transfer_syntax_refused_by_name(self):
         rle = self.path("mr_rle")
         if not os.path.isdir(rle):

@@ -103,12 +103,7 @@ bool has_dicom_preamble(const fs::path& file) {
     return stream.read(magic, sizeof magic) && std::memcmp(magic + 128, "DICM", 4) == 0;
 }
 
-// A walk over a Part 10 file's elements, up to its pixel data, that every element, sequence and
-// item lies inside the file and is well formed. GDCM asserts (aborting the process) on many cut or
-// garbled files where it would otherwise return an error, so a file is given to it only once this
-// walk has passed. Values are skipped, not read; the pixel data's length or fragments are checked
-// against the file's size.
-// What the walk finds: the transfer syntax, the text of the data set's top-level elements asked
+// What ElementWalk finds: the transfer syntax, the text of the data set's top-level elements asked
 // for (numbers of binary VRs written out in decimal, multiple values separated by '\\', as
 // DICOM's text VRs hold them), and where the pixel data lies.
 struct WalkResult {
@@ -118,6 +113,11 @@ struct WalkResult {
     std::uint64_t pixel_offset = 0, pixel_length = 0;
 };
 
+// A walk over a Part 10 file's elements, up to its pixel data, that every element, sequence and
+// item lies inside the file and is well formed. GDCM asserts (aborting the process) on many cut or
+// garbled files where it would otherwise return an error, so a file is given to it only once this
+// walk has passed. Only the values asked for are read; the pixel data's length or fragments are
+// checked against the file's size.
 class ElementWalk {
 public:
     ElementWalk(const fs::path& file, std::uint64_t file_size, const std::set<std::uint32_t>& wanted)
@@ -262,11 +262,13 @@ private:
         return at;
     }
 
-    // The value of a top-level element asked for, as text: unsigned shorts (US, and implicit VR's
-    // elements of group 0028 below 0x0200, all US) written in decimal, the rest as stored.
+    // The value of a top-level element asked for, as text: unsigned shorts (US; under implicit VR,
+    // which names no VR, the pixel module's US elements by tag) written in decimal, the rest as stored.
     void keep(std::uint64_t at, unsigned group, unsigned number, const Element& element) {
         if (element.length > 4096) fail("an element of the image's description is " + std::to_string(element.length) + " bytes long (corrupt header)");
-        const bool unsigned_shorts = explicit_vr_ ? bytes_[at + 4] == 'U' && bytes_[at + 5] == 'S' : group == 0x0028 && number < 0x0200;
+        static const std::set<unsigned> kPixelModuleShorts{0x0002, 0x0010, 0x0011, 0x0100, 0x0101, 0x0102, 0x0103};
+        const bool unsigned_shorts = explicit_vr_ ? bytes_[at + 4] == 'U' && bytes_[at + 5] == 'S'
+                                                  : group == 0x0028 && kPixelModuleShorts.count(number) != 0;
         have(element.value_at + element.length);
         std::string value;
         if (unsigned_shorts) {
