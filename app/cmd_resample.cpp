@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <optional>
 
@@ -50,6 +51,25 @@ AffineMap index_to_point(const io::Geometry& geometry) {
     return AffineMap::from_geometry(geometry.spacing, geometry.origin, geometry.direction);
 }
 
+// Whether each voxel of `output` lies on the centre of the same voxel of `input` (to 1e-9 voxel).
+bool same_voxel_grid(const io::Geometry& output, const io::Geometry& input) {
+    if (output.dimension() != input.dimension()) return false;
+    AffineMap voxel_map;
+    try {
+        voxel_map = index_to_point(input).inverse().after(index_to_point(output));
+    } catch (const std::invalid_argument&) {
+        return false;
+    }
+    const std::size_t dimension = output.dimension();
+    for (std::size_t i = 0; i < dimension; ++i) {
+        if (std::abs(voxel_map.offset[i]) > 1e-9) return false;
+        for (std::size_t j = 0; j < dimension; ++j) {
+            if (std::abs(voxel_map.matrix[i * dimension + j] - (i == j ? 1.0 : 0.0)) > 1e-9) return false;
+        }
+    }
+    return true;
+}
+
 void run_resample(const ResampleCommand& command) {
     apply_common_options(command.common);
     CommandProgress progress("resample", command.common);
@@ -71,11 +91,13 @@ void run_resample(const ResampleCommand& command) {
 
     const io::ReadOptions read_options = to_read_options(command.volume, command.common);
     // Read from its file, the image is this run's own, and is converted in place where it is sampled
-    // in the output type; an image in memory stays its owner's.
-    io::Image read_moving = command.input.in_memory() ? io::Image{} : io::read_image(command.input.path, read_options);
+    // in the output type; an image in memory stays its owner's. A scaled volume comes as its stored
+    // values, turned into values below unless they are copied as they are.
+    io::ReadOptions moving_read_options = read_options;
+    moving_read_options.keep_stored_values = true;
+    io::Image read_moving = command.input.in_memory() ? io::Image{} : io::read_image(command.input.path, moving_read_options);
     const io::Image& moving = command.input.in_memory() ? *command.input.image : read_moving;
     report_warnings(moving);
-    warn_if_label_map(command.input.path, moving, options);
     const std::size_t dimension = moving.spatial.size();
     set_gaussian_sigma(options, command.sampling, moving.geometry ? moving.geometry->spacing : std::vector<double>{},
                        static_cast<std::int64_t>(dimension));
@@ -98,6 +120,15 @@ void run_resample(const ResampleCommand& command) {
                                                    command.input.string() + " is " + std::to_string(dimension) + "-D");
     }
     const bool moving_type = command.output_type.empty() || command.output_type == "default";
+    // Without a transform onto the input's own grid, every output point is an input voxel's centre,
+    // where ONNX's interpolations give the voxel itself: the values are copied (stored values and
+    // their scaling as they are, where the output keeps a scaling).
+    const bool copies_voxels = command.transforms.empty() && !command.modulate && moving_type && interpolation_kind(options.mode).onnx &&
+                               grid.spatial == moving.spatial && same_voxel_grid(geometry_or_identity(grid), geometry_or_identity(moving));
+    const bool copies_stored_values = copies_voxels && command.output_type.empty() && !command.output.in_memory() &&
+                                      io::stores_value_scaling(command.output.path);
+    if (!copies_stored_values) io::apply_value_scaling(read_moving);
+    warn_if_label_map(command.input.path, moving, options);
     const DType output_type = moving_type ? moving.dtype() : parse_dtype(command.output_type);
     if (output_type == DType::String || is_complex(output_type)) {
         throw std::invalid_argument("--output-type must be a real numeric type, got " + command.output_type);
@@ -243,7 +274,9 @@ void run_resample(const ResampleCommand& command) {
         } else {
             explanation.add("mapping", "through a displacement field: not one affine map");
         }
-        explanation.add("sampling", itk_padding(command.sampling)
+        if (copies_voxels) {
+            explanation.add("sampling", "none: every output voxel is the centre of the same input voxel, whose value is copied");
+        } else explanation.add("sampling", itk_padding(command.sampling)
                                         ? describe_sampling(options, "itk (ITK's rule: fill beyond half a voxel outside; taps beyond the edge read "
                                                                      "the edge voxel, the mirror (B-spline) or 0 (windowed sinc))")
                                         : describe_sampling(options));
@@ -269,6 +302,11 @@ void run_resample(const ResampleCommand& command) {
     }
     if (!command.output_type.empty()) description.scaling.reset();  // the values themselves, in that type
     description.pixels = Tensor(output_type, Shape{0});
+    if (copies_voxels) {
+        copy_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), moving_to_sample.nchw(),
+                       &progress);
+        return;
+    }
     const ConstTensorView modulation_view = modulation.view();
     Tensor filtered;
     const ConstTensorView pixels = input_to_sample(moving_to_sample.nchw(), antialias, options, by_volume, command.input.path,

@@ -103,6 +103,21 @@ void sample_and_write(const OutputArgument& output, io::Image description, const
     write_windows(output, std::move(description), write_options, options.threads, sample, progress);
 }
 
+void copy_and_write(const OutputArgument& output, io::Image description, const io::WriteOptions& write_options,
+                    const ConstTensorView& input, CommandProgress* progress) {
+    const auto copy = [&](const Shape& start, const Shape& extent, std::int64_t first_channel, const TensorView& pixels, int) {
+        ConstTensorView window = channel_range(input, first_channel, pixels.shape[1]);
+        const auto* byte = static_cast<const std::uint8_t*>(window.data);
+        for (std::size_t axis = 0; axis < start.size(); ++axis) {
+            byte += start[axis] * window.strides[2 + axis] * static_cast<std::int64_t>(dtype_size(window.dtype));
+            window.shape[2 + axis] = extent[axis];
+        }
+        window.data = byte;
+        copy_elements(window, pixels);
+    };
+    write_windows(output, std::move(description), write_options, 1, copy, progress);
+}
+
 void shrink_and_write(const OutputArgument& output, io::Image description, const io::WriteOptions& write_options,
                       const ConstTensorView& input, const AxisAlignedMap& map, const std::vector<double>& factors,
                       const SampleOptions& options, CommandProgress* progress) {

@@ -22,6 +22,11 @@ namespace gridwarp::cli {
 void sample_and_write(const OutputArgument& output, io::Image description, const io::WriteOptions& write_options,
                       const ConstTensorView& input, const PositionSource& positions, const SampleOptions& options,
                       CommandProgress* progress = nullptr, const ConstTensorView* modulation = nullptr);
+// sample_and_write where every output point is an input voxel's centre (the same grid, no
+// transform): the values are copied, as every interpolation that passes through its samples gives
+// them. `input` and the description are of the same dtype.
+void copy_and_write(const OutputArgument& output, io::Image description, const io::WriteOptions& write_options,
+                    const ConstTensorView& input, CommandProgress* progress = nullptr);
 // sample_and_write for an anti-aliased axis-aligned map that gridwarp::shrinks_onto_grid serves:
 // the output is reduced onto its grid (gridwarp::shrink_onto_grid), no filtered copy of the input made.
 void shrink_and_write(const OutputArgument& output, io::Image description, const io::WriteOptions& write_options,

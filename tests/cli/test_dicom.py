@@ -158,6 +158,28 @@ class Dicom(FolderTestCase):
         self.assertEqual(ours.get_fdata().min(), float(self.ct_pixels.min()) - 1024)
         # The slice spacing comes from the positions (2.5 mm), not SliceThickness (5 mm).
         self.assertTrue(np.allclose(sorted(ours.header.get_zooms()), sorted([0.8, 0.9, 2.5]), atol=1e-5))
+        # Stored as dcm2niix stores it: the pixels' type with the rescale slope and intercept.
+        self.assertEqual(ours.get_data_dtype(), expected.get_data_dtype())
+        self.assertEqual((ours.dataobj.slope, ours.dataobj.inter), (expected.dataobj.slope, expected.dataobj.inter))
+
+    def test_rescaled_series_to_formats_without_and_with_a_scaling(self):
+        """An MGH output (no scaling, float64 refused: asked for float32) holds the values; an MRtrix3
+        one the stored values and its scaling."""
+        (expected,) = self.dcm2niix(self.path("ct")).values()
+        values = np.sort(expected.get_fdata().reshape(-1))
+        mgz = self.path("ct.mgz")
+        result = run("resample", "-i", self.path("ct"), "-o", mgz, "--output-type", "float32", "-q")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        np.testing.assert_array_equal(np.sort(nib.load(mgz).get_fdata().reshape(-1)), values)
+        if shutil.which("mrconvert") is None:
+            return
+        mif, converted = self.path("ct.mif"), self.path("ct_from_mif.nii")
+        result = run("resample", "-i", self.path("ct"), "-o", mif, "-q")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(mif, "rb") as f:
+            self.assertIn(b"\nscaling: -1024,1\n", f.read(4096))
+        subprocess.run(["mrconvert", "-quiet", "-force", mif, converted], check=True)
+        np.testing.assert_array_equal(np.sort(nib.load(converted).get_fdata().reshape(-1)), values)
 
     def test_named_by_one_file_of_the_series(self):
         (expected,) = self.dcm2niix(self.path("ct")).values()

@@ -291,3 +291,47 @@ TEST_CASE("every dtype samples through the same body", "[dtype][all]") {
         CHECK(as_doubles(y.view()) == std::vector<double>{3, 4, 2});
     }
 }
+
+TEST_CASE("copy_elements copies any strided view element by element, strings included", "[dtype][copy]") {
+    // A (2, 3, 4) int16 tensor whose element (i, j, k) is 100 i + 10 j + k, viewed as it lies,
+    // transposed, as a window, and with a stepped innermost axis.
+    Tensor source(DType::Int16, {2, 3, 4});
+    auto* value = source.data_as<std::int16_t>();
+    for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 3; ++j)
+            for (int k = 0; k < 4; ++k) value[(i * 3 + j) * 4 + k] = static_cast<std::int16_t>(100 * i + 10 * j + k);
+    const auto expect = [](const Tensor& copy, auto element) {
+        const Shape& shape = copy.shape();
+        const auto* got = copy.data_as<std::int16_t>();
+        std::int64_t n = 0;
+        for (std::int64_t a = 0; a < shape[0]; ++a)
+            for (std::int64_t b = 0; b < shape[1]; ++b)
+                for (std::int64_t c = 0; c < shape[2]; ++c, ++n) {
+                    INFO(a << "," << b << "," << c);
+                    REQUIRE(got[n] == element(a, b, c));
+                }
+    };
+    const ConstTensorView whole = source.view();
+    expect(Tensor::copy_of(whole), [](auto i, auto j, auto k) { return 100 * i + 10 * j + k; });
+    // (k, j, i): strides (1, 4, 12).
+    expect(Tensor::copy_of(ConstTensorView(DType::Int16, whole.data, {4, 3, 2}, {1, 4, 12})),
+           [](auto k, auto j, auto i) { return 100 * i + 10 * j + k; });
+    // i = 1, j 1..2, k 1..3.
+    expect(Tensor::copy_of(ConstTensorView(DType::Int16, value + 12 + 4 + 1, {1, 2, 3}, {12, 4, 1})),
+           [](auto, auto j, auto k) { return 100 + 10 * (j + 1) + (k + 1); });
+    // every other k.
+    expect(Tensor::copy_of(ConstTensorView(DType::Int16, whole.data, {2, 3, 2}, {12, 4, 2})),
+           [](auto i, auto j, auto k) { return 100 * i + 10 * j + 2 * k; });
+    // Into a strided destination: the transpose written back gives the source.
+    Tensor transposed = Tensor::copy_of(ConstTensorView(DType::Int16, whole.data, {4, 3, 2}, {1, 4, 12}));
+    Tensor back(DType::Int16, {2, 3, 4});
+    copy_elements(transposed.view(), TensorView(DType::Int16, back.data(), {4, 3, 2}, {1, 4, 12}));
+    expect(back, [](auto i, auto j, auto k) { return 100 * i + 10 * j + k; });
+
+    Tensor words(DType::String, {2, 2});
+    auto* text = words.data_as<std::string>();
+    text[0] = "a", text[1] = "b", text[2] = "c", text[3] = "d";
+    const Tensor turned = Tensor::copy_of(ConstTensorView(DType::String, words.data(), {2, 2}, {1, 2}));
+    const auto* got = turned.data_as<std::string>();
+    CHECK((got[0] == "a" && got[1] == "c" && got[2] == "b" && got[3] == "d"));
+}

@@ -215,6 +215,12 @@ class NiftiTest(unittest.TestCase):
         self.assertEqual(written.get_data_dtype(), np.int16)
         self.assertEqual((written.dataobj.slope, written.dataobj.inter), (0.5, 10.0))  # nibabel moves them there on load
         np.testing.assert_array_equal(np.asanyarray(written.dataobj.get_unscaled()), data)
+        for copied in (self.path("copied.nii"), self.path("copied.nii.gz")):  # no transform: the stored values copied
+            run("resample", "-i", path, "-o", copied)
+            written = nib.load(copied)
+            self.assertEqual(written.get_data_dtype(), np.int16)
+            self.assertEqual((written.dataobj.slope, written.dataobj.inter), (0.5, 10.0))
+            np.testing.assert_array_equal(np.asanyarray(written.dataobj.get_unscaled()), data)
         as_float = self.path("identity_float.nii")
         run("resample", "-i", path, "-o", as_float, "--output-type", "float")
         np.testing.assert_array_equal(nib.load(as_float).get_fdata(), values)

@@ -138,16 +138,31 @@ void copy_elements(ConstTensorView src, TensorView dst) {
     const auto count = src.numel();
     if (count == 0) return;
     const auto rank = src.shape.size();
+    const bool both_c_ordered = is_c_ordered(src) && is_c_ordered(dst);
     visit_dtype(src.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
+        constexpr bool bytes = std::is_trivially_copyable_v<T>;
         const T* in = src.typed<T>();
         T* out = dst.typed<T>();
-        std::vector<std::int64_t> index(rank, 0);
+        if (rank == 0) {
+            out[0] = in[0];
+            return;
+        }
+        if (bytes && both_c_ordered) {
+            std::memcpy(out, in, static_cast<std::size_t>(count) * sizeof(T));
+            return;
+        }
+        // A row (the innermost axis) at a time; the outer axes by odometer.
+        const std::int64_t row = src.shape[rank - 1], in_step = src.strides[rank - 1], out_step = dst.strides[rank - 1];
+        std::vector<std::int64_t> index(rank - 1, 0);
         std::int64_t in_offset = 0, out_offset = 0;
-        for (std::int64_t n = 0; n < count; ++n) {
-            out[out_offset] = in[in_offset];
-            // Odometer increment, innermost axis fastest.
-            for (std::size_t axis = rank; axis-- > 0;) {
+        for (std::int64_t done = 0; done < count; done += row) {
+            if (bytes && in_step == 1 && out_step == 1) {
+                std::memcpy(out + out_offset, in + in_offset, static_cast<std::size_t>(row) * sizeof(T));
+            } else {
+                for (std::int64_t i = 0; i < row; ++i) out[out_offset + i * out_step] = in[in_offset + i * in_step];
+            }
+            for (std::size_t axis = rank - 1; axis-- > 0;) {
                 if (++index[axis] < src.shape[axis]) {
                     in_offset += src.strides[axis];
                     out_offset += dst.strides[axis];

@@ -111,6 +111,7 @@ Image Image::with_pixels(Tensor new_pixels) const {
     image.nifti = nifti;
     image.scaling = scaling;
     image.properties = properties;
+    image.repetition_time = repetition_time;
     image.warnings = warnings;
     image.exif_orientation = exif_orientation;
     image.pages = pages;
@@ -284,6 +285,23 @@ void check_memory_budget(const fs::path& file, const std::string& what, std::uin
         throw FileError(file, what + " is " + std::to_string(values) + " values, more than --max-voxels " +
                                   std::to_string(budget.max_values) + " (raise it, or give --max-memory instead)");
     }
+}
+
+detail::ScaledStorage detail::scaled_storage(const Image& image) {
+    if (!image.scaling) return {image.dtype(), false, false};
+    if (image.scaling->pixels_are_stored) return {image.dtype(), false, true};
+    const bool converts = is_floating(image.dtype()) && image.scaling->stored != image.dtype();
+    return {converts ? image.scaling->stored : image.dtype(), converts, converts};
+}
+
+void apply_value_scaling(Image& image) {
+    if (!image.scaling || !image.scaling->pixels_are_stored) return;
+    Tensor values = convert_to(image.pixels.view(), DType::Float64);
+    auto* value = values.data_as<double>();
+    const double slope = image.scaling->slope, inter = image.scaling->inter;
+    for (std::int64_t i = 0; i < values.numel(); ++i) value[i] = value[i] * slope + inter;
+    image.pixels = std::move(values);
+    image.scaling->pixels_are_stored = false;
 }
 
 Image detail::stored_values(const Image& image, DType stored) {

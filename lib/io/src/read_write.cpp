@@ -113,6 +113,15 @@ const detail::FormatHandler& checked_format(const fs::path& target, const WriteO
     return format;
 }
 
+bool holds_stored_values(const Image& image) { return image.scaling && image.scaling->pixels_are_stored; }
+
+// An output to be sampled as stored values needs a format that records their scaling.
+void require_scaling_stored(const fs::path& target, const detail::FormatHandler& format, const Image& description) {
+    if (holds_stored_values(description) && !format.stores_value_scaling) {
+        throw std::logic_error(target.string() + ": stored values for a format that keeps no scaling (" + std::string(format.name) + ")");
+    }
+}
+
 }  // namespace
 
 void check_write_options(const fs::path& target, const WriteOptions& options) {
@@ -120,7 +129,14 @@ void check_write_options(const fs::path& target, const WriteOptions& options) {
 }
 
 void write_image(const fs::path& file, const Image& image, const WriteOptions& options) {
-    checked_format(file, options).write(file, image, options);
+    const detail::FormatHandler& format = checked_format(file, options);
+    if (holds_stored_values(image) && !format.stores_value_scaling) {
+        Image values = image.with_pixels(image.pixels.clone());
+        apply_value_scaling(values);
+        format.write(file, values, options);
+        return;
+    }
+    format.write(file, image, options);
 }
 
 PendingOutput::PendingOutput(fs::path target, Image description, WriteOptions options)
@@ -128,6 +144,7 @@ PendingOutput::PendingOutput(fs::path target, Image description, WriteOptions op
 
 PendingOutput::PendingOutput(fs::path target, Image description, WriteOptions options, const detail::FormatHandler& format)
     : target_(std::move(target)), image_(std::move(description)), options_(options), format_(&format) {
+    require_scaling_stored(target_, format, image_);
     const auto map_output = format.map_output;
     if (map_output) {
         staged_ = detail::stage_mapped_output(target_, [&](const StagedFile& staged) -> std::optional<detail::FileClosers> {
@@ -161,6 +178,7 @@ void PendingOutput::commit() {
 void write_sampled(const fs::path& target, Image description, const WriteOptions& options, int sample_threads,
                    const WindowSampler& sample, const std::function<void()>& sampled, ChannelSampling channel_sampling) {
     const detail::FormatHandler& format = checked_format(target, options);
+    require_scaling_stored(target, format, description);
     if (format.streams && format.streams(target, description)) {
         write_path_atomically(target, [&](const StagedFile& staged) {
             format.stream(staged, description, options, sample, channel_sampling);

@@ -4,7 +4,6 @@
 #include <string>
 
 #include "gridwarp/io/error.hpp"
-#include "modules/backends.hpp"
 
 namespace gridwarp::io::detail {
 
@@ -58,10 +57,7 @@ bool names_dicom_folder(const std::filesystem::path& input) {
 }
 
 std::vector<DicomSeriesSummary> list_dicom_series(const std::filesystem::path& folder) {
-    detail::DicomSeriesRequest request{folder, folder, {}, {}, {}, false};
-    std::vector<DicomSeriesSummary> series;
-    detail::throw_if_failed(detail::itk_backend().list_dicom_series(request, series));
-    return series;
+    return detail::list_series_in_folder(folder, folder);
 }
 
 }  // namespace gridwarp::io
@@ -70,9 +66,8 @@ namespace gridwarp::io::detail {
 
 Image read_dicom_series(const fs::path& input, const ReadOptions& options, bool with_pixels) {
     const SeriesSource source = series_source(input);
-    DicomSeriesRequest request{input, source.folder, source.named_file, source.series_uid, options.memory, with_pixels};
-    Image image;
-    throw_if_failed(itk_backend().read_dicom_series(request, image));
+    Image image = read_series_in_folder(input, source.folder, source.series_uid, source.named_file, options.memory, with_pixels);
+    if (!options.keep_stored_values) apply_value_scaling(image);
     return image;
 }
 

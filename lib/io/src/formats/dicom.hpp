@@ -1,6 +1,6 @@
-// Internal: DICOM series as inputs (dicom.cpp). A series is named by its folder, by one of its
-// files (.dcm), or by FOLDER,series=UID where the folder holds several; it is read by the ITK
-// module, through GDCM (modules/dicom_io.cpp).
+// Internal: DICOM series as inputs. A series is named by its folder, by one of its files (.dcm), or
+// by FOLDER,series=UID where the folder holds several (dicom.cpp); it is read by dicom_series.cpp,
+// compressed pixel data decoded by GDCM in the ITK module.
 #pragma once
 
 #include <filesystem>
@@ -15,5 +15,11 @@ Image read_dicom_series(const std::filesystem::path& input, const ReadOptions& o
 // The files in the series' folder (all of them: which belong to the series is known only once
 // their headers are read).
 std::vector<std::filesystem::path> dicom_files_read(const std::filesystem::path& input);
+
+// dicom_series.cpp: the series in `folder`: the one `series_uid` names, the one `named_file` belongs
+// to, or the folder's only one. Errors name `input`, the path as the user gave it.
+Image read_series_in_folder(const std::filesystem::path& input, const std::filesystem::path& folder, const std::string& series_uid,
+                            const std::filesystem::path& named_file, const MemoryBudget& budget, bool with_pixels);
+std::vector<DicomSeriesSummary> list_series_in_folder(const std::filesystem::path& input, const std::filesystem::path& folder);
 
 }  // namespace gridwarp::io::detail

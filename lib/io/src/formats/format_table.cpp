@@ -128,7 +128,7 @@ const FormatHandler kFormats[] = {
      .map_output = map_npy_output},
     {.name = "NIfTI", .kind = FileKind::Volume, .suffixes = {".nii", ".nii.gz", ".hdr", ".hdr.gz", ".img", ".img.gz"},
      .read = read_nifti, .write = write_nifti_image, .files_read = nifti_files_read, .files_written = nifti_files_written,
-     .channel_layout = ChannelLayout::Planar, .map_output = map_one_nifti_output, .streams = nifti_output_streams, .stream = stream_nifti_output},
+     .channel_layout = ChannelLayout::Planar, .stores_value_scaling = true, .map_output = map_one_nifti_output, .streams = nifti_output_streams, .stream = stream_nifti_output},
     {.name = "MGH", .kind = FileKind::Volume, .suffixes = {".mgh", ".mgz", ".mgh.gz"}, .read = read_mgh, .write = write_mgh_image,
      .streams = mgh_output_streams, .stream = stream_mgh_output},
     {.name = "NRRD", .kind = FileKind::Volume, .suffixes = {".nrrd", ".nhdr"}, .read = read_itk_volume, .write = write_itk_image,
@@ -137,7 +137,7 @@ const FormatHandler kFormats[] = {
      .files_read = detached_header_files_read, .files_written = detached_header_files_written},
     {.name = "DICOM", .kind = FileKind::Volume, .suffixes = {".dcm"}, .read = read_dicom_series, .files_read = dicom_files_read},
     {.name = "MRtrix3", .kind = FileKind::Volume, .suffixes = {".mif", ".mif.gz", ".mih"}, .read = read_mif, .write = write_mif_image,
-     .files_read = mif_files_read, .files_written = mif_files_written, .map_output = map_mif_output},
+     .files_read = mif_files_read, .files_written = mif_files_written, .stores_value_scaling = true, .map_output = map_mif_output},
     {.name = "PNG", .kind = FileKind::Raster, .suffixes = {".png"}, .sniff = has_png_signature, .read = read_raster_image,
      .decode = decode_png, .highest_compression_level = 9, .write = write_png_image},
     {.name = "JPEG", .kind = FileKind::Raster, .suffixes = {".jpg", ".jpeg"}, .sniff = is_jpeg, .read = read_raster_image,
@@ -186,6 +186,8 @@ std::vector<std::filesystem::path> files_read(const std::filesystem::path& file)
     const detail::FormatHandler& format = detail::format_for_path(file);
     return format.files_read != nullptr ? format.files_read(file) : std::vector<std::filesystem::path>{file};
 }
+
+bool stores_value_scaling(const std::filesystem::path& file) { return detail::format_for_path(file).stores_value_scaling; }
 
 std::vector<std::filesystem::path> files_written(const std::filesystem::path& file) {
     const detail::FormatHandler& format = detail::format_for_path(file);

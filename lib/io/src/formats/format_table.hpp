@@ -48,6 +48,8 @@ struct FormatHandler {
     // How the file stores a multi-channel float image: a description in this layout is written
     // without reordering its values.
     ChannelLayout channel_layout = ChannelLayout::Interleaved;
+    // Whether the header holds a slope and intercept for stored values (ValueScaling).
+    bool stores_value_scaling = false;
     // An output sampled straight into its file (see MappedOutput); nullptr: sampled into memory.
     std::optional<MappedOutput> (*map_output)(const StagedFile& staged, const Image& description) = nullptr;
     // An output written a block at a time as it is sampled, where streams(target, description).

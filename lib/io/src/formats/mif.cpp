@@ -653,10 +653,8 @@ Image read(const fs::path& file, const ReadOptions& options, bool with_pixels) {
     if (fields.stored.big_endian && element > 1) swap_elements(elements, static_cast<std::size_t>(values), element);
     image.pixels = Tensor::adopt(stored, storage_shape, std::shared_ptr<void>(owner, elements));
     if (scaled) {
-        Tensor scaled_values = convert_to(image.pixels.view(), DType::Float64);
-        double* v = scaled_values.data_as<double>();
-        for (std::int64_t i = 0; i < scaled_values.numel(); ++i) v[i] = fields.offset + fields.multiplier * v[i];
-        image.pixels = std::move(scaled_values);
+        image.scaling->pixels_are_stored = true;
+        if (!options.keep_stored_values) apply_value_scaling(image);
     }
     return image;
 }
@@ -685,6 +683,7 @@ std::string numbers_text(const std::vector<double>& values, const char* separato
 struct MifWritePlan {
     std::string header;          // through END; for a single file, zero-padded to the voxels' offset
     bool store_scaled = false;   // values -> stored integers with the image's offset and multiplier
+    bool writes_scaling = false; // the header's scaling line
     DType stored = DType::Float32;
     ChannelLayout file_layout = ChannelLayout::Planar;
     fs::path data_file;          // a .mih's
@@ -730,8 +729,10 @@ MifWritePlan plan_mif_write(const StagedFile& staged, const Image& image) {
                         "geometry of dimension " + std::to_string(geometry.dimension()) + " for a " + std::to_string(rank) + "-D image");
     }
     MifWritePlan plan;
-    plan.store_scaled = image.scaling && is_floating(image.dtype()) && image.scaling->stored != image.dtype();
-    plan.stored = plan.store_scaled ? image.scaling->stored : image.dtype();
+    const ScaledStorage storage = scaled_storage(image);
+    plan.store_scaled = storage.converts;
+    plan.writes_scaling = storage.writes_scaling;
+    plan.stored = storage.stored;
     plan.file_layout = image.layout;
 
     // Axes: x, y, z (a 2-D image gets one slice: MRtrix3 makes every image 3-D, and warns about
@@ -788,7 +789,7 @@ MifWritePlan plan_mif_write(const StagedFile& staged, const Image& image) {
     for (std::size_t row = 0; row < 3; ++row) {
         header += "transform: " + numbers_text({transform.begin() + 4 * row, transform.begin() + 4 * row + 4}, ", ") + "\n";
     }
-    if (plan.store_scaled) header += "scaling: " + number_text(image.scaling->inter) + "," + number_text(image.scaling->slope) + "\n";
+    if (plan.writes_scaling) header += "scaling: " + number_text(image.scaling->inter) + "," + number_text(image.scaling->slope) + "\n";
     if (read) {
         const bool same_grid = on_read_grid(image, geometry, *read);
         for (const auto& [key, value] : image.properties) {

@@ -287,11 +287,8 @@ Image read_nifti(const fs::path& file, const ReadOptions& options, bool with_pix
     }
     image.pixels = Tensor::adopt(dtype, storage_shape, std::move(storage));
     if (scaled) {
-        Tensor values = convert_to(image.pixels.view(), DType::Float64);
-        double* v = values.data_as<double>();
-        const double slope = image.scaling->slope, inter = image.scaling->inter;
-        for (std::int64_t i = 0; i < values.numel(); ++i) v[i] = v[i] * slope + inter;
-        image.pixels = std::move(values);
+        image.scaling->pixels_are_stored = true;
+        if (!options.keep_stored_values) apply_value_scaling(image);
     }
     return image;
 }
@@ -369,13 +366,14 @@ NiftiWritePlan plan_nifti_write(const StagedFile& staged, const Image& image) {
 
     // What is stored: the scaled type when the image carries one, interleaved RGB(A) bytes, or a
     // volume per channel.
-    const bool store_scaled = image.scaling && is_floating(image.dtype()) && image.scaling->stored != image.dtype();
-    const DType stored = store_scaled ? image.scaling->stored : image.dtype();
+    const ScaledStorage storage = scaled_storage(image);
+    const bool store_scaled = storage.converts;
+    const DType stored = storage.stored;
     const bool rgb = stored == DType::UInt8 && (image.channels == 3 || image.channels == 4) && image.layout == ChannelLayout::Interleaved &&
                      (!image.nifti || image.nifti->datatype == 128 || image.nifti->datatype == 2304 || image.nifti->dim[0] <= 3);
     header.datatype = datatype_for(stored, rgb ? image.channels : 1, staged.target);
     header.bitpix = bitpix_for(header.datatype);
-    if (store_scaled) {
+    if (storage.writes_scaling) {
         header.scl_slope = image.scaling->slope;
         header.scl_inter = image.scaling->inter;
     } else {

@@ -33,4 +33,14 @@ Image interleaved(Image image);
 // saturated: the pixels (and shape) a writer that keeps the scaling stores.
 Image stored_values(const Image& image, DType stored);
 
+// How a format that stores a scaling (NIfTI, MRtrix3) stores `image`: in `stored`, its values
+// turned into it by stored_values where `converts`, the slope and intercept in the header where
+// `writes_scaling` (values from a scaled file, or the stored values themselves).
+struct ScaledStorage {
+    DType stored = DType::Float32;
+    bool converts = false;
+    bool writes_scaling = false;
+};
+ScaledStorage scaled_storage(const Image& image);
+
 }  // namespace gridwarp::io::detail

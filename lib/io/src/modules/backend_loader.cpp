@@ -79,7 +79,7 @@ const RasterBackend& raster_backend() {
 }
 
 const ItkBackend& itk_backend() {
-    static const ItkBackend& table = load<ItkBackend>("gridwarp_itk", "gridwarp_itk_backend_v5");
+    static const ItkBackend& table = load<ItkBackend>("gridwarp_itk", "gridwarp_itk_backend_v6");
     return table;
 }
 

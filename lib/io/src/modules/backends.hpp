@@ -14,6 +14,7 @@
 // it throws and returns it as a ModuleFailure; the program throws it again (throw_if_failed).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <new>
 #include <stdexcept>
@@ -21,7 +22,6 @@
 #include <vector>
 
 #include "gridwarp/io/atomic_file.hpp"
-#include "gridwarp/io/dicom.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"
 #include "gridwarp/io/transform_io.hpp"
@@ -36,15 +36,6 @@ struct ModuleFailure {
     std::filesystem::path file;  // a FileError's file
 };
 
-// A DICOM series: the one in `folder`, the one `series_uid` names, or the one `named_file` belongs
-// to. Errors name `input`, the path as the user gave it.
-struct DicomSeriesRequest {
-    std::filesystem::path input, folder, named_file;
-    std::string series_uid;
-    MemoryBudget memory;
-    bool with_pixels = true;
-};
-
 struct RasterBackend {  // OpenCV
     ModuleFailure (*read)(const std::filesystem::path& file, Image& image);
     ModuleFailure (*write)(const StagedFile& staged, const Image& image,
@@ -52,12 +43,13 @@ struct RasterBackend {  // OpenCV
     ModuleFailure (*has_writer)(const std::filesystem::path& file, bool& has);
 };
 
-struct ItkBackend {  // ITK: NRRD, MetaImage, transform files; DICOM series through GDCM
+struct ItkBackend {  // ITK: NRRD, MetaImage, transform files; compressed DICOM pixel data through GDCM
     ModuleFailure (*read_volume)(const std::filesystem::path& file, bool with_pixels, Image& image);
     ModuleFailure (*write_volume)(const StagedFile& staged, const Image& image);
     ModuleFailure (*read_transform)(const std::filesystem::path& file, std::size_t dimension, TransformFile& transform);
-    ModuleFailure (*read_dicom_series)(const DicomSeriesRequest& request, Image& image);
-    ModuleFailure (*list_dicom_series)(const DicomSeriesRequest& request, std::vector<DicomSeriesSummary>& series);
+    // A DICOM file's pixel data in `transfer_syntax`, decoded into `bytes` bytes at `destination`.
+    ModuleFailure (*decode_dicom_pixels)(const std::filesystem::path& file, const std::string& transfer_syntax, std::uint64_t bytes,
+                                         char* destination);
 };
 
 // In a module: runs `call`, returning what it threw as a failure (none when it returned).
@@ -97,4 +89,4 @@ const ItkBackend& itk_backend();
 
 // The entry points the modules define.
 extern "C" const gridwarp::io::detail::RasterBackend* gridwarp_opencv_backend_v3();
-extern "C" const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v5();
+extern "C" const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v6();

@@ -3,11 +3,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
 #include "gridwarp/io/atomic_file.hpp"
-#include "gridwarp/io/dicom.hpp"
 #include "gridwarp/io/image.hpp"
 #include "gridwarp/io/transform_io.hpp"
 
@@ -23,9 +23,7 @@ TransformFile read_itk_transform(const std::filesystem::path& file, std::size_t 
 // An ITK HDF5 file, its structure checked first; runs only in the HDF5 reader's process.
 TransformFile read_itk_hdf5_transform(const std::filesystem::path& file, std::size_t dimension, const MemoryBudget& budget);
 void write_volume(const StagedFile& staged, const Image& image);
-// A DICOM series (dicom_io.cpp, GDCM): see DicomSeriesRequest in backends.hpp.
-Image read_dicom_series(const std::filesystem::path& input, const std::filesystem::path& folder, const std::string& series_uid,
-                        const std::filesystem::path& named_file, const MemoryBudget& budget, bool with_pixels);
-std::vector<DicomSeriesSummary> list_dicom_series(const std::filesystem::path& input, const std::filesystem::path& folder);
+// A DICOM file's compressed pixel data, decoded by GDCM into `bytes` bytes (dicom_decode.cpp).
+void decode_dicom_pixels(const std::filesystem::path& file, const std::string& transfer_syntax, std::uint64_t bytes, char* destination);
 
 }  // namespace gridwarp::io::detail

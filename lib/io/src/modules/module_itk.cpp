@@ -17,22 +17,15 @@ ModuleFailure read_transform(const std::filesystem::path& file, std::size_t dime
     return failure_of([&] { transform = read_itk_transform(file, dimension); });
 }
 
-ModuleFailure read_dicom(const DicomSeriesRequest& request, Image& image) {
-    return failure_of([&] {
-        image = read_dicom_series(request.input, request.folder, request.series_uid, request.named_file, request.memory, request.with_pixels);
-    });
-}
-
-ModuleFailure list_dicom(const DicomSeriesRequest& request, std::vector<DicomSeriesSummary>& series) {
-    return failure_of([&] { series = list_dicom_series(request.input, request.folder); });
+ModuleFailure decode_dicom(const std::filesystem::path& file, const std::string& transfer_syntax, std::uint64_t bytes, char* destination) {
+    return failure_of([&] { decode_dicom_pixels(file, transfer_syntax, bytes, destination); });
 }
 
 }  // namespace
 }  // namespace gridwarp::io::detail
 
-extern "C" __attribute__((visibility("default"))) const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v5() {
+extern "C" __attribute__((visibility("default"))) const gridwarp::io::detail::ItkBackend* gridwarp_itk_backend_v6() {
     namespace detail = gridwarp::io::detail;
-    static const detail::ItkBackend table{&detail::read, &detail::write, &detail::read_transform, &detail::read_dicom,
-                                          &detail::list_dicom};
+    static const detail::ItkBackend table{&detail::read, &detail::write, &detail::read_transform, &detail::decode_dicom};
     return &table;
 }

@@ -61,6 +61,9 @@ struct ValueScaling {
     DType stored = DType::Int16;
     double slope = 1.0;
     double inter = 0.0;
+    // The pixels are the stored values themselves (ReadOptions::keep_stored_values): a writer that
+    // stores a scaling writes them as they are, apply_value_scaling turns them into the values.
+    bool pixels_are_stored = false;
 };
 
 struct Image {
@@ -142,6 +145,9 @@ struct ReadOptions {
     int threads = 0;  // threads a reader may use besides its own (0: every core; --threads)
     // Image files: the stored pixels, not turned by their EXIF orientation. (--keep-orientation)
     bool keep_orientation = false;
+    // Scaled volumes (NIfTI, MRtrix3, DICOM): the stored values with ValueScaling::pixels_are_stored,
+    // where the caller may copy them to a file that stores the scaling rather than sample them.
+    bool keep_stored_values = false;
 };
 
 struct WriteOptions {
@@ -152,6 +158,13 @@ struct WriteOptions {
     int quality = -1;            // 1..100 for JPEG and WebP outputs; -1: OpenCV's defaults (95, lossless WebP)
     int threads = 0;             // compression threads; 0: every core
 };
+
+// Turns an image holding stored values (ValueScaling::pixels_are_stored) into one holding the values
+// (float64), as a read without keep_stored_values gives it; any other image is left as it is.
+void apply_value_scaling(Image& image);
+// Whether the format `file`'s name selects stores a scaling (NIfTI, MRtrix3): one that does not is
+// given the values of an image holding stored values.
+bool stores_value_scaling(const std::filesystem::path& file);
 
 // Reads any supported file. Throws FileError naming the file and the problem.
 Image read_image(const std::filesystem::path& file, const ReadOptions& options = {});

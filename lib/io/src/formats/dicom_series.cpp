@@ -1,13 +1,8 @@
-// DICOM series through GDCM, in the ITK module (GDCM comes with ITK's GDCM IO, and keeping it here
-// keeps lib/core and the program's start-up free of it). GDCM is called directly rather than
-// through itk::GDCMSeriesFileNames: that sorter silently stacks series with missing slices, uneven
-// spacing or mixed orientations, and reads every file whole; here each file's header is read up to
-// its pixel data and checked before any pixels are.
-#include <gdcmImage.h>
-#include <gdcmImageReader.h>
-#include <gdcmTrace.h>
-#include <gdcmTransferSyntax.h>
-#include <gdcmUIDs.h>
+// DICOM series, read by gridwarp itself: each file's elements are walked and checked up to its
+// pixel data before any pixels are read, and uncompressed pixels are read straight from the file.
+// Only compressed pixel data goes to GDCM, in the ITK module (decode_dicom_pixels), so a series of
+// uncompressed slices loads no library. Not itk::GDCMSeriesFileNames: that sorter silently stacks
+// series with missing slices, uneven spacing or mixed orientations.
 
 #include <algorithm>
 #include <array>
@@ -23,7 +18,8 @@
 #include <type_traits>
 
 #include "gridwarp/io/error.hpp"
-#include "modules/module_functions.hpp"
+#include "formats/dicom.hpp"
+#include "modules/backends.hpp"
 
 namespace gridwarp::io::detail {
 
@@ -86,7 +82,7 @@ std::vector<double> decimals(const std::string& text, const fs::path& file, cons
     return values;
 }
 
-std::int64_t whole_number(const std::string& text, const fs::path& file, const char* attribute, std::int64_t absent) {
+std::int64_t integer_attribute(const std::string& text, const fs::path& file, const char* attribute, std::int64_t absent) {
     const std::string value = trimmed(text);
     if (value.empty()) return absent;
     char* end = nullptr;
@@ -302,22 +298,6 @@ private:
     WalkResult result_;
 };
 
-void silence_gdcm() {
-    static std::once_flag once;
-    // GDCM writes its warnings to stderr; gridwarp reports what it refuses in its own words.
-    std::call_once(once, [] {
-        gdcm::Trace::SetDebug(false);
-        gdcm::Trace::SetWarning(false);
-        gdcm::Trace::SetError(false);
-    });
-}
-
-std::string transfer_syntax_name(const std::string& uid) {
-    gdcm::UIDs names;
-    if (names.SetFromUID(uid.c_str()) && names.GetName() != nullptr) return std::string(names.GetName()) + " (" + uid + ")";
-    return uid;
-}
-
 constexpr std::uint32_t tag(std::uint32_t group, std::uint32_t element) { return (group << 16) | element; }
 
 // The elements a slice's description is read from.
@@ -340,8 +320,8 @@ std::optional<SliceHeader> read_slice_header(const fs::path& file, std::uint64_t
     SliceHeader slice;
     slice.file = file;
     slice.file_size = file_size;
-    slice.rows = whole_number(text(0x0028, 0x0010), file, "Rows", 0);
-    slice.columns = whole_number(text(0x0028, 0x0011), file, "Columns", 0);
+    slice.rows = integer_attribute(text(0x0028, 0x0010), file, "Rows", 0);
+    slice.columns = integer_attribute(text(0x0028, 0x0011), file, "Columns", 0);
     if ((slice.rows == 0 && slice.columns == 0) || !walk.has_pixel_data) return std::nullopt;
     if (slice.rows <= 0 || slice.columns <= 0) throw FileError(file, "Rows and Columns must both be positive");
     slice.series_uid = trimmed(text(0x0020, 0x000e));
@@ -351,12 +331,12 @@ std::optional<SliceHeader> read_slice_header(const fs::path& file, std::uint64_t
     slice.encapsulated = walk.encapsulated;
     slice.pixel_offset = walk.pixel_offset;
     slice.pixel_length = walk.pixel_length;
-    slice.frames = whole_number(text(0x0028, 0x0008), file, "NumberOfFrames", 1);
-    slice.samples = whole_number(text(0x0028, 0x0002), file, "SamplesPerPixel", 1);
-    slice.bits_allocated = whole_number(text(0x0028, 0x0100), file, "BitsAllocated", 0);
-    slice.bits_stored = whole_number(text(0x0028, 0x0101), file, "BitsStored", slice.bits_allocated);
-    slice.high_bit = whole_number(text(0x0028, 0x0102), file, "HighBit", slice.bits_stored - 1);
-    slice.pixel_representation = whole_number(text(0x0028, 0x0103), file, "PixelRepresentation", 0);
+    slice.frames = integer_attribute(text(0x0028, 0x0008), file, "NumberOfFrames", 1);
+    slice.samples = integer_attribute(text(0x0028, 0x0002), file, "SamplesPerPixel", 1);
+    slice.bits_allocated = integer_attribute(text(0x0028, 0x0100), file, "BitsAllocated", 0);
+    slice.bits_stored = integer_attribute(text(0x0028, 0x0101), file, "BitsStored", slice.bits_allocated);
+    slice.high_bit = integer_attribute(text(0x0028, 0x0102), file, "HighBit", slice.bits_stored - 1);
+    slice.pixel_representation = integer_attribute(text(0x0028, 0x0103), file, "PixelRepresentation", 0);
     const auto spacing = decimals(text(0x0028, 0x0030), file, "PixelSpacing", 2);
     slice.pixel_spacing = {spacing[0], spacing[1]};
     const auto orientation = decimals(text(0x0020, 0x0037), file, "ImageOrientationPatient", 6);
@@ -498,17 +478,7 @@ void decode_pixels_with_gdcm(const SliceHeader& slice, std::uint64_t slice_bytes
         throw FileError(slice.file, "its pixel data holds " + std::to_string(slice.pixel_length) + " bytes, " + std::to_string(slice_bytes) +
                                         " expected (truncated)");
     }
-    gdcm::ImageReader reader;
-    reader.SetFileName(slice.file.c_str());
-    if (!reader.Read()) throw FileError(slice.file, "cannot read the DICOM file's pixel data (corrupt or truncated)");
-    const gdcm::Image& pixels = reader.GetImage();
-    if (pixels.GetBufferLength() != slice_bytes) {
-        throw FileError(slice.file, "its pixel data decodes to " + std::to_string(pixels.GetBufferLength()) + " bytes, expected " +
-                                        std::to_string(slice_bytes));
-    }
-    if (!pixels.GetBuffer(destination)) {
-        throw FileError(slice.file, "its transfer syntax " + transfer_syntax_name(slice.transfer_syntax) + " cannot be decoded by GDCM");
-    }
+    throw_if_failed(itk_backend().decode_dicom_pixels(slice.file, slice.transfer_syntax, slice_bytes, destination));
 }
 
 bool within(double a, double b, double tolerance) { return std::abs(a - b) <= tolerance; }
@@ -561,7 +531,6 @@ using SeriesSlices = std::map<std::string, std::vector<SliceHeader>>;
 // Every DICOM image file's header in FOLDER, grouped by series. The named file (one of the
 // folder's: its name identifies it) must be a DICOM file.
 SeriesSlices collect_series(const fs::path& input, const fs::path& folder, const fs::path& named_file) {
-    silence_gdcm();
     SeriesSlices series;
     for (const auto& [file, size] : folder_files(input, folder)) {
         if (size < 132 || !has_dicom_preamble(file)) {
@@ -586,12 +555,12 @@ std::vector<DicomSeriesSummary> summaries_of(const SeriesSlices& series) {
 
 }  // namespace
 
-std::vector<DicomSeriesSummary> list_dicom_series(const fs::path& input, const fs::path& folder) {
+std::vector<DicomSeriesSummary> list_series_in_folder(const fs::path& input, const fs::path& folder) {
     return summaries_of(collect_series(input, folder, {}));
 }
 
-Image read_dicom_series(const fs::path& input, const fs::path& folder, const std::string& series_uid, const fs::path& named_file,
-                        const MemoryBudget& budget, bool with_pixels) {
+Image read_series_in_folder(const fs::path& input, const fs::path& folder, const std::string& series_uid, const fs::path& named_file,
+                            const MemoryBudget& budget, bool with_pixels) {
     SeriesSlices series = collect_series(input, folder, named_file);
     const auto is_named = [&](const fs::path& file) { return !named_file.empty() && file.filename() == named_file.filename(); };
     const std::vector<DicomSeriesSummary> listing = summaries_of(series);
@@ -690,14 +659,13 @@ Image read_dicom_series(const fs::path& input, const fs::path& folder, const std
     // Sizes checked against the budget before any pixel data is read: the volume, and each file
     // (GDCM holds a file's pixel data whole while it decodes it).
     const auto slice_values = static_cast<std::uint64_t>(lowest.rows) * static_cast<std::uint64_t>(lowest.columns);
-    // A rescaled series holds its stored values and the float64 values at once.
+    // A rescaled series may hold its stored values and the float64 values at once.
     check_memory_budget(input, "reading " + std::to_string(slice_values * slices.size()) + " DICOM values",
                         slice_values * slices.size(), dtype_size(value_type) + (scaled ? dtype_size(stored) : 0), budget);
     const std::uint64_t slice_bytes = slice_values * dtype_size(stored);
-    const bool native = gdcm::TransferSyntax(gdcm::TransferSyntax::GetTSType(lowest.transfer_syntax.c_str())).IsEncapsulated() == false;
     for (const SliceHeader& slice : slices) {
         check_memory_budget(slice.file, "reading a DICOM file of " + std::to_string(slice.file_size) + " bytes", slice.file_size, 1, budget);
-        if (native && slice.transfer_syntax == lowest.transfer_syntax && slice.file_size < slice_bytes) {
+        if (!slice.encapsulated && slice.file_size < slice_bytes) {
             throw FileError(slice.file, "is " + std::to_string(slice.file_size) + " bytes, too small for its " + std::to_string(slice_bytes) +
                                             " bytes of pixels (truncated)");
         }
@@ -713,24 +681,9 @@ Image read_dicom_series(const fs::path& input, const fs::path& folder, const std
         }
         destination += slice_bytes;
     }
-    if (!scaled) {
-        image.pixels = std::move(stored_pixels);
-        return image;
-    }
-    image.pixels = Tensor(DType::Float64, image.storage_shape());
-    auto* values = static_cast<double*>(image.pixels.data());
-    const std::size_t count = static_cast<std::size_t>(shape_numel(image.storage_shape()));
-    const auto rescale = [&](const auto* source) {
-        for (std::size_t i = 0; i < count; ++i) values[i] = static_cast<double>(source[i]) * lowest.slope + lowest.intercept;
-    };
-    switch (stored) {
-        case DType::Int8: rescale(static_cast<const std::int8_t*>(stored_pixels.data())); break;
-        case DType::UInt8: rescale(static_cast<const std::uint8_t*>(stored_pixels.data())); break;
-        case DType::Int16: rescale(static_cast<const std::int16_t*>(stored_pixels.data())); break;
-        case DType::UInt16: rescale(static_cast<const std::uint16_t*>(stored_pixels.data())); break;
-        case DType::Int32: rescale(static_cast<const std::int32_t*>(stored_pixels.data())); break;
-        default: rescale(static_cast<const std::uint32_t*>(stored_pixels.data())); break;
-    }
+    // The stored values: the caller applies the scaling (apply_value_scaling) where it wants values.
+    image.pixels = std::move(stored_pixels);
+    if (scaled) image.scaling->pixels_are_stored = true;
     return image;
 }
 
