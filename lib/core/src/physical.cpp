@@ -57,15 +57,7 @@ AffineMap AffineMap::from_geometry(const std::vector<double>& spacing, const std
     return map;
 }
 
-void AffineMap::apply(const double* in, double* out) const {
-    if (dimension == 3) {  // every voxel of a 3-D field command passes here; the same sums, unrolled
-        const double* m = matrix.data();
-        const double x = in[0], y = in[1], z = in[2];
-        out[0] = offset[0] + m[0] * x + m[1] * y + m[2] * z;
-        out[1] = offset[1] + m[3] * x + m[4] * y + m[5] * z;
-        out[2] = offset[2] + m[6] * x + m[7] * y + m[8] * z;
-        return;
-    }
+void AffineMap::apply_any_dimension(const double* in, double* out) const {
     for (std::size_t i = 0; i < dimension; ++i) {
         double sum = offset[i];
         for (std::size_t j = 0; j < dimension; ++j) sum += matrix[i * dimension + j] * in[j];
