@@ -2,6 +2,8 @@
 // against the maps evaluated by hand in exact (small-integer) arithmetic.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -63,4 +65,73 @@ TEST_CASE("chain_field_values refuses an output of the wrong shape", "[physical]
     REQUIRE_THROWS_AS(chain_field_values({step}, AffineMap::identity(2), {0, 0}, {3, 4}, values, out.view(), 1), std::invalid_argument);
     Tensor ints(DType::Int32, Shape{1, 2, 3, 4});
     REQUIRE_THROWS_AS(chain_field_values({step}, AffineMap::identity(2), {0, 0}, {3, 4}, values, ints.view(), 1), std::invalid_argument);
+}
+
+TEST_CASE("chain_field_values around one linear field equals the chain mapped point by point", "[physical]") {
+    // affine, field, affine (ANTs' warp between two linear maps): the fast path samples the field's
+    // vectors with grid_sample; the expectation is map_points, which applies each step to each point
+    // in double. Output grids reach beyond the field (zero displacement there) and the 2-D one spans
+    // several slabs.
+    for (const std::size_t d : {std::size_t{2}, std::size_t{3}}) {
+        INFO(d << "-D");
+        const Shape field_shape = d == 3 ? Shape{5, 6, 7} : Shape{6, 7};  // outermost first
+        Shape vector_shape = field_shape;
+        vector_shape.push_back(static_cast<std::int64_t>(d));
+        Tensor vectors(DType::Float32, vector_shape);
+        std::uint32_t state = 12345;
+        for (std::int64_t i = 0; i < vectors.numel(); ++i) {
+            state = state * 1664525u + 1013904223u;
+            vectors.data_as<float>()[i] = static_cast<float>((state >> 8) % 4001) / 1000.0f - 2.0f;
+        }
+        const AffineMap field_grid = d == 3 ? map_of({2, 0.1, 0, -0.1, 1.5, 0, 0, 0, 1}, {-3, 1, 2}) : map_of({2, 0.1, -0.1, 1.5}, {-3, 1});
+        PointTransform before, field, after;
+        before.affine = std::make_shared<const AffineMap>(d == 3 ? map_of({1.01, 0.02, 0, -0.02, 0.99, 0.01, 0, -0.01, 1}, {0.5, -0.25, 0.75})
+                                                                 : map_of({1.01, 0.02, -0.02, 0.99}, {0.5, -0.25}));
+        field.field = std::make_shared<const DisplacementField>(vectors.view(), field_grid);
+        after.affine = std::make_shared<const AffineMap>(d == 3 ? map_of({0.9, 0.1, 0, 0, 1.1, 0, 0.05, 0, 1}, {2, -1, 0.5})
+                                                                : map_of({0.9, 0.1, 0, 1.1}, {2, -1}));
+        const std::vector<PointTransform> steps{before, field, after};
+        const AffineMap index_to_point = d == 3 ? map_of({0.5, 0, 0, 0, 0.4, 0, 0, 0, 0.9}, {-5, -1, 0}) : map_of({0.02, 0, 0, 0.03}, {-6, -2});
+        const AffineMap flip = d == 3 ? map_of({-1, 0, 0, 0, -1, 0, 0, 0, 1}, {0, 0, 0}) : map_of({-1, 0, 0, -1}, {0, 0});
+        const FieldValueMaps values{flip, flip};
+        const Shape start = d == 3 ? Shape{1, 0, 2} : Shape{0, 0};
+        const Shape extent = d == 3 ? Shape{8, 9, 11} : Shape{300, 1000};
+        Shape out_shape{1, static_cast<std::int64_t>(d)};
+        out_shape.insert(out_shape.end(), extent.begin(), extent.end());
+        Tensor out(DType::Float32, out_shape);
+        chain_field_values(steps, index_to_point, start, extent, values, out.view(), 2);
+
+        const std::int64_t voxels = shape_numel(extent);
+        std::vector<double> points(static_cast<std::size_t>(voxels) * d);
+        for (std::int64_t v = 0; v < voxels; ++v) {
+            double index[3];
+            std::int64_t rest = v;
+            for (std::size_t a = 0; a < d; ++a) {  // innermost first
+                const std::size_t axis = d - 1 - a;
+                index[a] = static_cast<double>(start[axis] + rest % extent[axis]);
+                rest /= extent[axis];
+            }
+            index_to_point.apply(index, &points[static_cast<std::size_t>(v) * d]);
+        }
+        const std::vector<double> original = points;
+        map_points(steps, points, 1);
+        std::int64_t outside = 0;
+        double worst = 0;
+        for (std::int64_t v = 0; v < voxels; ++v) {
+            double mapped[3], subtrahend[3], field_point[3];
+            values.of_mapped.apply(&points[static_cast<std::size_t>(v) * d], mapped);
+            values.of_point.apply(&original[static_cast<std::size_t>(v) * d], subtrahend);
+            before.affine->apply(&original[static_cast<std::size_t>(v) * d], field_point);
+            outside += field.field->covers(field_point) ? 0 : 1;
+            for (std::size_t k = 0; k < d; ++k) {
+                const double expected = mapped[k] - subtrahend[k];
+                const double got = out.data_as<float>()[static_cast<std::int64_t>(k) * voxels + v];
+                worst = std::max(worst, std::abs(got - expected) / (1.0 + std::abs(expected)));
+            }
+        }
+        INFO(outside << " of " << voxels << " voxels outside the field");
+        CHECK(outside > 0);
+        CHECK(outside < voxels);
+        CHECK(worst < 1e-6);
+    }
 }

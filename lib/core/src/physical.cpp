@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <stdexcept>
 #include <string>
 
 #include "gridwarp/flow.hpp"
+#include "gridwarp/grid_sample.hpp"
 
 namespace gridwarp {
 
@@ -367,10 +369,188 @@ void write_chain_field_values(const std::vector<PointTransform>& steps, const Af
     }
 }
 
+// One line of write_field_values_by_sampling: column c's value is value0 + c * value_step + matrix
+// times its sampled vector, the vector taken as zero where the field index field0 + c * field_step
+// leaves [-0.5, high).
+template <std::size_t D, class Vector, class Component>
+void write_field_line(const Vector* vectors, std::int64_t vector_channel, std::int64_t columns, const double* value0,
+                      const double* value_step, const double* field0, const double* field_step, const double* high,
+                      const double* matrix, Component* out, std::int64_t column_stride, std::int64_t component_stride) {
+    for (std::int64_t column = 0; column < columns; ++column) {
+        const auto c = static_cast<double>(column);
+        bool inside = true;
+        for (std::size_t a = 0; a < D; ++a) {
+            const double at = field0[a] + c * field_step[a];
+            inside &= (at >= -0.5) & (at < high[a]);
+        }
+        double vector[D];
+        for (std::size_t k = 0; k < D; ++k) {
+            vector[k] = inside ? static_cast<double>(vectors[column + static_cast<std::int64_t>(k) * vector_channel]) : 0.0;
+        }
+        for (std::size_t k = 0; k < D; ++k) {
+            double value = value0[k] + c * value_step[k];
+            for (std::size_t j = 0; j < D; ++j) value += matrix[k * D + j] * vector[j];
+            out[column * column_stride + static_cast<std::int64_t>(k) * component_stride] = static_cast<Component>(value);
+        }
+    }
+}
+
+// A chain of affine maps around one linear displacement field (ANTs' warp and affine) on a 2-D or
+// 3-D grid: the field's vectors are sampled a slab of the box at a time by grid_sample, where the
+// field's index is an affine function of the output index (border padding repeats the edge
+// vectors within half a voxel of the field, as DisplacementField::apply does; beyond, the vector
+// is zeroed after), then each voxel's value is made from its point and its vector. Returns false
+// for any other chain. The vectors are interpolated in the field's own type.
+template <class Component, class Vector>
+bool write_field_values_by_sampling(const std::vector<PointTransform>& steps, const AffineMap& index_to_point, const Shape& start,
+                                    const Shape& extent, const FieldValueMaps& values, const TensorView& out, int threads) {
+    const std::size_t d = index_to_point.dimension;
+    if (d != 2 && d != 3) return false;
+    std::size_t field_step = steps.size();
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        if (steps[i].affine) continue;
+        if (field_step != steps.size() || steps[i].field->bspline_order() != 0) return false;
+        field_step = i;
+    }
+    if (field_step == steps.size()) return false;
+    const DisplacementField& field = *steps[field_step].field;
+    const ConstTensorView& vectors = field.vectors();
+    if (vectors.dtype != dtype_of<Vector>::value) return false;
+
+    AffineMap before_field = index_to_point;  // output index -> the point the field displaces
+    for (std::size_t i = 0; i < field_step; ++i) before_field = steps[i].affine->after(before_field);
+    AffineMap after_field = values.of_mapped;  // the displaced point -> the value's first term
+    for (std::size_t i = steps.size(); i-- > field_step + 1;) after_field = after_field.after(*steps[i].affine);
+    AffineMap to_field_index;
+    try {
+        to_field_index = field.index_to_point().inverse().after(before_field);
+    } catch (const std::invalid_argument&) {
+        return false;
+    }
+
+    // The field as a (1, d, D1..Dd) image, its components the channels.
+    Shape field_shape{1, static_cast<std::int64_t>(d)}, field_strides{0, vectors.strides[d]};
+    for (std::size_t a = 0; a < d; ++a) {
+        field_shape.push_back(vectors.shape[a]);
+        field_strides.push_back(vectors.strides[a]);
+    }
+    const ConstTensorView field_image(vectors.dtype, vectors.data, field_shape, field_strides);
+    SampleOptions options;
+    options.mode = Interpolation::Linear;
+    options.padding = Padding::Border;
+    options.threads = threads;
+
+    // Slabs of whole planes (outermost axis), about 2^16 voxels each: the sampled vectors stay in cache.
+    std::int64_t plane = 1;
+    for (std::size_t a = 1; a < d; ++a) plane *= extent[a];
+    const std::int64_t slab_planes = std::max<std::int64_t>(1, (std::int64_t{1} << 16) / std::max<std::int64_t>(plane, 1));
+    Shape slab_shape{1, static_cast<std::int64_t>(d)};
+    slab_shape.insert(slab_shape.end(), extent.begin(), extent.end());
+    slab_shape[2] = std::min(slab_planes, extent[0]);
+    // Each thread takes whole slabs, sampled and finished on its own (no barrier per slab).
+    const std::int64_t slabs = (extent[0] + slab_planes - 1) / slab_planes;
+    const int workers = static_cast<int>(std::min<std::int64_t>(threads > 0 ? threads : omp_get_max_threads(), slabs));
+    std::vector<Tensor> scratch;
+    for (int w = 0; w < workers; ++w) scratch.emplace_back(vectors.dtype, slab_shape);
+    options.threads = 1;
+    Component* const base = static_cast<Component*>(out.data);
+    // One slab: its vectors sampled into `sampled`, then its values written.
+    const auto finish_slab = [&](std::int64_t slab_number, Tensor& sampled) {
+        const std::int64_t first = slab_number * slab_planes;
+        const std::int64_t planes = std::min(slab_planes, extent[0] - first);
+        Shape window{planes};
+        window.insert(window.end(), extent.begin() + 1, extent.end());
+        // theta: the field index of slab index o, innermost first, o + (start + first, ...) mapped.
+        std::vector<double> theta(d * (d + 1));
+        for (std::size_t i = 0; i < d; ++i) {
+            double offset = to_field_index.offset[i];
+            for (std::size_t j = 0; j < d; ++j) {
+                const double m = to_field_index.matrix[i * d + j];
+                theta[i * (d + 1) + j] = m;
+                // innermost-first axis j is outermost-first axis d - 1 - j of start
+                offset += m * static_cast<double>(start[d - 1 - j] + (j == d - 1 ? first : 0));
+            }
+            theta[i * (d + 1) + d] = offset;
+        }
+        const AffinePositions positions(std::move(theta), 1, window, false, DType::Float64, CoordinateSpace::Pixel);
+        TensorView slab = sampled.view();
+        slab.shape[2] = planes;
+        grid_sample(field_image, positions, slab, options);
+
+        std::int64_t lines = planes;
+        for (std::size_t a = 1; a + 1 < d; ++a) lines *= extent[a];
+        const std::int64_t columns = extent[d - 1];
+        const std::int64_t slab_channel = slab.strides[1];
+        const auto* slab_vectors = static_cast<const Vector*>(sampled.data());
+        for (std::int64_t line = 0; line < lines; ++line) {
+            // Along a line every map is affine in the column: each voxel's value is
+            // value0 + column * step + after_field's matrix times its vector.
+            double index[3] = {0, 0, 0}, next[3];
+            std::int64_t line_offset = 0, rest = line;
+            for (std::size_t a = 1; a < d; ++a) {  // innermost-first, the innermost axis aside
+                const std::size_t axis = d - 1 - a;  // outermost-first
+                const std::int64_t size = axis == 0 ? planes : extent[axis];
+                const std::int64_t at = rest % size;
+                rest /= size;
+                const std::int64_t whole = axis == 0 ? first + at : at;
+                index[a] = static_cast<double>(start[axis] + whole);
+                line_offset += whole * out.strides[2 + axis];
+            }
+            index[0] = static_cast<double>(start[d - 1]);
+            std::copy(index, index + 3, next);
+            next[0] += 1.0;
+            double value0[3], value1[3], field0[3], field1[3];
+            const auto value_at = [&](const double* at, double* value) {
+                double moved[3], point[3], subtrahend[3];
+                before_field.apply(at, moved);
+                after_field.apply(moved, value);
+                index_to_point.apply(at, point);
+                values.of_point.apply(point, subtrahend);
+                for (std::size_t k = 0; k < d; ++k) value[k] -= subtrahend[k];
+            };
+            value_at(index, value0);
+            value_at(next, value1);
+            to_field_index.apply(index, field0);
+            to_field_index.apply(next, field1);
+            double value_step[3], field_step_of[3], high[3];
+            for (std::size_t k = 0; k < d; ++k) {
+                value_step[k] = value1[k] - value0[k];
+                field_step_of[k] = field1[k] - field0[k];
+                high[k] = static_cast<double>(vectors.shape[d - 1 - k]) - 0.5;
+            }
+            const Vector* line_vectors = slab_vectors + line * columns;  // the slab is C-ordered
+            Component* line_out = base + line_offset;
+            if (d == 3) {
+                write_field_line<3>(line_vectors, slab_channel, columns, value0, value_step, field0, field_step_of, high,
+                                    after_field.matrix.data(), line_out, out.strides[1 + d], out.strides[1]);
+            } else {
+                write_field_line<2>(line_vectors, slab_channel, columns, value0, value_step, field0, field_step_of, high,
+                                    after_field.matrix.data(), line_out, out.strides[1 + d], out.strides[1]);
+            }
+        }
+    };
+    std::exception_ptr failure;  // an exception may not leave an OpenMP region
+#pragma omp parallel for schedule(dynamic) num_threads(workers)
+    for (std::int64_t slab_number = 0; slab_number < slabs; ++slab_number) {
+        try {
+            finish_slab(slab_number, scratch[static_cast<std::size_t>(omp_get_thread_num())]);
+        } catch (...) {
+#pragma omp critical(gridwarp_field_values_failure)
+            if (!failure) failure = std::current_exception();
+        }
+    }
+    if (failure) std::rethrow_exception(failure);
+    return true;
+}
+
 template <class Component>
 void write_chain_field_values(const std::vector<PointTransform>& steps, const AffineMap& index_to_point, const Shape& start,
                               const Shape& extent, const FieldValueMaps& values, const TensorView& out, int threads) {
     const std::size_t d = index_to_point.dimension;
+    if (write_field_values_by_sampling<Component, float>(steps, index_to_point, start, extent, values, out, threads) ||
+        write_field_values_by_sampling<Component, double>(steps, index_to_point, start, extent, values, out, threads)) {
+        return;
+    }
     if (d == 3) return write_chain_field_values<Component, 3>(steps, index_to_point, start, extent, values, out, threads);
     if (d == 2) return write_chain_field_values<Component, 2>(steps, index_to_point, start, extent, values, out, threads);
     write_chain_field_values<Component, 0>(steps, index_to_point, start, extent, values, out, threads);
