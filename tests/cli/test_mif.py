@@ -244,6 +244,16 @@ class WritesWhatMrconvertReads(Sources):
                 peer = self.path("scaled_out" + form + ".mr.nii")
                 mrtrix("mrconvert", out, peer, "-force")
                 np.testing.assert_array_equal(nib.load(peer).get_fdata(), nib.load(self.path("scaled_source.nii")).get_fdata())
+                # resample without a transform copies the stored values with their scaling
+                copied = self.path("scaled_copy" + form)
+                result = run("resample", "-i", out, "-o", copied, "-q")
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertEqual(mrtrix("mrinfo", copied, "-datatype").split(), ["Int16LE"])
+                self.assertEqual(mrtrix("mrinfo", copied, "-multiplier").split(), ["0.25"])
+                self.assertEqual(mrtrix("mrinfo", copied, "-offset").split(), ["-7"])
+                peer = self.path("scaled_copy" + form + ".mr.nii")
+                mrtrix("mrconvert", copied, peer, "-force")
+                np.testing.assert_array_equal(nib.load(peer).get_fdata(), nib.load(self.path("scaled_source.nii")).get_fdata())
 
     def test_key_values_are_kept_where_they_hold(self):
         source = self.path("with_keys.mif")
