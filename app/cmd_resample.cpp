@@ -276,10 +276,12 @@ void run_resample(const ResampleCommand& command) {
         }
         if (copies_voxels) {
             explanation.add("sampling", "none: every output voxel is the centre of the same input voxel, whose value is copied");
-        } else explanation.add("sampling", itk_padding(command.sampling)
-                                        ? describe_sampling(options, "itk (ITK's rule: fill beyond half a voxel outside; taps beyond the edge read "
-                                                                     "the edge voxel, the mirror (B-spline) or 0 (windowed sinc))")
-                                        : describe_sampling(options));
+        } else if (itk_padding(command.sampling)) {
+            explanation.add("sampling", describe_sampling(options, "itk (ITK's rule: fill beyond half a voxel outside; taps beyond the edge "
+                                                                   "read the edge voxel, the mirror (B-spline) or 0 (windowed sinc))"));
+        } else {
+            explanation.add("sampling", describe_sampling(options));
+        }
         explanation.add("anti-aliasing", antialias.explanation);
         if (command.modulate) explanation.add("modulation", "each value times the determinant of the chain's Jacobian at its voxel");
         explanation.add("output", command.output.string() + " (" + std::string(dtype_name(output_type)) +
