@@ -234,26 +234,26 @@ class WritesWhatMrconvertReads(Sources):
         image = nib.Nifti1Image(self.sources["int16"].get_fdata().astype(np.int16), self.sources["int16"].affine)
         image.header.set_slope_inter(0.25, -7)
         nib.save(image, self.path("scaled_source.nii"))
+        expected = nib.load(self.path("scaled_source.nii")).get_fdata()
+
+        def check_scaled(written):
+            self.assertEqual(mrtrix("mrinfo", written, "-datatype").split(), ["Int16LE"])
+            self.assertEqual(mrtrix("mrinfo", written, "-multiplier").split(), ["0.25"])
+            self.assertEqual(mrtrix("mrinfo", written, "-offset").split(), ["-7"])
+            peer = written + ".mr.nii"
+            mrtrix("mrconvert", written, peer, "-force")
+            np.testing.assert_array_equal(nib.load(peer).get_fdata(), expected)
+
         for form in (".mif", ".mif.gz"):
             with self.subTest(form=form):
                 out = self.path("scaled_out" + form)
                 self.write(self.path("scaled_source.nii"), out)
-                self.assertEqual(mrtrix("mrinfo", out, "-datatype").split(), ["Int16LE"])
-                self.assertEqual(mrtrix("mrinfo", out, "-multiplier").split(), ["0.25"])
-                self.assertEqual(mrtrix("mrinfo", out, "-offset").split(), ["-7"])
-                peer = self.path("scaled_out" + form + ".mr.nii")
-                mrtrix("mrconvert", out, peer, "-force")
-                np.testing.assert_array_equal(nib.load(peer).get_fdata(), nib.load(self.path("scaled_source.nii")).get_fdata())
+                check_scaled(out)
                 # resample without a transform copies the stored values with their scaling
                 copied = self.path("scaled_copy" + form)
                 result = run("resample", "-i", out, "-o", copied, "-q")
                 self.assertEqual(result.returncode, 0, result.stderr)
-                self.assertEqual(mrtrix("mrinfo", copied, "-datatype").split(), ["Int16LE"])
-                self.assertEqual(mrtrix("mrinfo", copied, "-multiplier").split(), ["0.25"])
-                self.assertEqual(mrtrix("mrinfo", copied, "-offset").split(), ["-7"])
-                peer = self.path("scaled_copy" + form + ".mr.nii")
-                mrtrix("mrconvert", copied, peer, "-force")
-                np.testing.assert_array_equal(nib.load(peer).get_fdata(), nib.load(self.path("scaled_source.nii")).get_fdata())
+                check_scaled(copied)
 
     def test_key_values_are_kept_where_they_hold(self):
         source = self.path("with_keys.mif")

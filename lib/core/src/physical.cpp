@@ -438,7 +438,7 @@ bool write_field_values_by_sampling(const std::vector<PointTransform>& steps, co
     SampleOptions options;
     options.mode = Interpolation::Linear;
     options.padding = Padding::Border;
-    options.threads = threads;
+    options.threads = 1;  // each worker samples its own slabs
 
     // Slabs of whole planes (outermost axis), about 2^16 voxels each: the sampled vectors stay in cache.
     std::int64_t plane = 1;
@@ -452,7 +452,6 @@ bool write_field_values_by_sampling(const std::vector<PointTransform>& steps, co
     const int workers = static_cast<int>(std::min<std::int64_t>(threads > 0 ? threads : omp_get_max_threads(), slabs));
     std::vector<Tensor> scratch;
     for (int w = 0; w < workers; ++w) scratch.emplace_back(vectors.dtype, slab_shape);
-    options.threads = 1;
     Component* const base = static_cast<Component*>(out.data);
     // One slab: its vectors sampled into `sampled`, then its values written.
     const auto finish_slab = [&](std::int64_t slab_number, Tensor& sampled) {
