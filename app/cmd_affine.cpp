@@ -11,6 +11,7 @@
 #include "image_arguments.hpp"
 #include "messages.hpp"
 #include "sample_and_write.hpp"
+#include "tiled_sampling.hpp"
 #include "geometry_options.hpp"
 #include "gridwarp/flow.hpp"
 #include "gridwarp/io/error.hpp"
@@ -36,6 +37,7 @@ struct AffineCommand {
     bool expand = false;
     SamplingFlags sampling;
     VolumeFlags volume;
+    TilingFlags tiling;
     CommonOptions common;
 
     ImageArgument* image_argument(std::string_view option) { return option == "input" ? &input : nullptr; }
@@ -258,7 +260,11 @@ void run_affine(const AffineCommand& command) {
     if (!command.matrix.empty()) inputs.push_back(command.matrix);
     check_output_differs(command.output, inputs);
 
-    const std::shared_ptr<const io::Image> loaded_input = load_image(command.input, to_read_options(command.volume, command.common));
+    const io::ReadOptions read_options = to_read_options(command.volume, command.common);
+    // A tiled input is described from its header first; it is read whole only if it is not sampled by tiles.
+    const std::unique_ptr<io::TileSource> tiles = open_input_tiles(command.input, command.output, command.tiling, read_options);
+    const std::shared_ptr<const io::Image> loaded_input =
+        tiles ? std::make_shared<const io::Image>(describe_tiled_input(*tiles)) : load_image(command.input, read_options);
     const io::Image& input = *loaded_input;
     report_warnings(input);
     warn_if_label_map(command.input.path, input, options);
@@ -341,13 +347,23 @@ void run_affine(const AffineCommand& command) {
         explanation.add("mapping", mapping);
         explanation.add("sampling", describe_sampling(options));
         explanation.add("anti-aliasing", antialias.explanation);
+        if (tiles) {
+            const bool by_tiles = samples_by_tiles(*tiles, command.tiling, options, antialias.filters, input.dtype(), *positions);
+            explanation.add("tiles", by_tiles ? "the output a tile at a time, within --working-memory" : "none: the input is read whole");
+        }
         explanation.add("output", command.output.string() + ", size " + image_size_text(output_spatial));
         if (description.geometry) explanation.add("output grid", describe_geometry(*description.geometry));
         explanation.print();
         return;
     }
+    if (tiles && samples_by_tiles(*tiles, command.tiling, options, antialias.filters, input.dtype(), *positions)) {
+        sample_by_tiles(command.output, command.input.path, *tiles, description, to_write_options(command.volume, command.common), *positions,
+                        options, command.tiling, &progress);
+        return;
+    }
+    const std::shared_ptr<const io::Image> whole_input = tiles ? load_image(command.input, read_options) : loaded_input;
     Tensor filtered;
-    const ConstTensorView pixels = input_to_sample(input.nchw(), antialias, options, false, command.input.path,
+    const ConstTensorView pixels = input_to_sample(whole_input->nchw(), antialias, options, false, command.input.path,
                                                    to_memory_budget(command.volume.memory), filtered);
     sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), pixels, *positions, options,
                      &progress);
@@ -378,10 +394,12 @@ CommandBinding register_affine_command(CLI::App& app) {
     add_sampling_options(*sub, command->sampling);
     add_antialias_option(*sub, command->sampling, "off");
     add_volume_options(*sub, command->volume, true);
+    add_tiling_options(*sub, command->tiling);
     add_common_options(*sub, command->common);
     sub->footer(
         "Examples:\n"
         "  gridwarp affine -i photo.png -o turned.png --rotate 30 --scale 1.2 --mode cubic\n"
+        "  gridwarp affine -i slide.tif -o turned.tif --rotate 10     # a tiled slide larger than memory, by tiles\n"
         "  gridwarp affine -i photo.png -o whole.png --rotate 30 --expand     # the canvas grows to keep the corners\n"
         "  gridwarp affine -i photo.jpg -o out.jpg --matrix M.txt --inverse     # OpenCV warpAffine's M\n"
         "  gridwarp affine -i brain.nii.gz -o turned.nii.gz --rotate 15 --mode cubic\n"

@@ -61,7 +61,15 @@ void CommandProgress::phase(const char* name, int index, int count) {
     phase_ = name;
     index_ = index;
     count_ = std::max(1, count);
+    items_done_ = items_total_ = 0;
     if (std::chrono::steady_clock::now() - start_ >= delay_) draw_locked();
+}
+
+void CommandProgress::items(std::int64_t done, std::int64_t total) {
+    if (!active_) return;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    items_done_ = done;
+    items_total_ = total;
 }
 
 void CommandProgress::draw_locked() {
@@ -69,9 +77,10 @@ void CommandProgress::draw_locked() {
     const int filled = kWidth * index_ / count_;
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     char line[160];
-    std::snprintf(line, sizeof line, "\rgridwarp %s: [%s%s] %s (%d/%d)  %.1f s ", command_.c_str(),
+    const std::string items = items_total_ > 0 ? " " + std::to_string(items_done_) + "/" + std::to_string(items_total_) + " tiles" : "";
+    std::snprintf(line, sizeof line, "\rgridwarp %s: [%s%s] %s%s (%d/%d)  %.1f s ", command_.c_str(),
                   std::string(static_cast<std::size_t>(filled), '#').c_str(), std::string(static_cast<std::size_t>(kWidth - filled), '.').c_str(),
-                  phase_.c_str(), index_ + 1, count_, seconds);
+                  phase_.c_str(), items.c_str(), index_ + 1, count_, seconds);
     write_to_terminal(line);
     drawn_ = true;
 }

@@ -39,6 +39,8 @@ public:
     CommandProgress& operator=(const CommandProgress&) = delete;
     // Phase `index` of `count` (0-based) begins.
     void phase(const char* name, int index, int count);
+    // Within the phase: `done` of `total` items (tiles) finished, shown after its name.
+    void items(std::int64_t done, std::int64_t total);
     // Stops drawing and clears the line (the destructor does it too).
     void finish();
 
@@ -58,6 +60,7 @@ private:
     bool stop_ = false, drawn_ = false;
     std::string phase_ = "starting";
     int index_ = 0, count_ = 1;
+    std::int64_t items_done_ = 0, items_total_ = 0;
     std::thread thread_;
 };
 

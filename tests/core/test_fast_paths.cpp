@@ -793,9 +793,10 @@ TEST_CASE("a position window samples the box of the whole output it covers", "[f
         const GridPositions stored(grid.view());
         std::vector<Box> boxes;
         if (rank == 3) {
-            boxes = {{{0, 0, 0}, {5, 40, 300}}, {{5, 0, 0}, {9, 40, 300}}, {{13, 7, 0}, {1, 20, 300}}, {{2, 39, 0}, {1, 1, 300}}};
+            boxes = {{{0, 0, 0}, {5, 40, 300}}, {{5, 0, 0}, {9, 40, 300}}, {{13, 7, 0}, {1, 20, 300}}, {{2, 39, 0}, {1, 1, 300}},
+                     {{3, 5, 17}, {4, 30, 101}}, {{0, 0, 299}, {14, 40, 1}}};
         } else {
-            boxes = {{{0, 0}, {17, 310}}, {{17, 0}, {43, 310}}, {{59, 0}, {1, 310}}};
+            boxes = {{{0, 0}, {17, 310}}, {{17, 0}, {43, 310}}, {{59, 0}, {1, 310}}, {{9, 33}, {20, 64}}, {{0, 1}, {60, 309}}};
         }
         const Tensor x = input_of(DType::Float32, input_shape, rng);
         const std::vector<std::pair<const char*, const PositionSource*>> sources = {
@@ -820,16 +821,16 @@ TEST_CASE("a position window samples the box of the whole output it covers", "[f
                 }
             }
         }
-        // Boxes outside the grid, or not whole along the innermost axis, are refused.
+        // Boxes outside the grid are refused.
         const Shape origin(spatial.size(), 0);
         Shape too_deep = spatial;
         too_deep[0] += 1;
-        Shape part_row = spatial;
-        part_row.back() -= 1;
+        Shape too_wide = spatial;
+        too_wide.back() += 1;
         Shape shifted_row = origin;
         shifted_row.back() = 1;
         CHECK_THROWS_AS(PositionWindow(chain, origin, too_deep), std::invalid_argument);
-        CHECK_THROWS_AS(PositionWindow(chain, origin, part_row), std::invalid_argument);
+        CHECK_THROWS_AS(PositionWindow(chain, origin, too_wide), std::invalid_argument);
         CHECK_THROWS_AS(PositionWindow(chain, shifted_row, spatial), std::invalid_argument);
         CHECK_THROWS_AS(PositionWindow(chain, Shape{0}, Shape{1}), std::invalid_argument);
     }

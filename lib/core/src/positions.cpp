@@ -64,14 +64,13 @@ PositionWindow::PositionWindow(const PositionSource& whole, Shape start, Shape e
         throw std::invalid_argument("a position window takes at most " + std::to_string(kMaxWindowOuterAxes + 1) +
                                     " spatial axes, got " + std::to_string(shape.size()));
     }
-    bool inside = start_.back() == 0 && extent_.back() == shape.back();
-    for (std::size_t k = 0; k + 1 < shape.size(); ++k) {
+    bool inside = true;
+    for (std::size_t k = 0; k < shape.size(); ++k) {
         inside = inside && start_[k] >= 0 && extent_[k] >= 0 && start_[k] <= shape[k] - extent_[k];
     }
     if (!inside) {
         throw std::invalid_argument("position window at " + shape_to_string(start_) + " of extent " + shape_to_string(extent_) +
-                                    " does not lie in the output grid " + shape_to_string(shape) +
-                                    " with its innermost axis whole");
+                                    " does not lie in the output grid " + shape_to_string(shape));
     }
 }
 
@@ -82,22 +81,24 @@ const std::int64_t* PositionWindow::shifted(const std::int64_t* outer, std::int6
 
 void PositionWindow::row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count, float* xyz) const {
     std::int64_t scratch[kMaxWindowOuterAxes];
-    whole_.row(n, shifted(outer, scratch), start, count, xyz);
+    whole_.row(n, shifted(outer, scratch), start_.back() + start, count, xyz);
 }
 
 void PositionWindow::row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count, double* xyz) const {
     std::int64_t scratch[kMaxWindowOuterAxes];
-    whole_.row(n, shifted(outer, scratch), start, count, xyz);
+    whole_.row(n, shifted(outer, scratch), start_.back() + start, count, xyz);
 }
 
 const float* PositionWindow::stored_row(std::int64_t n, const std::int64_t* outer, std::int64_t start) const {
     std::int64_t scratch[kMaxWindowOuterAxes];
-    return whole_.stored_row(n, shifted(outer, scratch), start);
+    return whole_.stored_row(n, shifted(outer, scratch), start_.back() + start);
 }
 
 bool PositionWindow::linear_row(std::int64_t n, const std::int64_t* outer, LinearRow* row) const {
     std::int64_t scratch[kMaxWindowOuterAxes];
-    return whole_.linear_row(n, shifted(outer, scratch), row);
+    if (!whole_.linear_row(n, shifted(outer, scratch), row)) return false;
+    row->base += start_.back();
+    return true;
 }
 
 GridPositions::GridPositions(ConstTensorView grid) : grid_(std::move(grid)) {

@@ -98,4 +98,14 @@ Tensor grid_sample(const ConstTensorView& input, const ConstTensorView& grid, co
 void grid_sample_into(const ConstTensorView& input, const ConstTensorView& grid, const TensorView& output, const SampleOptions& options = {});
 Shape grid_sample_output_shape(const ConstTensorView& input, const ConstTensorView& grid);
 
+// Whether input_box_read can bound what sampling under `options` reads: every kind whose taps lie
+// within a fixed reach of the position (not the prefiltered B-splines, not Gaussian or MultiLabel).
+bool reads_near_positions(const SampleOptions& options);
+// The input voxels that sampling `positions` (batch item 0) from an input of spatial shape
+// `input_spatial` under `options` can read, with a voxel to spare for rounding; never empty (a
+// voxel when every point is fill). Sampling the box alone at PositionsInBox writes what sampling the
+// whole input writes, under zeros and border padding (and reflection for pixel positions). Throws
+// std::invalid_argument where reads_near_positions is false.
+InputBox input_box_read(const PositionSource& positions, const Shape& input_spatial, const SampleOptions& options);
+
 }  // namespace gridwarp

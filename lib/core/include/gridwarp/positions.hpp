@@ -65,14 +65,13 @@ public:
 };
 
 // The positions of a box of another source's output grid: output index (o1..or) of the window
-// is index (start1 + o1, ..., start(r-1) + o(r-1), or) of `whole`. The innermost axis is always
-// whole, so a window's rows are rows of `whole`, given exactly as `whole` gives them. Sampling a
+// is index (start1 + o1, ..., startr + or) of `whole`, given exactly as `whole` gives it. Sampling a
 // window writes the same values as sampling the whole grid and cutting the box out, which lets an
-// output be sampled and written a block of rows at a time. `whole` must outlive the window.
+// output be sampled and written a block of rows, or a tile, at a time. `whole` must outlive the window.
 class PositionWindow final : public PositionSource {
 public:
-    // start and extent: outermost first, one per spatial axis; the innermost start must be 0 and
-    // its extent the whole axis. Throws std::invalid_argument for a box outside the grid.
+    // start and extent: outermost first, one per spatial axis. Throws std::invalid_argument for a
+    // box outside the grid.
     PositionWindow(const PositionSource& whole, Shape start, Shape extent);
 
     std::int64_t batch() const override { return whole_.batch(); }
@@ -93,6 +92,39 @@ private:
     const PositionSource& whole_;
     Shape start_;
     Shape extent_;
+};
+
+// A box of input voxels: start and extent along each spatial axis, outermost first.
+struct InputBox {
+    Shape start, extent;
+};
+
+// The positions of `whole` as pixel positions in `box` of an input of spatial shape
+// `input_spatial`: normalized coordinates unnormalized for the whole input, then the box's start
+// subtracted, in the arithmetic the sampler unnormalizes in (float, or double for float64
+// positions). The subtraction of a whole number below the coordinate is exact, so each point's
+// first tap and weights are those it has in the whole input. `whole` must outlive this object.
+class PositionsInBox final : public PositionSource {
+public:
+    PositionsInBox(const PositionSource& whole, Shape input_spatial, bool align_corners, InputBox box);
+
+    std::int64_t batch() const override { return whole_.batch(); }
+    const Shape& output_shape() const override { return whole_.output_shape(); }
+    DType coordinate_dtype() const override { return whole_.coordinate_dtype(); }
+    CoordinateSpace space() const override { return CoordinateSpace::Pixel; }
+    void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+             float* xyz) const override;
+    void row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
+             double* xyz) const override;
+
+private:
+    template <class Coord>
+    void place(std::int64_t count, Coord* xyz) const;
+
+    const PositionSource& whole_;
+    Shape input_spatial_;
+    bool align_corners_;
+    InputBox box_;
 };
 
 // Positions read from an explicit grid tensor (N, O1..Or, r), as the ONNX operator takes them.

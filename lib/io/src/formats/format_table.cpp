@@ -143,7 +143,7 @@ const FormatHandler kFormats[] = {
     {.name = "JPEG", .kind = FileKind::Raster, .suffixes = {".jpg", ".jpeg"}, .sniff = is_jpeg, .read = read_raster_image,
      .decode = decode_jpeg, .quality_suffixes = {".jpg", ".jpeg"}, .write = write_jpeg_image},
     {.name = "TIFF", .kind = FileKind::Raster, .suffixes = {".tif", ".tiff"}, .sniff = has_tiff_signature, .read = read_raster_image,
-     .decode = decode_tiff, .write = write_tiff_image},
+     .decode = decode_tiff, .write = write_tiff_image, .open_tiles = open_tiff_tiles, .write_tiles = write_tiff_tiles},
     {.name = "BMP", .kind = FileKind::Raster, .suffixes = {".bmp", ".dib"}, .sniff = is_bmp, .read = read_raster_image,
      .decode = decode_bmp, .write = write_bmp_image},
     {.name = "WebP", .kind = FileKind::Raster, .suffixes = {".webp"}, .sniff = is_webp, .read = read_raster_image,

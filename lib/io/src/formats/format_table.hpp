@@ -14,6 +14,7 @@
 #include "formats/mapped_output.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/image.hpp"
+#include "gridwarp/io/tiles.hpp"
 
 namespace gridwarp::io::detail {
 
@@ -56,6 +57,11 @@ struct FormatHandler {
     bool (*streams)(const std::filesystem::path& target, const Image& description) = nullptr;
     void (*stream)(const StagedFile& staged, const Image& description,
                    const WriteOptions& options, const WindowSampler& sample, ChannelSampling channel_sampling) = nullptr;
+    // Rasters larger than memory (gridwarp/io/tiles.hpp): a file's tiles, where this file is read by
+    // them (else nullptr), and an output written tile by tile. nullptr: read and written whole.
+    std::unique_ptr<TileSource> (*open_tiles)(const std::filesystem::path& file, const ReadOptions& options) = nullptr;
+    void (*write_tiles)(const StagedFile& staged, const Image& description, const WriteOptions& options, int threads,
+                        const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done) = nullptr;
 };
 
 std::span<const FormatHandler> format_table();

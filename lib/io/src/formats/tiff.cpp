@@ -9,10 +9,19 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <libdeflate.h>
 
 #include "files/output_file.hpp"
 #include "formats/raster_pixels.hpp"
 #include "gridwarp/io/error.hpp"
+#include "gridwarp/io/tiles.hpp"
 #include "names.hpp"
 
 namespace gridwarp::io::detail {
@@ -271,11 +280,27 @@ bool decode_samples(TIFF* tif, const PageLayout& page, std::uint8_t* out) {
     return true;
 }
 
-// Turns the samples decoded at the start of `page_pixels` into the image's pixels: grey inverted
-// and widened, palette indices looked up, grey and alpha spread to BGRA, RGB swapped to BGR. The
-// wider forms are filled from the last pixel back, so that no sample is overwritten unread.
-void present_page(const PageLayout& page, std::uint8_t* page_pixels) {
-    const std::size_t pixels = std::size_t{page.width} * page.height;
+template <class T>
+void swap_first_and_third_of(std::uint8_t* bytes, std::size_t pixels, std::size_t channels) {
+    auto* values = reinterpret_cast<T*>(bytes);
+    for (std::size_t i = 0; i < pixels; ++i) std::swap(values[i * channels], values[i * channels + 2]);
+}
+
+// RGB(A) <-> BGR(A): the first and third samples of each of `pixels` pixels swapped in place.
+void swap_first_and_third(std::uint8_t* bytes, std::size_t pixels, std::size_t channels, std::size_t value_bytes) {
+    switch (value_bytes) {
+        case 1: swap_first_and_third_of<std::uint8_t>(bytes, pixels, channels); break;
+        case 2: swap_first_and_third_of<std::uint16_t>(bytes, pixels, channels); break;
+        case 4: swap_first_and_third_of<std::uint32_t>(bytes, pixels, channels); break;
+        default: swap_first_and_third_of<std::uint64_t>(bytes, pixels, channels); break;
+    }
+}
+
+// Turns the samples of `pixels` pixels decoded at the start of `page_pixels` (a page, or a tile of
+// one) into the image's pixels: grey inverted and widened, palette indices looked up, grey and
+// alpha spread to BGRA, RGB swapped to BGR. The wider forms are filled from the last pixel back,
+// so that no sample is overwritten unread.
+void present_pixels(const PageLayout& page, std::uint8_t* page_pixels, std::size_t pixels) {
     const std::size_t value_bytes = dtype_size(page.dtype);
     switch (page.photometric) {
         case Photometric::Grey:
@@ -322,17 +347,9 @@ void present_page(const PageLayout& page, std::uint8_t* page_pixels) {
             }
             return;
         }
-        case Photometric::Colour: {
-            const std::size_t pixel_bytes = value_bytes * page.samples;
-            std::uint8_t red[8];
-            for (std::size_t i = 0; i < pixels; ++i) {
-                std::uint8_t* pixel = page_pixels + i * pixel_bytes;
-                std::memcpy(red, pixel, value_bytes);
-                std::memcpy(pixel, pixel + 2 * value_bytes, value_bytes);
-                std::memcpy(pixel + 2 * value_bytes, red, value_bytes);
-            }
+        case Photometric::Colour:
+            swap_first_and_third(page_pixels, pixels, page.samples, value_bytes);
             return;
-        }
     }
 }
 
@@ -429,7 +446,7 @@ std::optional<Image> read_tiff(const fs::path& file, const ReadOptions& options)
         if (!report.decoding_warning.empty()) {
             throw FileError(file, "cannot read the TIFF: " + whose + " image data is damaged (libtiff: " + report.decoding_warning + ")");
         }
-        present_page(*page, pixels + page_bytes * p);
+        present_pixels(*page, pixels + page_bytes * p, std::size_t{page->width} * page->height);
     }
     return image;
 }
@@ -568,15 +585,7 @@ void write_tiff(const StagedFile& staged, const Image& image) {
             const std::uint32_t rows = std::min(rows_per_strip, height - y);
             const std::size_t bytes = row_bytes * rows;
             std::memcpy(strip.data(), page_pixels + row_bytes * y, bytes);
-            if (colour) {  // BGR(A) -> RGB(A)
-                const std::size_t pixel_bytes = value_bytes * channels;
-                std::uint8_t blue[8];
-                for (std::size_t at = 0; at < bytes; at += pixel_bytes) {
-                    std::memcpy(blue, strip.data() + at, value_bytes);
-                    std::memcpy(strip.data() + at, strip.data() + at + 2 * value_bytes, value_bytes);
-                    std::memcpy(strip.data() + at + 2 * value_bytes, blue, value_bytes);
-                }
-            }
+            if (colour) swap_first_and_third(strip.data(), bytes / (value_bytes * channels), channels, value_bytes);  // BGR(A) -> RGB(A)
             // libtiff differences and compresses the buffer it is given in place.
             if (TIFFWriteEncodedStrip(tif, TIFFComputeStrip(tif, y, 0), strip.data(), static_cast<tmsize_t>(bytes)) < 0) throw failed();
         }
@@ -588,6 +597,300 @@ void write_tiff(const StagedFile& staged, const Image& image) {
     OutputFile out(staged);
     out.write(std::span<const std::uint8_t>(memory.bytes.data(), memory.bytes.size()));
     out.close();
+}
+
+namespace {
+
+// An open handle on the page the tiles come from; a TIFF handle serves one thread at a time.
+struct TilePageHandle {
+    TiffReport report;
+    OpenOptions options;
+    TiffHandle handle;
+};
+
+class TiffTileSource final : public TileSource {
+public:
+    TiffTileSource(fs::path file, const PageLayout& page, std::uint64_t max_allocation)
+        : file_(std::move(file)), page_(page), max_allocation_(max_allocation) {
+        layout_.height = page.height;
+        layout_.width = page.width;
+        layout_.tile_height = page.chunk_height;
+        layout_.tile_width = page.chunk_width;
+        layout_.channels = page.channels;
+        layout_.dtype = page.dtype;
+    }
+
+    void adopt(std::unique_ptr<TilePageHandle> handle) const {
+        const std::lock_guard lock(mutex_);
+        idle_.push_back(std::move(handle));
+    }
+
+    void read_tile(std::int64_t row, std::int64_t column, std::uint8_t* out) const override {
+        std::unique_ptr<TilePageHandle> open = take_handle();
+        TIFF* tif = open->handle.tif;
+        const auto x0 = static_cast<std::uint32_t>(column * layout_.tile_width), y0 = static_cast<std::uint32_t>(row * layout_.tile_height);
+        const auto tile_pixels = static_cast<std::size_t>(layout_.tile_height * layout_.tile_width);
+        const std::size_t stored_bytes = tile_pixels * page_.samples * page_.sample_bytes();
+        open->report.error.clear();
+        open->report.decoding_warning.clear();
+        open->report.decoding = true;
+        tmsize_t got = 0, need = 0;
+        if (page_.tiled) {
+            need = static_cast<tmsize_t>(stored_bytes);
+            got = TIFFReadEncodedTile(tif, TIFFComputeTile(tif, x0, y0, 0, 0), out, need);
+        } else {  // a strip: the rows left at the bottom, the rest of the tile zero
+            const std::uint32_t rows = std::min<std::uint32_t>(page_.chunk_height, page_.height - y0);
+            need = static_cast<tmsize_t>(std::size_t{rows} * page_.width * page_.samples * page_.sample_bytes());
+            got = TIFFReadEncodedStrip(tif, TIFFComputeStrip(tif, y0, 0), out, need);
+            std::memset(out + need, 0, stored_bytes - static_cast<std::size_t>(need));
+        }
+        open->report.decoding = false;
+        const std::string where = "tile at row " + std::to_string(y0) + ", column " + std::to_string(x0);
+        if (got < need) {
+            throw FileError(file_, "cannot read the TIFF: its " + where + " is truncated or corrupt" +
+                                       (open->report.error.empty() ? "" : " (" + open->report.error + ")"));
+        }
+        if (!open->report.decoding_warning.empty()) {
+            throw FileError(file_, "cannot read the TIFF: its " + where + " is damaged (libtiff: " + open->report.decoding_warning + ")");
+        }
+        present_pixels(page_, out, tile_pixels);
+        adopt(std::move(open));
+    }
+
+    // A handle on the page, its layout set up as page_layout sets it (JPEG's colour mode).
+    std::unique_ptr<TilePageHandle> open_handle() const {
+        auto open = std::make_unique<TilePageHandle>();
+        set_handlers(open->options, open->report, max_allocation_);
+        open->handle.tif = TIFFOpenExt(file_.c_str(), "rm", open->options.options);
+        if (!open->handle.tif || !page_layout(open->handle.tif)) {
+            throw FileError(file_, "cannot read the TIFF again" + (open->report.error.empty() ? "" : " (" + open->report.error + ")"));
+        }
+        return open;
+    }
+
+private:
+    std::unique_ptr<TilePageHandle> take_handle() const {
+        {
+            const std::lock_guard lock(mutex_);
+            if (!idle_.empty()) {
+                std::unique_ptr<TilePageHandle> open = std::move(idle_.back());
+                idle_.pop_back();
+                return open;
+            }
+        }
+        return open_handle();
+    }
+
+    fs::path file_;
+    PageLayout page_;
+    std::uint64_t max_allocation_;
+    mutable std::mutex mutex_;
+    mutable std::vector<std::unique_ptr<TilePageHandle>> idle_;
+};
+
+// Strips larger than this are no tiles: such a file is read whole.
+constexpr std::uint64_t kLargestTileBytes = std::uint64_t{64} << 20;
+
+}  // namespace
+
+std::unique_ptr<TileSource> open_tiff_tiles(const fs::path& file, const ReadOptions& options) {
+    std::error_code size_error;
+    const std::uint64_t file_size = fs::file_size(file, size_error);
+    if (size_error) return nullptr;
+    auto first = std::make_unique<TilePageHandle>();
+    set_handlers(first->options, first->report, options.memory.max_bytes);
+    first->handle.tif = TIFFOpenExt(file.c_str(), "rm", first->options.options);
+    if (!first->handle.tif) return nullptr;
+    TIFF* tif = first->handle.tif;
+    if (is_reduced_resolution(tif)) return nullptr;
+    const auto page = page_layout(tif);
+    // The forms read_tiff gives as decoded, sample for sample: bytes and wider, contiguous, one page.
+    if (!page || page->bits < 8 || page->planar != PLANARCONFIG_CONTIG) return nullptr;
+    if (!options.keep_orientation && page->orientation > 1) return nullptr;
+    const std::uint64_t chunk_bytes = page->tiled ? TIFFTileSize64(tif) : TIFFStripSize64(tif);
+    const std::uint64_t tile_bytes = std::uint64_t{page->chunk_width} * page->chunk_height * static_cast<std::uint64_t>(page->channels) *
+                                     dtype_size(page->dtype);
+    if (chunk_bytes == 0 || chunk_bytes > kLargestTileBytes || tile_bytes > kLargestTileBytes) return nullptr;
+    check_chunks_inside(tif, file, file_size, 0);
+    // A second page makes the file a stack, which is read whole.
+    for (tdir_t directory = 1; directory < 64; ++directory) {
+        if (!TIFFReadDirectory(tif)) break;
+        if (!is_reduced_resolution(tif)) return nullptr;
+    }
+    if (!TIFFSetDirectory(tif, 0) || !page_layout(tif)) return nullptr;
+    auto source = std::make_unique<TiffTileSource>(file, *page, options.memory.max_bytes);
+    source->adopt(std::move(first));
+    return source;
+}
+
+namespace {
+
+// libdeflate's zlib stream, as TIFF's Adobe Deflate compression stores a tile.
+struct TileCompressor {
+    libdeflate_compressor* compressor = nullptr;
+    explicit TileCompressor(int level) : compressor(libdeflate_alloc_compressor(level)) {
+        if (!compressor) throw std::bad_alloc();
+    }
+    ~TileCompressor() { libdeflate_free_compressor(compressor); }
+    TileCompressor(const TileCompressor&) = delete;
+    TileCompressor& operator=(const TileCompressor&) = delete;
+};
+
+// Horizontal differencing (TIFF predictor 2) of integer samples, row by row, in place.
+template <class T>
+void difference_rows(std::uint8_t* bytes, std::size_t rows, std::size_t row_values, std::size_t channels) {
+    auto* values = reinterpret_cast<T*>(bytes);
+    for (std::size_t r = 0; r < rows; ++r) {
+        T* row = values + r * row_values;
+        for (std::size_t i = row_values; i-- > channels;) row[i] = static_cast<T>(row[i] - row[i - channels]);
+    }
+}
+
+void difference_tile(DType dtype, std::uint8_t* bytes, std::size_t rows, std::size_t row_values, std::size_t channels) {
+    switch (dtype_size(dtype)) {
+        case 1: difference_rows<std::uint8_t>(bytes, rows, row_values, channels); break;
+        case 2: difference_rows<std::uint16_t>(bytes, rows, row_values, channels); break;
+        case 4: difference_rows<std::uint32_t>(bytes, rows, row_values, channels); break;
+        default: difference_rows<std::uint64_t>(bytes, rows, row_values, channels); break;
+    }
+}
+
+constexpr std::uint32_t kWrittenTileSide = 512;
+constexpr std::int64_t kBandTileRows = 8;
+
+// The tile row and column of the index-th tile taken: bands of kBandTileRows tile rows, column by
+// column within a band, so that tiles taken one after another are neighbours and share input.
+std::pair<std::int64_t, std::int64_t> tile_in_band_order(std::int64_t index, std::int64_t tile_rows, std::int64_t tile_columns) {
+    const std::int64_t band_tiles = kBandTileRows * tile_columns;
+    const std::int64_t band = index / band_tiles, within = index % band_tiles;
+    const std::int64_t rows_in_band = std::min(kBandTileRows, tile_rows - band * kBandTileRows);
+    return {band * kBandTileRows + within % rows_in_band, within / rows_in_band};
+}
+constexpr int kDefaultTileLevel = 4;
+
+}  // namespace
+
+void write_tiff_tiles(const StagedFile& staged, const Image& description, const WriteOptions& options, int threads,
+                      const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done) {
+    const std::string extension = lowercase_filename(staged.target.extension());
+    if (description.spatial.size() != 2 || description.batch != 1) {
+        throw FileError(staged.target, "a TIFF written by tiles holds one 2-D page, got size " + image_size_text(description.spatial));
+    }
+    const DType dtype = description.dtype();
+    const auto sample_format = tiff_sample_format(dtype);
+    if (!sample_format) {
+        throw FileError(staged.target, "a " + extension + " file cannot hold " + std::string(dtype_name(dtype)) +
+                                           " pixels (write .npy or .nii for other types)");
+    }
+    if (description.channels < 1 || description.channels > 4) {
+        throw FileError(staged.target, "image files hold 1 to 4 channels, got " + std::to_string(description.channels));
+    }
+    const auto width = static_cast<std::uint32_t>(description.spatial[1]), height = static_cast<std::uint32_t>(description.spatial[0]);
+    const auto channels = static_cast<std::uint16_t>(description.channels);
+    const std::size_t value_bytes = dtype_size(dtype);
+    const std::uint32_t side = kWrittenTileSide;
+    const std::size_t tile_row_values = std::size_t{side} * channels;
+    const std::size_t tile_bytes = tile_row_values * side * value_bytes;
+    const int level = options.compression_level < 0 ? kDefaultTileLevel : std::min(options.compression_level, 12);
+    const bool compressed = level > 0;
+    const bool integers = *sample_format != SAMPLEFORMAT_IEEEFP;
+    const std::uint64_t all_bytes = std::uint64_t{width} * height * channels * value_bytes;
+
+    TiffReport report;
+    OpenOptions open_options;
+    set_handlers(open_options, report, 0);
+    TiffHandle handle;
+    const bool big = all_bytes > (std::uint64_t{3} << 30);
+    handle.tif = TIFFOpenExt(staged.file.c_str(), big ? "w8" : "w", open_options.options);
+    const auto failed = [&] { return FileError(staged.target, "cannot write the TIFF: " + (report.error.empty() ? "libtiff failed" : report.error)); };
+    if (!handle.tif) throw failed();
+    TIFF* tif = handle.tif;
+    const bool colour = channels >= 3;
+    const std::uint16_t extra = channels == 2 ? EXTRASAMPLE_UNSPECIFIED : EXTRASAMPLE_UNASSALPHA;
+    bool set = TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, width) && TIFFSetField(tif, TIFFTAG_IMAGELENGTH, height) &&
+               TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, channels) &&
+               TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, static_cast<std::uint16_t>(value_bytes * 8)) &&
+               TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, *sample_format) && TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG) &&
+               TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, colour ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK) &&
+               TIFFSetField(tif, TIFFTAG_ORIENTATION, ORIENTATION_TOPLEFT) &&
+               TIFFSetField(tif, TIFFTAG_COMPRESSION, compressed ? COMPRESSION_ADOBE_DEFLATE : COMPRESSION_NONE) &&
+               TIFFSetField(tif, TIFFTAG_TILEWIDTH, side) && TIFFSetField(tif, TIFFTAG_TILELENGTH, side);
+    if (compressed) set = set && TIFFSetField(tif, TIFFTAG_PREDICTOR, integers ? PREDICTOR_HORIZONTAL : PREDICTOR_NONE);
+    if (channels == 2 || channels == 4) set = set && TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, 1, &extra);
+    if (!set) throw failed();
+
+    const std::int64_t tile_columns = (width + side - 1) / side, tile_rows = (height + side - 1) / side;
+    const std::int64_t tiles = tile_columns * tile_rows;
+    // Tiles are written in the order taken whatever order they finish in, so that the file's bytes do not
+    // depend on the threads; a thread ahead of the writer by more than a few tiles per thread waits.
+    const int workers = std::max(1, std::min<int>(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()),
+                                                  static_cast<int>(std::min<std::int64_t>(tiles, 256))));
+    const std::int64_t most_ahead = 4 * static_cast<std::int64_t>(workers);
+    std::mutex mutex;
+    std::condition_variable progressed;
+    std::map<std::int64_t, std::vector<std::uint8_t>> finished;
+    std::int64_t next_tile = 0, next_written = 0;
+    std::exception_ptr error;
+    const auto work = [&] {
+        try {
+            TileCompressor compressor(std::max(level, 1));
+            std::vector<std::uint8_t> tile(tile_bytes);
+            for (;;) {
+                std::int64_t index = 0;
+                {
+                    std::unique_lock lock(mutex);
+                    progressed.wait(lock, [&] { return error || next_tile >= tiles || next_tile < next_written + most_ahead; });
+                    if (error || next_tile >= tiles) return;
+                    index = next_tile++;
+                }
+                const auto [tile_row, tile_column] = tile_in_band_order(index, tile_rows, tile_columns);
+                const std::int64_t y = tile_row * side, x = tile_column * side;
+                const std::int64_t rows = std::min<std::int64_t>(side, height - y), columns = std::min<std::int64_t>(side, width - x);
+                std::fill(tile.begin(), tile.end(), std::uint8_t{0});
+                const TensorView pixels(dtype, tile.data(), Shape{1, channels, rows, columns},
+                                        Shape{static_cast<std::int64_t>(tile_row_values) * rows, 1, static_cast<std::int64_t>(tile_row_values), channels});
+                produce(y, x, pixels);
+                if (colour) swap_first_and_third(tile.data(), tile_bytes / (value_bytes * channels), channels, value_bytes);  // BGR(A) -> RGB(A)
+                std::vector<std::uint8_t> encoded;
+                if (compressed) {
+                    if (integers) difference_tile(dtype, tile.data(), side, tile_row_values, channels);
+                    encoded.resize(libdeflate_zlib_compress_bound(compressor.compressor, tile_bytes));
+                    const std::size_t size = libdeflate_zlib_compress(compressor.compressor, tile.data(), tile_bytes, encoded.data(), encoded.size());
+                    if (size == 0) throw std::runtime_error("deflate failed");
+                    encoded.resize(size);
+                } else {
+                    encoded = tile;
+                }
+                std::unique_lock lock(mutex);
+                finished.emplace(index, std::move(encoded));
+                while (!finished.empty() && finished.begin()->first == next_written) {
+                    const std::vector<std::uint8_t>& bytes = finished.begin()->second;
+                    const auto [row, column] = tile_in_band_order(next_written, tile_rows, tile_columns);
+                    if (TIFFWriteRawTile(tif, static_cast<std::uint32_t>(row * tile_columns + column), const_cast<std::uint8_t*>(bytes.data()),
+                                         static_cast<tmsize_t>(bytes.size())) < 0) {
+                        throw failed();
+                    }
+                    finished.erase(finished.begin());
+                    ++next_written;
+                    if (done) done(next_written, tiles);
+                }
+                progressed.notify_all();
+            }
+        } catch (...) {
+            const std::lock_guard lock(mutex);
+            if (!error) error = std::current_exception();
+            progressed.notify_all();
+        }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < workers; ++t) pool.emplace_back(work);
+    work();
+    for (auto& thread : pool) thread.join();
+    if (error) std::rethrow_exception(error);
+    if (!TIFFWriteDirectory(tif)) throw failed();
+    TIFFClose(tif);
+    handle.tif = nullptr;
+    if (!report.error.empty()) throw failed();
 }
 
 }  // namespace gridwarp::io::detail

@@ -10,6 +10,7 @@
 
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/image.hpp"
+#include "gridwarp/io/tiles.hpp"
 
 namespace gridwarp::io::detail {
 
@@ -33,5 +34,17 @@ int read_tiff_orientation(const std::filesystem::path& file);
 // Throws FileError, writing nothing, for a type TIFF readers do not share (bool, bfloat16, float16,
 // complex, strings) or more than 4 channels.
 void write_tiff(const StagedFile& staged, const Image& image);
+
+// The tiles (or strips) of a single-page TIFF in a form read_tiff gives sample for sample (8 bits
+// and wider, contiguous samples, no orientation to apply unless options.keep_orientation); nullptr
+// for any other TIFF, which is read whole.
+std::unique_ptr<TileSource> open_tiff_tiles(const std::filesystem::path& file, const ReadOptions& options);
+
+// A tiled TIFF (512 x 512 tiles; BigTIFF past 3 GiB) written tile by tile (io::write_by_tiles):
+// Adobe Deflate at options.compression_level (default 4; 0 stores the tiles), with horizontal
+// differencing for integers, tiles in the order taken (write_by_tiles) whatever order the threads
+// finish them in.
+void write_tiff_tiles(const StagedFile& staged, const Image& description, const WriteOptions& options, int threads,
+                      const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done);
 
 }  // namespace gridwarp::io::detail

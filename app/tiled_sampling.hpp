@@ -1,0 +1,47 @@
+// Sampling a raster larger than memory a tile of the output at a time (docs/bigdata.md).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "gridwarp/grid_sample.hpp"
+#include "gridwarp/io/tiles.hpp"
+#include "image_arguments.hpp"
+#include "messages.hpp"
+
+namespace gridwarp::cli {
+
+// --by-tiles auto|always|never and --working-memory BYTES.
+struct TilingFlags {
+    std::string by_tiles = "auto";
+    std::uint64_t working_memory = std::uint64_t{1} << 30;
+};
+void add_tiling_options(CLI::App& command, TilingFlags& flags);
+
+// The input's tiles, where the input is read by tiles (a tiled or striped TIFF) and the output is
+// written by them (.tif), unless --by-tiles never; nullptr otherwise. Under --by-tiles always a
+// pair that cannot is refused (std::invalid_argument saying why).
+std::unique_ptr<io::TileSource> open_input_tiles(const ImageArgument& input, const OutputArgument& output, const TilingFlags& flags,
+                                                 const io::ReadOptions& options);
+// What read_image_header would say of the tiled input: a raster description without pixels.
+io::Image describe_tiled_input(const io::TileSource& tiles);
+
+// Whether sampling from `tiles` at `positions` runs by tiles: under auto, where
+// the input and the output together pass --working-memory; and only where every point reads input
+// near its position (reads_near_positions), without a low-passed copy of the input, into the input's
+// type. Under always a sampling that cannot is refused (std::invalid_argument saying why).
+bool samples_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, const SampleOptions& options, bool filters_input,
+                      DType output_type, const PositionSource& positions);
+
+// Samples the input at `positions` into `output` a tile at a time: each output tile reads the box
+// of input its positions reach (input_box_read) through a cache of decoded input tiles, so that
+// memory stays within --working-memory whatever the image's size; the values equal sampling the
+// whole input in memory. Logs "wrote FILE (...)".
+void sample_by_tiles(const OutputArgument& output, const std::filesystem::path& input_file, const io::TileSource& tiles,
+                     const io::Image& description, const io::WriteOptions& write_options, const PositionSource& positions,
+                     const SampleOptions& options, const TilingFlags& flags, CommandProgress* progress);
+
+}  // namespace gridwarp::cli
