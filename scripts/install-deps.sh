@@ -25,7 +25,7 @@ test_packages=(
   python3-scipy python3-pil python3-opencv  # oracles of the interpolation, image and resize tests
   python3-h5py             # ITK .h5 transforms written in its layout (the untrusted-file tests)
   python3-pydicom dcm2niix # DICOM series written with pydicom; dcm2niix's NIfTI is the oracle
-  python3-tifffile libvips-tools  # tiled TIFF written by tifffile (the by-tiles tests); vips, the peer of the tiled benchmark
+  python3-tifffile python3-zarr libvips-tools  # tiled TIFF written and read by tifffile (by-tiles tests); vips, the tiled peer
   mrtrix3                  # ... and with MRtrix3; also a peer in bench_end_to_end
   connectome-workbench     # its warpfield conversions check the fields convert-transform writes
   elastix                  # transformix: the oracle of the elastix TransformParameters reader

@@ -392,6 +392,19 @@ def raster_seeds():
         put("fuzz_raster", name, bytes([selector]) + (hostile / name).read_bytes())
 
 
+def tiff_tile_seeds():
+    # Tiled and striped TIFFs as tifffile writes them: 8- and 16-bit, grey and RGB, raw and Deflate.
+    import tifffile
+    image = (np.arange(40 * 48 * 3).reshape(40, 48, 3) * 7 % 256).astype(np.uint8)
+    forms = {"rgb_tiles_zlib": dict(data=image, tile=(16, 16), compression="zlib", photometric="rgb"),
+             "grey16_tiles": dict(data=image[..., 0].astype(np.uint16) * 257, tile=(16, 32)),
+             "rgb_strips": dict(data=image, rowsperstrip=5, photometric="rgb")}
+    for name, form in forms.items():
+        out = io.BytesIO()
+        tifffile.imwrite(out, **form)
+        put("fuzz_tiff_tiles", f"{name}.tif", out.getvalue())
+
+
 def per_volume_seeds():
     # Selector % 3: ITK text list, AFNI .1D rows, folder of FSL matrices split at "\n--\n".
     affine = "#Transform {}\nTransform: AffineTransform_double_3_3\nParameters: 1 0 0 0 1 0 0 0 1 {} 0 0\nFixedParameters: 0 0 0\n"
@@ -420,6 +433,7 @@ def main():
     package_transform_seeds()
     hdf5_transform_seeds()
     raster_seeds()
+    tiff_tile_seeds()
     per_volume_seeds()
     total = sum(f.stat().st_size for f in CORPUS.rglob("*") if f.is_file())
     for folder in sorted(CORPUS.iterdir()):

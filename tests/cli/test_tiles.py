@@ -1,0 +1,231 @@
+#!/usr/bin/python3
+"""Sampling by tiles (docs/bigdata.md): tiled and striped TIFFs written by tifffile, warped by
+`affine --by-tiles always` within a small --working-memory, give the very values of the in-memory
+path for every map, interpolation and padding it serves; the output is a tiled, Deflate-compressed
+TIFF that tifffile and OpenCV read; values agree with OpenCV's warpAffine; what cannot run by tiles
+is refused under --by-tiles always and read whole under auto. With --large: a generated 40000 x
+40000 RGB BigTIFF is rotated with a peak RSS under 1 GiB, random windows agreeing with OpenCV's
+warpAffine of the matching input region.
+
+    /usr/bin/python3 tests/cli/test_tiles.py --gridwarp build/app/gridwarp [--large]
+"""
+import math
+import os
+import resource
+import subprocess
+import sys
+
+import cv2
+import numpy as np
+import tifffile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from script_support import FolderTestCase, arguments, gridwarp, main, run  # noqa: E402
+
+RNG = np.random.default_rng(63)
+
+
+def triangle(t):
+    """A wave of slope 1 between 0 and 255: smooth everywhere, so that OpenCV's 1/32-pixel
+    coordinates move a value by at most one level."""
+    return np.abs(t % 510 - 255)
+
+
+def smooth_rgb(y, x):
+    return np.stack([triangle(x + 2 * y), triangle(3 * x - y + 100), triangle((x * 2 + y * 2) // 3)], axis=-1).astype(np.uint8)
+
+
+def stepped(y, x):
+    """Steps of one level that differ from tile to tile: a tile in the wrong place shows."""
+    return np.minimum(np.abs((x // 97 + y // 89) % 512 - 256), 255)
+
+
+def large_pattern(y, x):
+    """Slopes of at most 3 levels a pixel; channels 0 and 1 have a period of 512 pixels."""
+    wave = lambda t: np.minimum(np.abs(t % 512 - 256), 255)  # noqa: E731
+    return np.stack([wave(x + 2 * y), wave(3 * x - y), stepped(y, x)], axis=-1).astype(np.uint8)
+
+
+def same_values(a, b):
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+
+
+def opencv_matrix(degrees, shift_x, shift_y):
+    """A forward (input -> output) 2x3 matrix, as warpAffine and `affine --matrix M --inverse` take it."""
+    a = math.radians(degrees)
+    return np.array([[math.cos(a), math.sin(a), shift_x], [-math.sin(a), math.cos(a), shift_y]])
+
+
+class ByTiles(FolderTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        y, x = np.mgrid[0:1500, 0:2100]
+        rgb = smooth_rgb(y, x)
+        rgb[::7, ::5] = RNG.integers(0, 256, rgb[::7, ::5].shape)  # sharp detail too
+        cls.inputs = {
+            "rgb": rgb,
+            "grey16": (RNG.random((1300, 900)) * 60000).astype(np.uint16),
+            "float32": (RNG.random((1000, 1200)) * 100 - 50).astype(np.float32),
+            "rgba": (RNG.random((700, 1000, 4)) * 255).astype(np.uint8),
+        }
+        cls.inputs["float32"][5, 5] = np.nan
+        tifffile.imwrite(cls.path("rgb.tif"), rgb, tile=(256, 256), compression="zlib", photometric="rgb")
+        tifffile.imwrite(cls.path("grey16.tif"), cls.inputs["grey16"], tile=(128, 256))
+        tifffile.imwrite(cls.path("float32.tif"), cls.inputs["float32"], tile=(256, 256), compression="zlib")
+        tifffile.imwrite(cls.path("rgba.tif"), cls.inputs["rgba"], tile=(128, 128), photometric="rgb", extrasamples=[2])
+        tifffile.imwrite(cls.path("strips.tif"), rgb, rowsperstrip=16, photometric="rgb")
+        np.savetxt(cls.path("theta.txt"), [[0.9, -0.2, 0.1], [0.25, 1.1, -0.05]])
+        np.savetxt(cls.path("matrix.txt"), [[1.2, 0.3, -50], [-0.2, 0.8, 40]])
+
+    def warp(self, source, output, *options, by_tiles="always"):
+        result = run("affine", "-i", self.path(source), "-o", self.path(output), *options, "--by-tiles", by_tiles,
+                     "--working-memory", "16M", "-q")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return cv2.imread(self.path(output), cv2.IMREAD_UNCHANGED)
+
+    def test_by_tiles_equals_the_whole_input_in_memory(self):
+        maps = [["--rotate", "33", "--mode", "cubic"], ["--rotate", "10", "--scale", "2.5"],
+                ["--theta", self.path("theta.txt")],
+                ["--theta", self.path("theta.txt"), "--align-corners", "--mode", "cubic", "--padding", "border"],
+                ["--matrix", self.path("matrix.txt"), "--mode", "lanczos"],
+                ["--matrix", self.path("matrix.txt"), "--inverse", "--padding", "border", "--fill", "7"],
+                ["--rotate", "200", "--expand", "--mode", "nearest"], ["--size", "3000x900", "--rotate", "5"]]
+        for source in ["rgb", "grey16", "float32", "rgba", "strips"]:
+            for options in maps:
+                with self.subTest(source=source, options=" ".join(options)):
+                    tiled = self.warp(f"{source}.tif", "tiled.tif", *options)
+                    whole = self.warp(f"{source}.tif", "whole.tif", *options, by_tiles="never")
+                    self.assertTrue(same_values(tiled, whole))
+
+    def test_output_is_a_tiled_deflate_tiff(self):
+        self.warp("rgb.tif", "out.tif", "--rotate", "10")
+        with tifffile.TiffFile(self.path("out.tif")) as tif:
+            page = tif.pages[0]
+            self.assertTrue(page.is_tiled)
+            self.assertEqual((page.tilelength, page.tilewidth), (512, 512))
+            self.assertEqual(int(page.compression), 8)  # Adobe Deflate
+            self.assertEqual(page.shape, (1500, 2100, 3))
+            # tifffile decodes Deflate and the predictor itself: RGB order, as OpenCV's BGR reversed.
+            self.assertTrue(np.array_equal(page.asarray(), cv2.imread(self.path("out.tif"))[..., ::-1]))
+        self.warp("rgb.tif", "stored.tif", "--rotate", "10", "--compression-level", "0")
+        with tifffile.TiffFile(self.path("stored.tif")) as tif:
+            self.assertEqual(int(tif.pages[0].compression), 1)
+
+    def test_tiles_are_written_in_the_same_order_whatever_the_threads(self):
+        one = run("affine", "-i", self.path("rgb.tif"), "-o", self.path("one.tif"), "--rotate", "7", "--by-tiles", "always", "--threads", "1")
+        two = run("affine", "-i", self.path("rgb.tif"), "-o", self.path("two.tif"), "--rotate", "7", "--by-tiles", "always", "--threads", "2")
+        self.assertEqual(one.returncode + two.returncode, 0, one.stderr + two.stderr)
+        with open(self.path("one.tif"), "rb") as a, open(self.path("two.tif"), "rb") as b:
+            self.assertEqual(a.read(), b.read())
+
+    def test_values_agree_with_opencv_warp_affine(self):
+        y, x = np.mgrid[0:900, 0:1300]
+        image = smooth_rgb(y, x)
+        tifffile.imwrite(self.path("smooth.tif"), image, tile=(256, 256), photometric="rgb")
+        matrix = opencv_matrix(10, -120.0, 90.0)
+        np.savetxt(self.path("forward.txt"), matrix)
+        ours = self.warp("smooth.tif", "ours.tif", "--matrix", self.path("forward.txt"), "--inverse")
+        theirs = cv2.warpAffine(image[..., ::-1], matrix, (1300, 900), flags=cv2.INTER_LINEAR)
+        # OpenCV rounds coordinates to 1/32 pixel; on slopes of at most 3 levels a pixel that moves a value by one.
+        inside = cv2.warpAffine(np.full((900, 1300), 255, np.uint8), matrix, (1300, 900), flags=cv2.INTER_NEAREST) == 255
+        inside = cv2.erode(inside.astype(np.uint8), np.ones((5, 5), np.uint8), borderType=cv2.BORDER_CONSTANT, borderValue=0) > 0
+        difference = np.abs(ours.astype(int) - theirs.astype(int))[inside]
+        self.assertLessEqual(difference.max(), 1)
+
+    def test_what_cannot_run_by_tiles(self):
+        for options, why in [(["--padding", "reflection"], "reflection"), (["--mode", "bspline"], "reach"),
+                             (["--scale", "0.3", "--antialias", "on"], "anti-aliasing")]:
+            with self.subTest(options=options):
+                result = run("affine", "-i", self.path("rgb.tif"), "-o", self.path("no.tif"), "--rotate", "3", *options,
+                             "--by-tiles", "always")
+                self.assertNotEqual(result.returncode, 0)
+                self.assertIn("--by-tiles always", result.stderr)
+                self.assertIn(why, result.stderr)
+                self.assertFalse(os.path.exists(self.path("no.tif")))
+                # auto reads the input whole instead.
+                result = run("affine", "-i", self.path("rgb.tif"), "-o", self.path("auto.tif"), "--rotate", "3", *options,
+                             "--working-memory", "16M", "-q")
+                self.assertEqual(result.returncode, 0, result.stderr)
+        result = run("affine", "-i", self.path("rgb.tif"), "-o", self.path("no.png"), "--rotate", "3", "--by-tiles", "always")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("not written by tiles", result.stderr)
+
+    def test_a_damaged_tile_is_refused_without_output(self):
+        damaged = self.path("damaged.tif")
+        with open(self.path("rgb.tif"), "rb") as f:
+            data = bytearray(f.read())
+        with tifffile.TiffFile(self.path("rgb.tif")) as tif:
+            offset = tif.pages[0].dataoffsets[7]
+        data[offset:offset + 64] = b"\xff" * 64
+        with open(damaged, "wb") as f:
+            f.write(data)
+        result = run("affine", "-i", damaged, "-o", self.path("from_damaged.tif"), "--rotate", "3", "--by-tiles", "always")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+        self.assertIn("damaged.tif", result.stderr)
+        self.assertFalse(os.path.exists(self.path("from_damaged.tif")))
+
+
+class LargerThanMemory(FolderTestCase):
+    """A 40000 x 40000 RGB BigTIFF (4.8 GB of pixels), rotated within 1 GiB."""
+
+    SIZE = 40000
+    TILE = 512
+
+    def setUp(self):
+        if not arguments().large:
+            self.skipTest("--large not given")
+
+    def test_rotated_within_a_gibibyte(self):
+        size, tile = self.SIZE, self.TILE
+        source = self.path("large.tif")
+
+        periodic = large_pattern(*np.mgrid[0:tile, 0:tile])  # channels 0 and 1 repeat every tile
+
+        def tiles():
+            for y0 in range(0, size, tile):
+                for x0 in range(0, size, tile):
+                    pixels = periodic.copy()
+                    pixels[..., 2] = stepped(np.arange(y0, y0 + tile)[:, None], np.arange(x0, x0 + tile)[None, :])
+                    yield pixels
+
+        tifffile.imwrite(source, tiles(), shape=(size, size, 3), dtype=np.uint8, tile=(tile, tile), photometric="rgb", bigtiff=True)
+        matrix = opencv_matrix(10, 0.0, 0.0)
+        centre = (size - 1) / 2
+        matrix[:, 2] = [centre, centre] - matrix[:, :2] @ [centre, centre]  # about the centre
+        np.savetxt(self.path("forward.txt"), matrix)
+        output = self.path("large_rotated.tif")
+        process = subprocess.Popen([gridwarp(), "affine", "-i", source, "-o", output, "--matrix", self.path("forward.txt"),
+                                    "--inverse", "--compression-level", "1", "-q"], stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(process.pid, 0)
+        stderr = process.stderr.read().decode()
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0, stderr)
+        peak_mib = usage.ru_maxrss / 1024
+        print(f"peak RSS {peak_mib:.0f} MiB", file=sys.stderr)
+        self.assertLess(peak_mib, 1024)
+        os.remove(source)  # the windows' input regions are computed, not read
+
+        import zarr
+        store = tifffile.imread(output, aszarr=True)
+        rotated = zarr.open(store, mode="r")
+        self.assertEqual(rotated.shape, (size, size, 3))
+        inverse = cv2.invertAffineTransform(matrix)
+        for _ in range(6):
+            oy, ox = (int(v) for v in RNG.integers(2000, size - 2300, 2))
+            window = rotated[oy:oy + 256, ox:ox + 256]
+            corners = np.array([[ox, oy], [ox + 256, oy], [ox, oy + 256], [ox + 256, oy + 256]], float)
+            mapped = corners @ inverse[:, :2].T + inverse[:, 2]
+            x0, y0 = np.floor(mapped.min(axis=0)).astype(int) - 4
+            x1, y1 = np.ceil(mapped.max(axis=0)).astype(int) + 4
+            y, x = np.mgrid[y0:y1, x0:x1]
+            region = large_pattern(y, x)
+            shifted = matrix.copy()  # region pixel -> window pixel
+            shifted[:, 2] += matrix[:, :2] @ [x0, y0] - [ox, oy]
+            expected = cv2.warpAffine(region, shifted, (256, 256), flags=cv2.INTER_LINEAR)
+            self.assertLessEqual(np.abs(window.astype(int) - expected.astype(int)).max(), 1, f"window at ({ox}, {oy})")
+        store.close()
+
+
+if __name__ == "__main__":
+    main(lambda parser: parser.add_argument("--large", action="store_true"))
