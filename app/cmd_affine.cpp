@@ -264,7 +264,7 @@ void run_affine(const AffineCommand& command) {
     // A tiled input is described from its header first; it is read whole only if it is not sampled by tiles.
     const std::unique_ptr<io::TileSource> tiles = open_input_tiles(command.input, command.output, command.tiling, read_options);
     const std::shared_ptr<const io::Image> loaded_input =
-        tiles ? std::make_shared<const io::Image>(describe_tiled_input(*tiles)) : load_image(command.input, read_options);
+        tiles ? std::make_shared<const io::Image>(tiles->describe()) : load_image(command.input, read_options);
     const io::Image& input = *loaded_input;
     report_warnings(input);
     warn_if_label_map(command.input.path, input, options);

@@ -44,20 +44,6 @@ std::unique_ptr<io::TileSource> open_input_tiles(const ImageArgument& input, con
     return tiles;
 }
 
-io::Image describe_tiled_input(const io::TileSource& tiles) {
-    const io::TileLayout& layout = tiles.layout();
-    io::Image image;
-    image.kind = io::FileKind::Raster;
-    image.format = "tiff";
-    image.channels = layout.channels;
-    image.spatial = {layout.height, layout.width};
-    image.layout = io::ChannelLayout::Interleaved;
-    if (layout.channels == 3) image.channel_order = "BGR";
-    if (layout.channels == 4) image.channel_order = "BGRA";
-    image.pixels = Tensor(layout.dtype, Shape{0});
-    return image;
-}
-
 bool samples_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, const SampleOptions& options, bool filters_input,
                       DType output_type, const PositionSource& positions) {
     const Shape& output_spatial = positions.output_shape();
@@ -79,10 +65,11 @@ bool samples_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, con
     }
     if (always) return true;
     const auto bytes = [&](const Shape& spatial) {
-        return static_cast<unsigned __int128>(spatial[0]) * static_cast<std::uint64_t>(spatial[1]) *
-               static_cast<std::uint64_t>(layout.channels) * dtype_size(layout.dtype);
+        unsigned __int128 total = static_cast<std::uint64_t>(layout.channels) * dtype_size(layout.dtype);
+        for (const auto extent : spatial) total *= static_cast<std::uint64_t>(extent);
+        return total;
     };
-    return bytes({layout.height, layout.width}) + bytes(output_spatial) > flags.working_memory;
+    return bytes(layout.spatial) + bytes(output_spatial) > flags.working_memory;
 }
 
 namespace {
@@ -97,35 +84,46 @@ public:
         options_.threads = 1;
     }
 
-    // Rows [y, y + rows) and columns [x, x + columns) of the output into `pixels`; a box of input
-    // past the budget is read for halves of the rows instead.
-    void sample(std::int64_t y, std::int64_t x, const TensorView& pixels) const {
-        const std::int64_t rows = pixels.shape[2], columns = pixels.shape[3];
-        const PositionWindow window(positions_, Shape{y, x}, Shape{rows, columns});
-        const Shape input_spatial{layout_.height, layout_.width};
-        const InputBox box = input_box_read(window, input_spatial, options_);
-        const std::uint64_t box_bytes = static_cast<std::uint64_t>(box.extent[0] * box.extent[1] * layout_.channels) * dtype_size(layout_.dtype);
+    // The box of the output at `start` of pixels' extent into `pixels`; a box of input past the
+    // budget is read for halves of the output box (along its outermost axis longer than 1) instead.
+    void sample(const Shape& start, const TensorView& pixels) const {
+        const Shape extent(pixels.shape.begin() + 2, pixels.shape.end());
+        const PositionWindow window(positions_, start, extent);
+        const InputBox box = input_box_read(window, layout_.spatial, options_);
+        const std::uint64_t box_bytes = static_cast<std::uint64_t>(shape_numel(box.extent) * layout_.channels) * dtype_size(layout_.dtype);
         if (box_bytes > box_budget_) {
-            if (rows == 1) {
-                throw io::FileError(input_file_, "a row of output reads " + std::to_string(box.extent[1]) + " x " + std::to_string(box.extent[0]) +
-                                                     " input pixels, more than --working-memory leaves each thread");
+            std::size_t axis = 0;
+            while (axis < extent.size() && extent[axis] < 2) ++axis;
+            if (axis == extent.size()) {
+                throw io::FileError(input_file_, "an output point reads " + image_size_text(box.extent) +
+                                                     " input voxels, more than --working-memory leaves each thread");
             }
-            const std::int64_t half = rows / 2;
-            TensorView top = pixels, bottom = pixels;
-            top.shape[2] = half;
-            bottom.shape[2] = rows - half;
-            bottom.data = static_cast<std::uint8_t*>(pixels.data) + half * pixels.strides[2] * static_cast<std::int64_t>(dtype_size(pixels.dtype));
-            sample(y, x, top);
-            sample(y + half, x, bottom);
+            const std::int64_t half = extent[axis] / 2;
+            TensorView first = pixels, second = pixels;
+            first.shape[axis + 2] = half;
+            second.shape[axis + 2] = extent[axis] - half;
+            second.data = static_cast<std::uint8_t*>(pixels.data) + half * pixels.strides[axis + 2] * static_cast<std::int64_t>(dtype_size(pixels.dtype));
+            Shape second_start = start;
+            second_start[axis] += half;
+            sample(start, first);
+            sample(second_start, second);
             return;
         }
         thread_local std::vector<std::uint8_t> box_pixels;
         box_pixels.resize(box_bytes);
-        cache_.read_region(box.start[0], box.start[1], box.extent[0], box.extent[1], box_pixels.data());
+        cache_.read_region(box.start, box.extent, box_pixels.data());
         const std::int64_t c = layout_.channels;
-        const ConstTensorView stored(layout_.dtype, box_pixels.data(), Shape{1, c, box.extent[0], box.extent[1]},
-                                     Shape{box.extent[0] * box.extent[1] * c, 1, box.extent[1] * c, c});
-        grid_sample(stored, PositionsInBox(window, input_spatial, options_.align_corners, box), pixels, options_);
+        Shape shape{1, c}, strides(box.extent.size() + 2);
+        shape.insert(shape.end(), box.extent.begin(), box.extent.end());
+        std::int64_t stride = c;
+        for (std::size_t a = box.extent.size(); a-- > 0;) {
+            strides[a + 2] = stride;
+            stride *= box.extent[a];
+        }
+        strides[1] = 1;
+        strides[0] = stride;
+        const ConstTensorView stored(layout_.dtype, box_pixels.data(), shape, strides);
+        grid_sample(stored, PositionsInBox(window, layout_.spatial, options_.align_corners, box), pixels, options_);
     }
 
     std::uint64_t tiles_decoded() const { return cache_.tiles_decoded(); }
@@ -139,27 +137,30 @@ private:
     io::TileCache cache_;
 };
 
-// The input tiles to keep: those the output tiles of two columns of a band (write_by_tiles' order)
-// read, judged from the boxes of a few output tiles, within half the working memory. Tiles that
+// The input tiles to keep: enough for the boxes of the last few dozen output tiles (taken in
+// Z-order), judged from the boxes of a few output tiles, within half the working memory. Tiles that
 // do not fit are decoded again when needed.
 std::uint64_t tile_cache_bytes(const io::TileLayout& layout, const PositionSource& positions, const SampleOptions& options,
                                std::uint64_t working_memory) {
-    constexpr std::int64_t kOutputTileSide = 512, kBandTileRows = 8;
     const Shape& output = positions.output_shape();
-    const Shape input_spatial{layout.height, layout.width};
+    const std::size_t rank = output.size();
+    const std::int64_t side = rank == 2 ? 512 : 128;
     std::int64_t most_tiles = 1;
-    for (const double fy : {0.0, 0.5, 1.0}) {
-        for (const double fx : {0.0, 0.5, 1.0}) {
-            const Shape extent{std::min(kOutputTileSide, output[0]), std::min(kOutputTileSide, output[1])};
-            const Shape start{static_cast<std::int64_t>(fy * static_cast<double>(output[0] - extent[0])),
-                              static_cast<std::int64_t>(fx * static_cast<double>(output[1] - extent[1]))};
-            const InputBox box = input_box_read(PositionWindow(positions, start, extent), input_spatial, options);
-            const std::int64_t rows = (box.start[0] + box.extent[0] - 1) / layout.tile_height - box.start[0] / layout.tile_height + 1;
-            const std::int64_t columns = (box.start[1] + box.extent[1] - 1) / layout.tile_width - box.start[1] / layout.tile_width + 1;
-            most_tiles = std::max(most_tiles, rows * columns);
+    for (int corner = 0; corner < (1 << rank) + 1; ++corner) {  // each corner, and the centre
+        Shape start(rank), extent(rank);
+        for (std::size_t a = 0; a < rank; ++a) {
+            extent[a] = std::min(side, output[a]);
+            const double where = corner == (1 << rank) ? 0.5 : ((corner >> a) & 1);
+            start[a] = static_cast<std::int64_t>(where * static_cast<double>(output[a] - extent[a]));
         }
+        const InputBox box = input_box_read(PositionWindow(positions, start, extent), layout.spatial, options);
+        std::int64_t tiles = 1;
+        for (std::size_t a = 0; a < rank; ++a) {
+            tiles *= (box.start[a] + box.extent[a] - 1) / layout.tile[a] - box.start[a] / layout.tile[a] + 1;
+        }
+        most_tiles = std::max(most_tiles, tiles);
     }
-    const std::uint64_t wanted = static_cast<std::uint64_t>(2 * (kBandTileRows + 2) * most_tiles) * layout.tile_bytes();
+    const std::uint64_t wanted = static_cast<std::uint64_t>(16 * most_tiles) * layout.tile_bytes();
     return std::clamp<std::uint64_t>(wanted, std::min<std::uint64_t>(16 << 20, working_memory / 2), working_memory / 2);
 }
 
@@ -175,17 +176,18 @@ void sample_by_tiles(const OutputArgument& output, const std::filesystem::path& 
     const std::uint64_t box_budget = (flags.working_memory - cache_bytes) / 2 / static_cast<std::uint64_t>(threads);
     const TileSampler sampler(input_file, tiles, positions, options, box_budget, cache_bytes);
     const io::TileLayout& layout = tiles.layout();
-    spdlog::debug("sampling by tiles: input tiles {}x{}, {} thread(s), working memory {} MiB, {} MiB of it for input tiles",
-                  layout.tile_width, layout.tile_height, threads, flags.working_memory >> 20, cache_bytes >> 20);
+    spdlog::debug("sampling by tiles: input tiles {}, {} thread(s), working memory {} MiB, {} MiB of it for input tiles",
+                  shape_to_string(layout.tile), threads, flags.working_memory >> 20, cache_bytes >> 20);
     if (progress) progress->phase("sampling by tiles", 1, 2);
     io::write_by_tiles(output.path, description, write_options, threads,
-                       [&](std::int64_t y, std::int64_t x, const TensorView& pixels) { sampler.sample(y, x, pixels); },
+                       [&](const Shape& start, const TensorView& pixels) { sampler.sample(start, pixels); },
                        [&](std::int64_t done, std::int64_t total) {
                            if (progress) progress->items(done, total);
                        });
     if (progress) progress->finish();
-    spdlog::debug("input tiles decoded: {} of {}", sampler.tiles_decoded(), layout.tile_rows() * layout.tile_columns());
-    spdlog::info("wrote {} (image {}, size {}, by tiles)", output.string(), dtype_name(description.dtype()), image_size_text(description.spatial));
+    spdlog::debug("input tiles decoded: {} of {}", sampler.tiles_decoded(), layout.tile_count());
+    spdlog::info("wrote {} ({} {}, size {}, by tiles)", output.string(), io::file_kind_name(description.kind), dtype_name(description.dtype()),
+                 image_size_text(description.spatial));
 }
 
 }  // namespace gridwarp::cli

@@ -26,8 +26,6 @@ void add_tiling_options(CLI::App& command, TilingFlags& flags);
 // pair that cannot is refused (std::invalid_argument saying why).
 std::unique_ptr<io::TileSource> open_input_tiles(const ImageArgument& input, const OutputArgument& output, const TilingFlags& flags,
                                                  const io::ReadOptions& options);
-// What read_image_header would say of the tiled input: a raster description without pixels.
-io::Image describe_tiled_input(const io::TileSource& tiles);
 
 // Whether sampling from `tiles` at `positions` runs by tiles: under auto, where
 // the input and the output together pass --working-memory; and only where every point reads input

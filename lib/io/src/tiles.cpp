@@ -18,6 +18,41 @@ namespace gridwarp::io {
 
 namespace fs = std::filesystem;
 
+Shape TileLayout::tile_counts() const {
+    Shape counts(spatial.size());
+    for (std::size_t a = 0; a < spatial.size(); ++a) counts[a] = (spatial[a] + tile[a] - 1) / tile[a];
+    return counts;
+}
+
+std::int64_t TileLayout::tile_count() const { return shape_numel(tile_counts()); }
+
+std::uint64_t TileLayout::tile_bytes() const {
+    return static_cast<std::uint64_t>(shape_numel(tile) * channels) * dtype_size(dtype);
+}
+
+std::vector<std::int64_t> tiles_in_z_order(const Shape& counts) {
+    const std::size_t rank = counts.size();
+    int bits = 0;
+    for (const auto count : counts) {
+        while ((std::int64_t{1} << bits) < count) ++bits;
+    }
+    std::vector<std::int64_t> order;
+    order.reserve(static_cast<std::size_t>(shape_numel(counts)));
+    const std::uint64_t codes = std::uint64_t{1} << (bits * rank);
+    for (std::uint64_t code = 0; code < codes && order.size() < order.capacity(); ++code) {
+        std::int64_t linear = 0;
+        bool inside = true;
+        for (std::size_t a = 0; a < rank && inside; ++a) {
+            std::int64_t index = 0;
+            for (int b = 0; b < bits; ++b) index |= static_cast<std::int64_t>((code >> (b * rank + (rank - 1 - a))) & 1) << b;
+            inside = index < counts[a];
+            linear = linear * counts[a] + index;
+        }
+        if (inside) order.push_back(linear);
+    }
+    return order;
+}
+
 std::unique_ptr<TileSource> open_tile_source(const fs::path& file, const ReadOptions& options) {
     const detail::FormatHandler& format = detail::format_for_path(file);
     std::error_code error;
@@ -73,7 +108,14 @@ struct TileCache::State {
             try {
                 tile->pixels.resize(source.layout().tile_bytes());
                 const TileLayout& layout = source.layout();
-                source.read_tile(index / layout.tile_columns(), index % layout.tile_columns(), tile->pixels.data());
+                const Shape counts = layout.tile_counts();
+                Shape tile_index(counts.size());
+                std::int64_t rest = index;
+                for (std::size_t a = counts.size(); a-- > 0;) {
+                    tile_index[a] = rest % counts[a];
+                    rest /= counts[a];
+                }
+                source.read_tile(tile_index, tile->pixels.data());
             } catch (...) {
                 tile->error = std::current_exception();
             }
@@ -107,28 +149,56 @@ std::uint64_t TileCache::tiles_decoded() const {
     return state_->decoded;
 }
 
-void TileCache::read_region(std::int64_t y, std::int64_t x, std::int64_t rows, std::int64_t columns, std::uint8_t* out) const {
+void TileCache::read_region(const Shape& start, const Shape& extent, std::uint8_t* out) const {
     const TileLayout& layout = state_->source.layout();
-    if (y < 0 || x < 0 || rows < 0 || columns < 0 || y + rows > layout.height || x + columns > layout.width) {
-        throw std::invalid_argument("TileCache::read_region: the region lies outside the raster");
-    }
-    const std::size_t pixel_bytes = static_cast<std::size_t>(layout.channels) * dtype_size(layout.dtype);
-    const std::size_t tile_row_bytes = static_cast<std::size_t>(layout.tile_width) * pixel_bytes;
-    const std::size_t out_row_bytes = static_cast<std::size_t>(columns) * pixel_bytes;
-    for (std::int64_t tile_row = y / layout.tile_height; tile_row * layout.tile_height < y + rows; ++tile_row) {
-        for (std::int64_t tile_column = x / layout.tile_width; tile_column * layout.tile_width < x + columns; ++tile_column) {
-            const std::shared_ptr<State::CachedTile> tile = state_->tile(tile_row * layout.tile_columns() + tile_column);
-            const std::int64_t top = tile_row * layout.tile_height, left = tile_column * layout.tile_width;
-            const std::int64_t first_row = std::max(y, top), end_row = std::min(y + rows, top + layout.tile_height);
-            const std::int64_t first_column = std::max(x, left), end_column = std::min(x + columns, left + layout.tile_width);
-            const auto bytes = static_cast<std::size_t>(end_column - first_column) * pixel_bytes;
-            for (std::int64_t r = first_row; r < end_row; ++r) {
-                std::memcpy(out + static_cast<std::size_t>(r - y) * out_row_bytes + static_cast<std::size_t>(first_column - x) * pixel_bytes,
-                            tile->pixels.data() + static_cast<std::size_t>(r - top) * tile_row_bytes +
-                                static_cast<std::size_t>(first_column - left) * pixel_bytes,
-                            bytes);
-            }
+    const std::size_t rank = layout.spatial.size();
+    if (start.size() != rank || extent.size() != rank) throw std::invalid_argument("TileCache::read_region: a start and extent per axis");
+    for (std::size_t a = 0; a < rank; ++a) {
+        if (start[a] < 0 || extent[a] < 1 || start[a] + extent[a] > layout.spatial[a]) {
+            throw std::invalid_argument("TileCache::read_region: the region lies outside the raster");
         }
+    }
+    const std::size_t voxel_bytes = static_cast<std::size_t>(layout.channels) * dtype_size(layout.dtype);
+    const Shape counts = layout.tile_counts();
+    // The tiles the region meets, each copied row by row (rows along the innermost axis).
+    Shape first(rank), last(rank);
+    for (std::size_t a = 0; a < rank; ++a) {
+        first[a] = start[a] / layout.tile[a];
+        last[a] = (start[a] + extent[a] - 1) / layout.tile[a];
+    }
+    Shape tile_index = first;
+    for (;;) {
+        std::int64_t linear = 0;
+        for (std::size_t a = 0; a < rank; ++a) linear = linear * counts[a] + tile_index[a];
+        const std::shared_ptr<State::CachedTile> tile = state_->tile(linear);
+        Shape lo(rank), hi(rank);  // the part of the region in this tile, in raster voxels
+        for (std::size_t a = 0; a < rank; ++a) {
+            lo[a] = std::max(start[a], tile_index[a] * layout.tile[a]);
+            hi[a] = std::min(start[a] + extent[a], (tile_index[a] + 1) * layout.tile[a]);
+        }
+        const auto row_bytes = static_cast<std::size_t>(hi[rank - 1] - lo[rank - 1]) * voxel_bytes;
+        Shape at = lo;  // the row's first voxel; at[rank - 1] stays lo[rank - 1]
+        for (;;) {
+            std::int64_t in_tile = 0, in_region = 0;
+            for (std::size_t a = 0; a < rank; ++a) {
+                in_tile = in_tile * layout.tile[a] + (at[a] - tile_index[a] * layout.tile[a]);
+                in_region = in_region * extent[a] + (at[a] - start[a]);
+            }
+            std::memcpy(out + static_cast<std::size_t>(in_region) * voxel_bytes, tile->pixels.data() + static_cast<std::size_t>(in_tile) * voxel_bytes,
+                        row_bytes);
+            std::size_t a = rank - 1;
+            while (a-- > 0) {
+                if (++at[a] < hi[a]) break;
+                at[a] = lo[a];
+            }
+            if (a == static_cast<std::size_t>(-1)) break;
+        }
+        std::size_t a = rank;
+        while (a-- > 0) {
+            if (++tile_index[a] <= last[a]) break;
+            tile_index[a] = first[a];
+        }
+        if (a == static_cast<std::size_t>(-1)) break;
     }
 }
 

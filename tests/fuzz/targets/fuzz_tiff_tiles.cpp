@@ -23,13 +23,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (!tiles) return 0;
         const gridwarp::io::TileLayout& layout = tiles->layout();
         // Small rasters only: the run reads all of it.
-        if (layout.height * layout.width > (std::int64_t{1} << 20)) return 0;
+        if (gridwarp::shape_numel(layout.spatial) > (std::int64_t{1} << 20)) return 0;
         gridwarp::io::TileCache cache(*tiles, layout.tile_bytes() * 2);
-        const std::int64_t rows = std::min<std::int64_t>(layout.height, 97), columns = std::min<std::int64_t>(layout.width, 89);
-        std::vector<std::uint8_t> region(static_cast<std::size_t>(rows * columns * layout.channels) * gridwarp::dtype_size(layout.dtype));
-        for (std::int64_t y = 0; y < layout.height; y += rows) {
-            for (std::int64_t x = 0; x < layout.width; x += columns) {
-                cache.read_region(y, x, std::min(rows, layout.height - y), std::min(columns, layout.width - x), region.data());
+        const gridwarp::Shape step{std::min<std::int64_t>(layout.spatial[0], 97), std::min<std::int64_t>(layout.spatial[1], 89)};
+        std::vector<std::uint8_t> region(static_cast<std::size_t>(step[0] * step[1] * layout.channels) * gridwarp::dtype_size(layout.dtype));
+        for (std::int64_t y = 0; y < layout.spatial[0]; y += step[0]) {
+            for (std::int64_t x = 0; x < layout.spatial[1]; x += step[1]) {
+                cache.read_region({y, x}, {std::min(step[0], layout.spatial[0] - y), std::min(step[1], layout.spatial[1] - x)}, region.data());
             }
         }
     } catch (const gridwarp::io::FileError&) {

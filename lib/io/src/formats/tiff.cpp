@@ -612,10 +612,8 @@ class TiffTileSource final : public TileSource {
 public:
     TiffTileSource(fs::path file, const PageLayout& page, std::uint64_t max_allocation)
         : file_(std::move(file)), page_(page), max_allocation_(max_allocation) {
-        layout_.height = page.height;
-        layout_.width = page.width;
-        layout_.tile_height = page.chunk_height;
-        layout_.tile_width = page.chunk_width;
+        layout_.spatial = {page.height, page.width};
+        layout_.tile = {page.chunk_height, page.chunk_width};
         layout_.channels = page.channels;
         layout_.dtype = page.dtype;
     }
@@ -625,11 +623,17 @@ public:
         idle_.push_back(std::move(handle));
     }
 
-    void read_tile(std::int64_t row, std::int64_t column, std::uint8_t* out) const override {
+    Image describe() const override {
+        Image image = raster_description(page_.dtype, page_.height, page_.width, page_.channels);
+        image.format = "tiff";
+        return image;
+    }
+
+    void read_tile(const Shape& index, std::uint8_t* out) const override {
         std::unique_ptr<TilePageHandle> open = take_handle();
         TIFF* tif = open->handle.tif;
-        const auto x0 = static_cast<std::uint32_t>(column * layout_.tile_width), y0 = static_cast<std::uint32_t>(row * layout_.tile_height);
-        const auto tile_pixels = static_cast<std::size_t>(layout_.tile_height * layout_.tile_width);
+        const auto y0 = static_cast<std::uint32_t>(index[0] * layout_.tile[0]), x0 = static_cast<std::uint32_t>(index[1] * layout_.tile[1]);
+        const auto tile_pixels = static_cast<std::size_t>(layout_.tile[0] * layout_.tile[1]);
         const std::size_t stored_bytes = tile_pixels * page_.samples * page_.sample_bytes();
         open->report.error.clear();
         open->report.decoding_warning.clear();
@@ -756,16 +760,6 @@ void difference_tile(DType dtype, std::uint8_t* bytes, std::size_t rows, std::si
 }
 
 constexpr std::uint32_t kWrittenTileSide = 512;
-constexpr std::int64_t kBandTileRows = 8;
-
-// The tile row and column of the index-th tile taken: bands of kBandTileRows tile rows, column by
-// column within a band, so that tiles taken one after another are neighbours and share input.
-std::pair<std::int64_t, std::int64_t> tile_in_band_order(std::int64_t index, std::int64_t tile_rows, std::int64_t tile_columns) {
-    const std::int64_t band_tiles = kBandTileRows * tile_columns;
-    const std::int64_t band = index / band_tiles, within = index % band_tiles;
-    const std::int64_t rows_in_band = std::min(kBandTileRows, tile_rows - band * kBandTileRows);
-    return {band * kBandTileRows + within % rows_in_band, within / rows_in_band};
-}
 constexpr int kDefaultTileLevel = 4;
 
 }  // namespace
@@ -820,7 +814,8 @@ void write_tiff_tiles(const StagedFile& staged, const Image& description, const 
     if (!set) throw failed();
 
     const std::int64_t tile_columns = (width + side - 1) / side, tile_rows = (height + side - 1) / side;
-    const std::int64_t tiles = tile_columns * tile_rows;
+    const std::vector<std::int64_t> order = tiles_in_z_order(Shape{tile_rows, tile_columns});
+    const auto tiles = static_cast<std::int64_t>(order.size());
     // Tiles are written in the order taken whatever order they finish in, so that the file's bytes do not
     // depend on the threads; a thread ahead of the writer by more than a few tiles per thread waits.
     const int workers = std::max(1, std::min<int>(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()),
@@ -834,7 +829,7 @@ void write_tiff_tiles(const StagedFile& staged, const Image& description, const 
     const auto work = [&] {
         try {
             TileCompressor compressor(std::max(level, 1));
-            std::vector<std::uint8_t> tile(tile_bytes);
+            std::vector<std::uint8_t> buffer(tile_bytes);
             for (;;) {
                 std::int64_t index = 0;
                 {
@@ -843,30 +838,29 @@ void write_tiff_tiles(const StagedFile& staged, const Image& description, const 
                     if (error || next_tile >= tiles) return;
                     index = next_tile++;
                 }
-                const auto [tile_row, tile_column] = tile_in_band_order(index, tile_rows, tile_columns);
-                const std::int64_t y = tile_row * side, x = tile_column * side;
+                const std::int64_t tile = order[static_cast<std::size_t>(index)];
+                const std::int64_t y = tile / tile_columns * side, x = tile % tile_columns * side;
                 const std::int64_t rows = std::min<std::int64_t>(side, height - y), columns = std::min<std::int64_t>(side, width - x);
-                std::fill(tile.begin(), tile.end(), std::uint8_t{0});
-                const TensorView pixels(dtype, tile.data(), Shape{1, channels, rows, columns},
+                std::fill(buffer.begin(), buffer.end(), std::uint8_t{0});
+                const TensorView pixels(dtype, buffer.data(), Shape{1, channels, rows, columns},
                                         Shape{static_cast<std::int64_t>(tile_row_values) * rows, 1, static_cast<std::int64_t>(tile_row_values), channels});
-                produce(y, x, pixels);
-                if (colour) swap_first_and_third(tile.data(), tile_bytes / (value_bytes * channels), channels, value_bytes);  // BGR(A) -> RGB(A)
+                produce(Shape{y, x}, pixels);
+                if (colour) swap_first_and_third(buffer.data(), tile_bytes / (value_bytes * channels), channels, value_bytes);  // BGR(A) -> RGB(A)
                 std::vector<std::uint8_t> encoded;
                 if (compressed) {
-                    if (integers) difference_tile(dtype, tile.data(), side, tile_row_values, channels);
+                    if (integers) difference_tile(dtype, buffer.data(), side, tile_row_values, channels);
                     encoded.resize(libdeflate_zlib_compress_bound(compressor.compressor, tile_bytes));
-                    const std::size_t size = libdeflate_zlib_compress(compressor.compressor, tile.data(), tile_bytes, encoded.data(), encoded.size());
+                    const std::size_t size = libdeflate_zlib_compress(compressor.compressor, buffer.data(), tile_bytes, encoded.data(), encoded.size());
                     if (size == 0) throw std::runtime_error("deflate failed");
                     encoded.resize(size);
                 } else {
-                    encoded = tile;
+                    encoded = buffer;
                 }
                 std::unique_lock lock(mutex);
                 finished.emplace(index, std::move(encoded));
                 while (!finished.empty() && finished.begin()->first == next_written) {
                     const std::vector<std::uint8_t>& bytes = finished.begin()->second;
-                    const auto [row, column] = tile_in_band_order(next_written, tile_rows, tile_columns);
-                    if (TIFFWriteRawTile(tif, static_cast<std::uint32_t>(row * tile_columns + column), const_cast<std::uint8_t*>(bytes.data()),
+                    if (TIFFWriteRawTile(tif, static_cast<std::uint32_t>(order[static_cast<std::size_t>(next_written)]), const_cast<std::uint8_t*>(bytes.data()),
                                          static_cast<tmsize_t>(bytes.size())) < 0) {
                         throw failed();
                     }

@@ -40,7 +40,7 @@ void write_tiff(const StagedFile& staged, const Image& image);
 // for any other TIFF, which is read whole.
 std::unique_ptr<TileSource> open_tiff_tiles(const std::filesystem::path& file, const ReadOptions& options);
 
-// A tiled TIFF (512 x 512 tiles; BigTIFF past 3 GiB) written tile by tile (io::write_by_tiles):
+// A 2-D raster as a tiled TIFF (512 x 512 tiles; BigTIFF past 3 GiB) written tile by tile (io::write_by_tiles):
 // Adobe Deflate at options.compression_level (default 4; 0 stores the tiles), with horizontal
 // differencing for integers, tiles in the order taken (write_by_tiles) whatever order the threads
 // finish them in.

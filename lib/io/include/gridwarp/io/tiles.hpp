@@ -5,34 +5,35 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "gridwarp/io/image.hpp"
 
 namespace gridwarp::io {
 
-// A 2-D raster stored in tiles that decode on their own (a TIFF page's tiles, or its strips as
-// tiles of the full width).
+// A raster or volume stored in tiles (chunks) that decode on their own: a TIFF page's tiles, or its
+// strips as tiles of the full width; a Zarr array's chunks.
 struct TileLayout {
-    std::int64_t height = 0, width = 0;            // the raster's pixels
-    std::int64_t tile_height = 0, tile_width = 0;  // every tile's (those at the edges are cut)
+    Shape spatial;  // (H, W) or (D, H, W): outermost first
+    Shape tile;     // every tile's extent along the same axes (those at the far edges are cut)
     std::int64_t channels = 1;
     DType dtype = DType::UInt8;
 
-    std::int64_t tile_rows() const { return (height + tile_height - 1) / tile_height; }
-    std::int64_t tile_columns() const { return (width + tile_width - 1) / tile_width; }
-    std::uint64_t tile_bytes() const {
-        return static_cast<std::uint64_t>(tile_height * tile_width * channels) * dtype_size(dtype);
-    }
+    Shape tile_counts() const;       // tiles along each axis
+    std::int64_t tile_count() const;
+    std::uint64_t tile_bytes() const;  // a whole tile, every channel
 };
 
 class TileSource {
 public:
     virtual ~TileSource() = default;
     const TileLayout& layout() const { return layout_; }
-    // Decodes tile (row, column) into `out` (tile_bytes(): tile_height rows of tile_width pixels,
-    // channels interleaved in the order read_image gives them). Safe to call from several threads.
-    // Throws FileError for a damaged tile.
-    virtual void read_tile(std::int64_t row, std::int64_t column, std::uint8_t* out) const = 0;
+    // What read_image_header says of the file: its kind, shape, type and geometry, without pixels.
+    virtual Image describe() const = 0;
+    // Decodes the tile at `index` (one per axis) into `out`: tile_bytes(), voxels in C order over the
+    // whole tile's extent, channels interleaved in the order read_image gives them. Safe to call
+    // from several threads. Throws FileError for a damaged tile.
+    virtual void read_tile(const Shape& index, std::uint8_t* out) const = 0;
 
 protected:
     TileLayout layout_;
@@ -52,9 +53,9 @@ public:
     ~TileCache();
     TileCache(const TileCache&) = delete;
     TileCache& operator=(const TileCache&) = delete;
-    // Copies the pixels of rows [y, y + rows) and columns [x, x + columns) into `out`, row after
-    // row, channels interleaved (rows * columns * channels values).
-    void read_region(std::int64_t y, std::int64_t x, std::int64_t rows, std::int64_t columns, std::uint8_t* out) const;
+    // Copies the box at `start` of `extent` (one per axis) into `out`: voxels in C order, channels
+    // interleaved.
+    void read_region(const Shape& start, const Shape& extent, std::uint8_t* out) const;
     // Tiles decoded so far, counting those decoded again after they were dropped.
     std::uint64_t tiles_decoded() const;
 
@@ -66,15 +67,19 @@ private:
 // Whether the format `file`'s name selects writes tiles (write_by_tiles).
 bool writes_tiles(const std::filesystem::path& file);
 
-// Fills the tile of rows [y, y + rows) and columns [x, x + columns) of the output: `pixels` is
-// (1, C, rows, columns), channels interleaved, in the description's dtype.
-using TileProducer = std::function<void(std::int64_t y, std::int64_t x, const TensorView& pixels)>;
+// Fills the tile of the output at `start` (one per axis): `pixels` is (1, C, extent...) in the
+// description's dtype, any strides.
+using TileProducer = std::function<void(const Shape& start, const TensorView& pixels)>;
 
-// Writes `description` (a 2-D raster, one item) to `target` tile by tile, atomically: `produce`
-// fills each tile, called from `threads` threads at once (0: every core), tiles taken in bands of 8
-// tile rows, column by column within a band (neighbours one after another, so that the input they
-// share is read once); each tile is encoded and written as soon as it is filled, so memory holds a
-// few tiles per thread, whatever the image's size. `done(tiles_written, tiles)` is called after each tile.
+// The order write_by_tiles takes the tiles of a grid of `counts` tiles in: Z-order (the bits of the
+// tile indices interleaved), so that tiles taken one after another are near each other and share
+// input. Linear (C-order) tile indices.
+std::vector<std::int64_t> tiles_in_z_order(const Shape& counts);
+
+// Writes `description` (one item) to `target` tile by tile, atomically: `produce` fills each tile,
+// called from `threads` threads at once (0: every core), tiles taken in tiles_in_z_order; each
+// tile is encoded and written as soon as it is filled, so memory holds a few tiles per thread,
+// whatever the image's size. `done(tiles_written, tiles)` is called after each tile.
 void write_by_tiles(const std::filesystem::path& target, const Image& description, const WriteOptions& options, int threads,
                     const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done = nullptr);
 
