@@ -28,6 +28,8 @@ void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes) {
         command.add_option("--quality", flags.quality, "JPEG and WebP outputs: 1 (smallest) to 100 (best); default 95 for JPEG, "
                                                        "lossless for WebP")
             ->check(CLI::Range(1, 100));
+        command.add_option("--chunk-codec", flags.chunk_codec, "OME-Zarr outputs: the chunks' compressor, blosc (LZ4; default), zstd, zlib, gzip or none")
+            ->check(CLI::IsMember({"blosc", "zstd", "zlib", "gzip", "none"}));
     }
 }
 
@@ -90,6 +92,7 @@ io::WriteOptions to_write_options(const VolumeFlags& flags, const CommonOptions&
     io::WriteOptions options;
     options.compression_level = flags.compression_level;
     options.quality = flags.quality;
+    options.chunk_codec = flags.chunk_codec;
     options.threads = common.threads;
     return options;
 }

@@ -31,6 +31,7 @@ struct VolumeFlags {
     std::string nifti_geometry = "standard";
     int compression_level = -1;
     int quality = -1;
+    std::string chunk_codec;
     MemoryFlags memory;
     bool allow_outside_data_files = false;
     bool keep_orientation = false;

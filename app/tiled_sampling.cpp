@@ -29,14 +29,15 @@ std::unique_ptr<io::TileSource> open_input_tiles(const ImageArgument& input, con
     if (flags.by_tiles == "never") return nullptr;
     const bool always = flags.by_tiles == "always";
     if (output.in_memory() || !io::writes_tiles(output.path)) {
-        if (always) throw std::invalid_argument("--by-tiles always: " + output.string() + " is not written by tiles (write a .tif)");
+        if (always) throw std::invalid_argument("--by-tiles always: " + output.string() + " is not written by tiles (write a .tif or .zarr)");
         return nullptr;
     }
     if (input.in_memory()) return nullptr;
     std::unique_ptr<io::TileSource> tiles = io::open_tile_source(input.path, options);
     if (!tiles && always) {
         throw std::invalid_argument("--by-tiles always: " + input.string() +
-                                    " is not read by tiles (a TIFF of one page, 8 bits or wider, samples together, no orientation to apply)");
+                                    " is not read by tiles (an OME-Zarr store, or a TIFF of one page, 8 bits or wider, samples together, "
+                                    "no orientation to apply)");
     }
     if (tiles && flags.working_memory < (std::uint64_t{16} << 20)) {
         throw std::invalid_argument("--working-memory: at least 16M, got " + std::to_string(flags.working_memory));

@@ -29,10 +29,16 @@ Image header_copy(const Image& image) {
     return copy;
 }
 
-// Inputs are regular files, except a folder that names a DICOM series, whose reader checks each
-// of its files.
+// Inputs are regular files, except a folder that names a DICOM series or holds a store (OME-Zarr),
+// whose readers check each of its files.
 void require_readable_input(const fs::path& file) {
-    if (!names_dicom_folder(file)) detail::require_readable_file(file);
+    if (names_dicom_folder(file)) return;
+    if (detail::format_for_path(file).open_tiles && detail::lowercase_filename(file).ends_with(".zarr")) {
+        std::error_code error;
+        if (!fs::exists(file, error)) throw FileError(file, "no such file or folder");
+        return;
+    }
+    detail::require_readable_file(file);
 }
 
 }  // namespace

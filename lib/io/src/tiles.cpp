@@ -56,7 +56,7 @@ std::vector<std::int64_t> tiles_in_z_order(const Shape& counts) {
 std::unique_ptr<TileSource> open_tile_source(const fs::path& file, const ReadOptions& options) {
     const detail::FormatHandler& format = detail::format_for_path(file);
     std::error_code error;
-    if (!format.open_tiles || !fs::is_regular_file(file, error)) return nullptr;
+    if (!format.open_tiles || !(fs::is_regular_file(file, error) || fs::is_directory(file, error))) return nullptr;
     return format.open_tiles(file, options);
 }
 

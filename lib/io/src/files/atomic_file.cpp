@@ -97,7 +97,13 @@ void require_replaceable(const fs::path& target) {
     std::error_code error;
     const auto status = fs::symlink_status(target, error);
     if (error || !fs::exists(status) || fs::is_regular_file(status)) return;
-    if (fs::is_directory(status)) throw FileError(target, "is a directory, expected a file name to write");
+    if (fs::is_directory(status)) {
+        // A Zarr store is a folder, replaced whole by the store written (publish_store).
+        const bool store = detail::ends_with(target.filename().string(), ".zarr") &&
+                           (fs::exists(target / ".zgroup", error) || fs::exists(target / ".zarray", error));
+        if (store) return;
+        throw FileError(target, "is a directory, expected a file name to write");
+    }
     if (!special_outputs_replaced) {
         throw FileError(target, std::string("is ") + special_kind(status) +
                                     ", not a regular file; refusing to replace it (--replace-special-output replaces it)");
@@ -149,6 +155,29 @@ void move_into_place(const fs::path& from, const fs::path& to, const fs::path& t
     std::error_code error;
     fs::rename(from, to, error);
     if (error) throw FileError(target, "cannot move the finished file " + to.filename().string() + " into place: " + error.message());
+}
+
+// A store written as a folder (Zarr) replaces only an earlier store: the earlier one is moved
+// aside, the new one renamed into place, and the earlier one removed (put back if the rename fails).
+void publish_store(const fs::path& staged, const fs::path& target) {
+    std::error_code error;
+    const auto status = fs::symlink_status(target, error);
+    if (!error && fs::exists(status)) {
+        const bool store = fs::is_directory(status) && (fs::exists(target / ".zgroup", error) || fs::exists(target / ".zarray", error));
+        if (!store) throw FileError(target, "exists and is not a Zarr store; refusing to replace it");
+        const fs::path aside = staged.string() + ".earlier";
+        fs::rename(target, aside, error);
+        if (error) throw FileError(target, "cannot move the earlier store aside: " + error.message());
+        fs::rename(staged, target, error);
+        if (error) {
+            std::error_code ignored;
+            fs::rename(aside, target, ignored);
+            throw FileError(target, "cannot move the finished store into place: " + error.message());
+        }
+        fs::remove_all(aside, error);
+        return;
+    }
+    move_into_place(staged, target, target);
 }
 
 // Publishes a header and its data files (`staged`, the header last) from `staging` into
@@ -309,6 +338,10 @@ void publish_staged(const Staging& staging, const fs::path& target) {
     if (!fs::exists(staging.file, error)) throw FileError(target, "the writer produced no file");
     require_space_left(staging.file.parent_path(), target);
     if (staging.folder.empty()) {
+        if (fs::is_directory(staging.file, error)) {
+            publish_store(staging.file, target);
+            return;
+        }
         require_replaceable(target);  // again: something may have appeared there while writing
         move_into_place(staging.file, target, target);  // one rename: atomic
         return;
@@ -334,7 +367,7 @@ void publish_staged(const Staging& staging, const fs::path& target) {
 void discard_staged(const Staging& staging) noexcept {
     std::error_code ignored;
     if (staging.folder.empty()) {
-        fs::remove(staging.file, ignored);
+        fs::remove_all(staging.file, ignored);  // a store written as a folder, too
     } else {
         fs::remove_all(staging.folder, ignored);
     }

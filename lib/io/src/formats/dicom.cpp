@@ -4,6 +4,7 @@
 #include <string>
 
 #include "gridwarp/io/error.hpp"
+#include "names.hpp"
 
 namespace gridwarp::io::detail {
 
@@ -53,6 +54,8 @@ namespace gridwarp::io {
 
 bool names_dicom_folder(const std::filesystem::path& input) {
     std::error_code error;
+    // A store kept as a folder (OME-Zarr) is named by its suffix.
+    if (detail::lowercase_filename(input).ends_with(".zarr")) return false;
     return std::filesystem::is_directory(input, error) || detail::tagged_folder_source(input).has_value();
 }
 

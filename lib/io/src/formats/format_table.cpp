@@ -11,6 +11,7 @@
 #include "formats/png.hpp"
 #include "formats/read_guards.hpp"
 #include "formats/tiff.hpp"
+#include "formats/zarr.hpp"
 #include "formats/volume_header_check.hpp"
 #include "formats/webp.hpp"
 #include "gridwarp/io/atomic_file.hpp"
@@ -138,6 +139,8 @@ const FormatHandler kFormats[] = {
     {.name = "DICOM", .kind = FileKind::Volume, .suffixes = {".dcm"}, .read = read_dicom_series, .files_read = dicom_files_read},
     {.name = "MRtrix3", .kind = FileKind::Volume, .suffixes = {".mif", ".mif.gz", ".mih"}, .read = read_mif, .write = write_mif_image,
      .files_read = mif_files_read, .files_written = mif_files_written, .stores_value_scaling = true, .map_output = map_mif_output},
+    {.name = "OME-Zarr", .kind = FileKind::Volume, .suffixes = {".zarr"}, .read = read_zarr, .write = write_zarr_image,
+     .open_tiles = open_zarr_tiles, .write_tiles = write_zarr_tiles},
     {.name = "PNG", .kind = FileKind::Raster, .suffixes = {".png"}, .sniff = has_png_signature, .read = read_raster_image,
      .decode = decode_png, .highest_compression_level = 9, .write = write_png_image},
     {.name = "JPEG", .kind = FileKind::Raster, .suffixes = {".jpg", ".jpeg"}, .sniff = is_jpeg, .read = read_raster_image,

@@ -157,6 +157,9 @@ struct WriteOptions {
     int compression_level = -1;
     int quality = -1;            // 1..100 for JPEG and WebP outputs; -1: OpenCV's defaults (95, lossless WebP)
     int threads = 0;             // compression threads; 0: every core
+    // Zarr outputs: the chunks' compressor, "blosc" (the default when empty), "zstd", "zlib",
+    // "gzip" or "none". (--chunk-codec)
+    std::string chunk_codec;
 };
 
 // Turns an image holding stored values (ValueScaling::pixels_are_stored) into one holding the values

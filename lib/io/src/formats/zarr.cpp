@@ -1,0 +1,654 @@
+#include "formats/zarr.hpp"
+
+#include <blosc.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <libdeflate.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "files/output_file.hpp"
+#include "formats/raster_pixels.hpp"
+#include "gridwarp/io/atomic_file.hpp"
+#include "gridwarp/io/error.hpp"
+
+namespace gridwarp::io::detail {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// Metadata files are small; anything larger is not a store gridwarp wrote or reads.
+constexpr std::uintmax_t kLargestMetadataBytes = 1 << 20;
+constexpr int kMostAxes = 5;
+
+enum class Codec { None, Zlib, Gzip, Zstd, Blosc };
+
+// One Zarr v2 array and what its axes mean.
+struct ZarrArray {
+    fs::path folder;
+    Shape shape, chunks;  // every axis, C order
+    DType dtype = DType::UInt8;
+    bool swap_bytes = false;  // stored big-endian
+    Codec codec = Codec::None;
+    char separator = '.';
+    double fill = 0.0;
+    int channel_axis = -1;  // the first axis when it holds channels
+    std::vector<double> scale, translation;  // per axis, from the multiscale level
+    std::vector<std::string> units;
+};
+
+json read_json(const fs::path& file, const fs::path& store) {
+    std::error_code error;
+    const auto status = fs::symlink_status(file, error);
+    if (error || !fs::is_regular_file(status)) throw FileError(store, "no regular file " + file.filename().string() + " in the store");
+    if (fs::file_size(file, error) > kLargestMetadataBytes) throw FileError(store, file.filename().string() + " is larger than 1 MiB");
+    try {
+        return json::parse(read_file_bytes(file));
+    } catch (const json::exception& e) {
+        throw FileError(store, file.filename().string() + " is not valid JSON (" + std::string(e.what()) + ")");
+    }
+}
+
+std::optional<DType> zarr_dtype(const std::string& code, bool* swap) {
+    if (code.size() < 3) return std::nullopt;
+    const char order = code[0], kind = code[1];
+    int bytes = 0;
+    try {
+        bytes = std::stoi(code.substr(2));
+    } catch (...) {
+        return std::nullopt;
+    }
+    if (order != '<' && order != '>' && order != '|') return std::nullopt;
+    *swap = order == '>' && bytes > 1;
+    switch (kind) {
+        case 'u': return bytes == 1 ? DType::UInt8 : bytes == 2 ? DType::UInt16 : bytes == 4 ? DType::UInt32 : bytes == 8 ? std::optional(DType::UInt64) : std::nullopt;
+        case 'i': return bytes == 1 ? DType::Int8 : bytes == 2 ? DType::Int16 : bytes == 4 ? DType::Int32 : bytes == 8 ? std::optional(DType::Int64) : std::nullopt;
+        case 'f': return bytes == 2 ? DType::Float16 : bytes == 4 ? DType::Float32 : bytes == 8 ? std::optional(DType::Float64) : std::nullopt;
+        case 'b': return bytes == 1 ? std::optional(DType::Bool) : std::nullopt;
+        default: return std::nullopt;
+    }
+}
+
+std::string zarr_dtype_code(DType dtype) {
+    const std::size_t bytes = dtype_size(dtype);
+    const char order = bytes == 1 ? '|' : '<';
+    char kind = 'u';
+    if (dtype == DType::Int8 || dtype == DType::Int16 || dtype == DType::Int32 || dtype == DType::Int64) kind = 'i';
+    if (dtype == DType::Float16 || dtype == DType::Float32 || dtype == DType::Float64) kind = 'f';
+    if (dtype == DType::Bool) kind = 'b';
+    return std::string(1, order) + kind + std::to_string(bytes);
+}
+
+// A dataset path from the metadata: relative, without "..", within the store.
+fs::path dataset_folder(const fs::path& store, const std::string& path) {
+    const fs::path relative(path);
+    if (path.empty() || relative.is_absolute()) throw FileError(store, "a multiscale dataset path must be relative, got \"" + path + "\"");
+    for (const auto& part : relative) {
+        if (part == ".." || part == ".") throw FileError(store, "a multiscale dataset path must stay inside the store, got \"" + path + "\"");
+    }
+    return store / relative;
+}
+
+ZarrArray open_array(const fs::path& store, const ReadOptions& options) {
+    std::error_code error;
+    if (!fs::is_directory(store, error)) throw FileError(store, "a Zarr store is a folder");
+    ZarrArray array;
+    array.folder = store;
+    json axes;
+    if (!fs::exists(store / ".zarray", error)) {
+        const json attributes = read_json(store / ".zattrs", store);
+        try {
+            const json& multiscale = attributes.at("multiscales").at(0);
+            const json& dataset = multiscale.at("datasets").at(0);
+            array.folder = dataset_folder(store, dataset.at("path").get<std::string>());
+            if (multiscale.contains("axes")) axes = multiscale.at("axes");
+            if (dataset.contains("coordinateTransformations")) {
+                for (const json& transform : dataset.at("coordinateTransformations")) {
+                    const std::string type = transform.at("type").get<std::string>();
+                    if (type == "scale") array.scale = transform.at("scale").get<std::vector<double>>();
+                    if (type == "translation") array.translation = transform.at("translation").get<std::vector<double>>();
+                }
+            }
+        } catch (const json::exception& e) {
+            throw FileError(store, "its .zattrs holds no OME-Zarr multiscales that gridwarp reads (" + std::string(e.what()) + ")");
+        }
+    }
+    const json meta = read_json(array.folder / ".zarray", store);
+    try {
+        if (meta.at("zarr_format").get<int>() != 2) throw FileError(store, "only Zarr format 2 arrays are read");
+        array.shape = meta.at("shape").get<Shape>();
+        array.chunks = meta.at("chunks").get<Shape>();
+        if (meta.value("order", std::string("C")) != "C") throw FileError(store, "only C-ordered chunks are read (order \"F\" is not)");
+        if (meta.contains("filters") && !meta.at("filters").is_null() && !meta.at("filters").empty()) {
+            throw FileError(store, "chunk filters are not read");
+        }
+        const auto dtype = zarr_dtype(meta.at("dtype").get<std::string>(), &array.swap_bytes);
+        if (!dtype) throw FileError(store, "the dtype " + meta.at("dtype").dump() + " is not read");
+        array.dtype = *dtype;
+        const std::string separator = meta.value("dimension_separator", std::string("."));
+        if (separator != "." && separator != "/") throw FileError(store, "the dimension separator must be \".\" or \"/\"");
+        array.separator = separator[0];
+        const json& fill = meta.at("fill_value");
+        array.fill = fill.is_number() ? fill.get<double>() : 0.0;
+        const json& compressor = meta.at("compressor");
+        if (!compressor.is_null()) {
+            const std::string id = compressor.at("id").get<std::string>();
+            if (id == "zlib") array.codec = Codec::Zlib;
+            else if (id == "gzip") array.codec = Codec::Gzip;
+            else if (id == "zstd") array.codec = Codec::Zstd;
+            else if (id == "blosc") array.codec = Codec::Blosc;
+            else throw FileError(store, "the chunk compressor \"" + id + "\" is not read (zlib, gzip, zstd, blosc are)");
+        }
+    } catch (const json::exception& e) {
+        throw FileError(store, "its .zarray is not a Zarr v2 array header (" + std::string(e.what()) + ")");
+    }
+    const std::size_t rank = array.shape.size();
+    if (rank < 2 || rank > 4 || array.chunks.size() != rank) throw FileError(store, "arrays of 2 to 4 axes are read, with a chunk extent per axis");
+    std::vector<std::string> types(rank, "space");
+    array.units.assign(rank, "");
+    if (axes.is_array() && axes.size() == rank) {
+        for (std::size_t a = 0; a < rank; ++a) {
+            if (axes[a].is_object()) {
+                types[a] = axes[a].value("type", std::string("space"));
+                array.units[a] = axes[a].value("unit", std::string());
+            }
+        }
+    } else if (axes.is_null() && rank == 4) {
+        types[0] = "channel";
+    }
+    for (std::size_t a = 0; a < rank; ++a) {
+        if (array.shape[a] < 1 || array.chunks[a] < 1 || array.shape[a] > (std::int64_t{1} << 40) || array.chunks[a] > (std::int64_t{1} << 40)) {
+            throw FileError(store, "its shape and chunks must be positive and below 2^40 along every axis");
+        }
+        if (types[a] == "channel" || types[a] == "time") {
+            if (a != 0) throw FileError(store, "a channel axis is read only as the first axis");
+            array.channel_axis = 0;
+        }
+    }
+    if (rank - (array.channel_axis == 0 ? 1 : 0) < 2 || rank - (array.channel_axis == 0 ? 1 : 0) > 3) {
+        throw FileError(store, "2 or 3 spatial axes are read, after an optional channel axis");
+    }
+    // A chunk is decoded whole: its size is what the header declares.
+    std::uint64_t chunk_values = 1;
+    for (const auto extent : array.chunks) chunk_values = std::min<std::uint64_t>(chunk_values * static_cast<std::uint64_t>(extent), std::uint64_t{1} << 62);
+    check_memory_budget(store, "a chunk", chunk_values, dtype_size(array.dtype), options.memory);
+    if (!array.scale.empty() && array.scale.size() != rank) throw FileError(store, "a scale needs a value per axis");
+    if (!array.translation.empty() && array.translation.size() != rank) throw FileError(store, "a translation needs a value per axis");
+    for (const double v : array.scale) {
+        if (!(v > 0) || !std::isfinite(v)) throw FileError(store, "scales must be positive and finite");
+    }
+    for (const double v : array.translation) {
+        if (!std::isfinite(v)) throw FileError(store, "translations must be finite");
+    }
+    return array;
+}
+
+// The bytes of a chunk file (empty when it is missing: the chunk is all fill), opened without
+// following a link, each folder of its path a real folder inside the array's.
+std::vector<std::uint8_t> read_chunk_file(const ZarrArray& array, const Shape& index, const fs::path& store, std::uint64_t most_bytes) {
+    std::string name;
+    for (std::size_t a = 0; a < index.size(); ++a) {
+        if (a > 0) name += array.separator;
+        name += std::to_string(index[a]);
+    }
+    const fs::path file = array.folder / name;
+    std::error_code error;
+    if (array.separator == '/') {
+        for (fs::path folder = file.parent_path(); folder != array.folder && folder.has_relative_path(); folder = folder.parent_path()) {
+            const auto status = fs::symlink_status(folder, error);
+            if (fs::is_symlink(status)) throw FileError(store, "chunk folder " + folder.filename().string() + " is a symbolic link");
+        }
+    }
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        if (errno == ENOENT) return {};
+        throw FileError(store, "cannot open chunk " + name + ": " + std::strerror(errno));
+    }
+    std::vector<std::uint8_t> bytes;
+    struct stat info {};
+    if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || static_cast<std::uint64_t>(info.st_size) > most_bytes) {
+        ::close(fd);
+        throw FileError(store, "chunk " + name + " is not a regular file of at most " + std::to_string(most_bytes) + " bytes");
+    }
+    bytes.resize(static_cast<std::size_t>(info.st_size));
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t got = ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
+        if (got <= 0) {
+            ::close(fd);
+            throw FileError(store, "cannot read chunk " + name);
+        }
+        done += static_cast<std::size_t>(got);
+    }
+    ::close(fd);
+    if (bytes.empty()) throw FileError(store, "chunk " + name + " is empty");
+    return bytes;
+}
+
+// Decodes `encoded` into exactly `out.size()` bytes; false when it does not decode to that size.
+bool decode_chunk(Codec codec, const std::vector<std::uint8_t>& encoded, std::vector<std::uint8_t>& out) {
+    std::size_t got = 0;
+    switch (codec) {
+        case Codec::None:
+            if (encoded.size() != out.size()) return false;
+            std::memcpy(out.data(), encoded.data(), out.size());
+            return true;
+        case Codec::Zlib:
+        case Codec::Gzip: {
+            libdeflate_decompressor* inflater = libdeflate_alloc_decompressor();
+            if (!inflater) throw std::bad_alloc();
+            const auto result = codec == Codec::Zlib
+                                    ? libdeflate_zlib_decompress(inflater, encoded.data(), encoded.size(), out.data(), out.size(), &got)
+                                    : libdeflate_gzip_decompress(inflater, encoded.data(), encoded.size(), out.data(), out.size(), &got);
+            libdeflate_free_decompressor(inflater);
+            return result == LIBDEFLATE_SUCCESS && got == out.size();
+        }
+        case Codec::Zstd: {
+            const unsigned long long declared = ZSTD_getFrameContentSize(encoded.data(), encoded.size());
+            if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != out.size()) return false;
+            got = ZSTD_decompress(out.data(), out.size(), encoded.data(), encoded.size());
+            return !ZSTD_isError(got) && got == out.size();
+        }
+        case Codec::Blosc: {
+            std::size_t nbytes = 0, cbytes = 0, blocksize = 0;
+            if (encoded.size() < BLOSC_MIN_HEADER_LENGTH) return false;
+            blosc_cbuffer_sizes(encoded.data(), &nbytes, &cbytes, &blocksize);
+            if (nbytes != out.size() || cbytes != encoded.size()) return false;
+            const int result = blosc_decompress_ctx(encoded.data(), out.data(), out.size(), 1);
+            return result >= 0 && static_cast<std::size_t>(result) == out.size();
+        }
+    }
+    return false;
+}
+
+template <class T>
+void fill_with(std::uint8_t* bytes, std::size_t values, double fill) {
+    const T value = static_cast<T>(fill);
+    auto* typed = reinterpret_cast<T*>(bytes);
+    std::fill(typed, typed + values, value);
+}
+
+void fill_values(DType dtype, std::uint8_t* bytes, std::size_t values, double fill) {
+    switch (dtype) {
+        case DType::UInt8: case DType::Bool: fill_with<std::uint8_t>(bytes, values, fill); break;
+        case DType::Int8: fill_with<std::int8_t>(bytes, values, fill); break;
+        case DType::UInt16: fill_with<std::uint16_t>(bytes, values, fill); break;
+        case DType::Int16: fill_with<std::int16_t>(bytes, values, fill); break;
+        case DType::UInt32: fill_with<std::uint32_t>(bytes, values, fill); break;
+        case DType::Int32: fill_with<std::int32_t>(bytes, values, fill); break;
+        case DType::UInt64: fill_with<std::uint64_t>(bytes, values, fill); break;
+        case DType::Int64: fill_with<std::int64_t>(bytes, values, fill); break;
+        case DType::Float32: fill_with<float>(bytes, values, fill); break;
+        case DType::Float64: fill_with<double>(bytes, values, fill); break;
+        default: std::memset(bytes, 0, values * dtype_size(dtype)); break;
+    }
+}
+
+// Channel c of a 3- or 4-channel image is stored as channel channel_order[c]: RGB(A) in the store,
+// BGR(A) in memory as for every raster.
+std::int64_t stored_channel(std::int64_t c, std::int64_t channels, bool raster) {
+    if (!raster || channels < 3 || c > 2) return c;
+    return 2 - c;
+}
+
+class ZarrTileSource final : public TileSource {
+public:
+    ZarrTileSource(fs::path store, ZarrArray array, const ReadOptions& options) : store_(std::move(store)), array_(std::move(array)) {
+        const std::size_t first_spatial = array_.channel_axis == 0 ? 1 : 0;
+        layout_.spatial.assign(array_.shape.begin() + static_cast<std::ptrdiff_t>(first_spatial), array_.shape.end());
+        layout_.tile.assign(array_.chunks.begin() + static_cast<std::ptrdiff_t>(first_spatial), array_.chunks.end());
+        layout_.channels = first_spatial == 1 ? array_.shape[0] : 1;
+        layout_.dtype = array_.dtype;
+        raster_ = layout_.spatial.size() == 2;
+        chunk_budget_ = options.memory.max_bytes == 0 ? std::numeric_limits<std::uint64_t>::max() : options.memory.max_bytes;
+        check_memory_budget(store_, "a tile of every channel", static_cast<std::uint64_t>(shape_numel(layout_.tile) * layout_.channels),
+                            dtype_size(layout_.dtype), options.memory);
+    }
+
+    Image describe() const override {
+        Image image;
+        const std::size_t rank = layout_.spatial.size();
+        image.format = "zarr";
+        image.channels = layout_.channels;
+        image.spatial = layout_.spatial;
+        image.layout = ChannelLayout::Interleaved;
+        image.pixels = Tensor(layout_.dtype, Shape{0});
+        if (raster_) {
+            image.kind = FileKind::Raster;
+            if (layout_.channels == 3) image.channel_order = "BGR";
+            if (layout_.channels == 4) image.channel_order = "BGRA";
+        } else {
+            image.kind = FileKind::Volume;
+            Geometry geometry = Geometry::identity(rank);
+            const std::size_t first_spatial = array_.channel_axis == 0 ? 1 : 0;
+            for (std::size_t k = 0; k < rank; ++k) {  // x first
+                const std::size_t axis = first_spatial + rank - 1 - k;
+                if (!array_.scale.empty()) geometry.spacing[k] = array_.scale[axis];
+                if (!array_.translation.empty()) geometry.origin[k] = array_.translation[axis];
+            }
+            image.geometry = geometry;
+            // The spatial unit rides along to a Zarr output: gridwarp itself reads spacings as given.
+            const std::string unit = array_.units.empty() ? std::string() : array_.units.back();
+            if (!unit.empty()) image.properties.emplace_back("ome-zarr unit", unit);
+        }
+        return image;
+    }
+
+    void read_tile(const Shape& index, std::uint8_t* out) const override {
+        const std::size_t rank = layout_.spatial.size();
+        const std::int64_t channels = layout_.channels;
+        const std::size_t value_bytes = dtype_size(layout_.dtype);
+        const auto tile_voxels = static_cast<std::size_t>(shape_numel(layout_.tile));
+        const std::int64_t channel_chunk = array_.channel_axis == 0 ? array_.chunks[0] : 1;
+        std::vector<std::uint8_t> chunk(static_cast<std::size_t>(channel_chunk) * tile_voxels * value_bytes);
+        for (std::int64_t first = 0; first < channels; first += channel_chunk) {
+            Shape chunk_index;
+            if (array_.channel_axis == 0) chunk_index.push_back(first / channel_chunk);
+            chunk_index.insert(chunk_index.end(), index.begin(), index.end());
+            const std::vector<std::uint8_t> encoded = read_chunk_file(array_, chunk_index, store_, chunk_budget_);
+            if (encoded.empty()) {
+                fill_values(layout_.dtype, chunk.data(), chunk.size() / value_bytes, array_.fill);
+            } else if (!decode_chunk(array_.codec, encoded, chunk)) {
+                std::string name;
+                for (const auto i : chunk_index) name += (name.empty() ? "" : std::string(1, array_.separator)) + std::to_string(i);
+                throw FileError(store_, "chunk " + name + " does not decode to " + std::to_string(chunk.size()) + " bytes");
+            }
+            if (array_.swap_bytes) {
+                for (std::size_t at = 0; at < chunk.size(); at += value_bytes) std::reverse(chunk.begin() + static_cast<std::ptrdiff_t>(at), chunk.begin() + static_cast<std::ptrdiff_t>(at + value_bytes));
+            }
+            const std::int64_t count = std::min(channel_chunk, channels - first);
+            for (std::int64_t c = 0; c < count; ++c) {
+                const std::int64_t target = stored_channel(first + c, channels, raster_);
+                const std::uint8_t* plane = chunk.data() + static_cast<std::size_t>(c) * tile_voxels * value_bytes;
+                if (channels == 1) {
+                    std::memcpy(out, plane, tile_voxels * value_bytes);
+                    continue;
+                }
+                for (std::size_t v = 0; v < tile_voxels; ++v) {
+                    std::memcpy(out + (v * static_cast<std::size_t>(channels) + static_cast<std::size_t>(target)) * value_bytes, plane + v * value_bytes, value_bytes);
+                }
+            }
+        }
+        (void)rank;
+    }
+
+private:
+    fs::path store_;
+    ZarrArray array_;
+    bool raster_ = true;
+    std::uint64_t chunk_budget_ = 0;
+};
+
+// What a store written by gridwarp holds along its axes.
+struct StoreLayout {
+    Shape shape, chunks;
+    std::vector<json> axes;
+};
+
+StoreLayout store_layout(const Image& description) {
+    const std::size_t rank = description.spatial.size();
+    std::string unit = "millimeter";
+    for (const auto& [key, value] : description.properties) {
+        if (key == "ome-zarr unit") unit = value;
+    }
+    StoreLayout layout;
+    const bool raster = rank == 2;
+    if (description.channels > 1) {
+        layout.shape.push_back(description.channels);
+        layout.chunks.push_back(1);
+        layout.axes.push_back({{"name", "c"}, {"type", "channel"}});
+    }
+    static const char* kNames[] = {"z", "y", "x"};
+    for (std::size_t a = 0; a < rank; ++a) {
+        layout.shape.push_back(description.spatial[a]);
+        layout.chunks.push_back(std::min<std::int64_t>(description.spatial[a], raster ? 512 : 128));
+        json axis = {{"name", kNames[3 - rank + a]}, {"type", "space"}};
+        if (!raster) axis["unit"] = unit;
+        layout.axes.push_back(axis);
+    }
+    return layout;
+}
+
+Codec codec_named(const std::string& name, const fs::path& target) {
+    if (name.empty() || name == "blosc") return Codec::Blosc;
+    if (name == "zstd") return Codec::Zstd;
+    if (name == "zlib") return Codec::Zlib;
+    if (name == "gzip") return Codec::Gzip;
+    if (name == "none") return Codec::None;
+    throw FileError(target, "--chunk-codec: blosc, zstd, zlib, gzip or none, got " + name);
+}
+
+json compressor_json(Codec codec, int level) {
+    switch (codec) {
+        case Codec::None: return nullptr;
+        case Codec::Zlib: return {{"id", "zlib"}, {"level", level}};
+        case Codec::Gzip: return {{"id", "gzip"}, {"level", level}};
+        case Codec::Zstd: return {{"id", "zstd"}, {"level", level}};
+        case Codec::Blosc: return {{"id", "blosc"}, {"cname", "lz4"}, {"clevel", level}, {"shuffle", 1}, {"blocksize", 0}};
+    }
+    return nullptr;
+}
+
+std::vector<std::uint8_t> encode_chunk(Codec codec, int level, const std::vector<std::uint8_t>& raw, std::size_t value_bytes) {
+    std::vector<std::uint8_t> out;
+    switch (codec) {
+        case Codec::None: return raw;
+        case Codec::Zlib:
+        case Codec::Gzip: {
+            libdeflate_compressor* deflater = libdeflate_alloc_compressor(std::clamp(level, 0, 12));
+            if (!deflater) throw std::bad_alloc();
+            const std::size_t bound = codec == Codec::Zlib ? libdeflate_zlib_compress_bound(deflater, raw.size()) : libdeflate_gzip_compress_bound(deflater, raw.size());
+            out.resize(bound);
+            const std::size_t size = codec == Codec::Zlib ? libdeflate_zlib_compress(deflater, raw.data(), raw.size(), out.data(), out.size())
+                                                          : libdeflate_gzip_compress(deflater, raw.data(), raw.size(), out.data(), out.size());
+            libdeflate_free_compressor(deflater);
+            if (size == 0) throw std::runtime_error("deflate failed");
+            out.resize(size);
+            return out;
+        }
+        case Codec::Zstd: {
+            out.resize(ZSTD_compressBound(raw.size()));
+            const std::size_t size = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(), level);
+            if (ZSTD_isError(size)) throw std::runtime_error("zstd failed");
+            out.resize(size);
+            return out;
+        }
+        case Codec::Blosc: {
+            out.resize(raw.size() + BLOSC_MAX_OVERHEAD);
+            const int size = blosc_compress_ctx(std::clamp(level, 0, 9), BLOSC_SHUFFLE, value_bytes, raw.size(), raw.data(), out.data(), out.size(),
+                                                "lz4", 0, 1);
+            if (size <= 0) throw std::runtime_error("blosc failed");
+            out.resize(static_cast<std::size_t>(size));
+            return out;
+        }
+    }
+    return out;
+}
+
+void write_bytes(const fs::path& file, const fs::path& target, std::span<const std::uint8_t> bytes) {
+    OutputFile out(StagedFile{file, target});
+    out.write(bytes);
+    out.close();
+}
+
+void write_text(const fs::path& file, const fs::path& target, const std::string& text) {
+    write_bytes(file, target, std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+}
+
+}  // namespace
+
+std::unique_ptr<TileSource> open_zarr_tiles(const fs::path& store, const ReadOptions& options) {
+    return std::make_unique<ZarrTileSource>(store, open_array(store, options), options);
+}
+
+Image read_zarr(const fs::path& store, const ReadOptions& options, bool with_pixels) {
+    const auto source = open_zarr_tiles(store, options);
+    Image image = source->describe();
+    if (!with_pixels) return image;
+    const TileLayout& layout = source->layout();
+    check_memory_budget(store, "the image", static_cast<std::uint64_t>(shape_numel(layout.spatial) * layout.channels), dtype_size(layout.dtype),
+                        options.memory);
+    image.allocate();
+    TileCache cache(*source, layout.tile_bytes());
+    cache.read_region(Shape(layout.spatial.size(), 0), layout.spatial, static_cast<std::uint8_t*>(image.pixels.data()));
+    return image;
+}
+
+void write_zarr_tiles(const StagedFile& staged, const Image& description, const WriteOptions& options, int threads,
+                      const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done) {
+    const std::size_t rank = description.spatial.size();
+    if (description.batch != 1 || rank < 2 || rank > 3) {
+        throw FileError(staged.target, "an OME-Zarr store holds one 2-D image or 3-D volume, got size " + image_size_text(description.spatial));
+    }
+    const DType dtype = description.dtype();
+    if (is_complex(dtype) || dtype == DType::String || dtype == DType::BFloat16) {
+        throw FileError(staged.target, "an OME-Zarr store written by gridwarp cannot hold " + std::string(dtype_name(dtype)) + " values");
+    }
+    const Codec codec = codec_named(options.chunk_codec, staged.target);
+    const int level = options.compression_level >= 0 ? options.compression_level : codec == Codec::Zstd ? 3 : 5;
+    const StoreLayout store = store_layout(description);
+    const bool raster = rank == 2;
+    const std::int64_t channels = description.channels;
+    const std::size_t value_bytes = dtype_size(dtype);
+
+    std::error_code error;
+    fs::create_directories(staged.file / "0", error);
+    if (error) throw FileError(staged.target, "cannot create the store: " + error.message());
+    json scale = json::array(), translation = json::array();
+    if (channels > 1) {
+        scale.push_back(1.0);
+        translation.push_back(0.0);
+    }
+    for (std::size_t a = 0; a < rank; ++a) {
+        const std::size_t k = rank - 1 - a;  // geometry is x first
+        scale.push_back(!raster && description.geometry ? description.geometry->spacing[k] : 1.0);
+        translation.push_back(!raster && description.geometry ? description.geometry->origin[k] : 0.0);
+    }
+    const json attributes = {{"multiscales", json::array({{{"version", "0.4"},
+                                                           {"name", staged.target.stem().string()},
+                                                           {"axes", store.axes},
+                                                           {"datasets", json::array({{{"path", "0"},
+                                                                                      {"coordinateTransformations",
+                                                                                       json::array({{{"type", "scale"}, {"scale", scale}},
+                                                                                                    {{"type", "translation"}, {"translation", translation}}})}}})}}})}};
+    const json array = {{"zarr_format", 2}, {"shape", store.shape}, {"chunks", store.chunks}, {"dtype", zarr_dtype_code(dtype)},
+                        {"compressor", compressor_json(codec, level)}, {"fill_value", 0}, {"order", "C"}, {"filters", nullptr},
+                        {"dimension_separator", "/"}};
+    write_text(staged.file / ".zgroup", staged.target, json({{"zarr_format", 2}}).dump(2));
+    write_text(staged.file / ".zattrs", staged.target, attributes.dump(2));
+    write_text(staged.file / "0" / ".zarray", staged.target, array.dump(2));
+
+    const Shape tile(store.chunks.end() - static_cast<std::ptrdiff_t>(rank), store.chunks.end());
+    Shape counts(rank);
+    for (std::size_t a = 0; a < rank; ++a) counts[a] = (description.spatial[a] + tile[a] - 1) / tile[a];
+    const std::vector<std::int64_t> order = tiles_in_z_order(counts);
+    const auto tiles = static_cast<std::int64_t>(order.size());
+    const auto tile_voxels = static_cast<std::size_t>(shape_numel(tile));
+    // The folders of the chunk paths (c/z/y/x), made before the threads write into them.
+    const auto chunk_folder = [&](std::int64_t channel, const Shape& index) {
+        fs::path folder = staged.file / "0";
+        if (channels > 1) folder /= std::to_string(channel);
+        for (std::size_t a = 0; a + 1 < rank; ++a) folder /= std::to_string(index[a]);
+        return folder;
+    };
+    std::atomic<std::int64_t> next{0}, written{0};
+    std::mutex mutex;
+    std::exception_ptr failure;
+    const auto work = [&] {
+        try {
+            std::vector<std::uint8_t> interleaved(tile_voxels * static_cast<std::size_t>(channels) * value_bytes), chunk(tile_voxels * value_bytes);
+            for (;;) {
+                {
+                    const std::lock_guard lock(mutex);
+                    if (failure) return;
+                }
+                const std::int64_t taken = next++;
+                if (taken >= tiles) return;
+                std::int64_t rest = order[static_cast<std::size_t>(taken)];
+                Shape index(rank), start(rank), extent(rank);
+                for (std::size_t a = rank; a-- > 0;) {
+                    index[a] = rest % counts[a];
+                    rest /= counts[a];
+                }
+                for (std::size_t a = 0; a < rank; ++a) {
+                    start[a] = index[a] * tile[a];
+                    extent[a] = std::min(tile[a], description.spatial[a] - start[a]);
+                }
+                std::fill(interleaved.begin(), interleaved.end(), std::uint8_t{0});
+                Shape shape{1, channels}, strides(rank + 2);
+                shape.insert(shape.end(), extent.begin(), extent.end());
+                std::int64_t stride = channels;
+                for (std::size_t a = rank; a-- > 0;) {
+                    strides[a + 2] = stride;
+                    stride *= tile[a];
+                }
+                strides[1] = 1;
+                strides[0] = stride;
+                produce(start, TensorView(dtype, interleaved.data(), shape, strides));
+                for (std::int64_t c = 0; c < channels; ++c) {
+                    const std::int64_t source = stored_channel(c, channels, raster);
+                    for (std::size_t v = 0; v < tile_voxels; ++v) {
+                        std::memcpy(chunk.data() + v * value_bytes,
+                                    interleaved.data() + (v * static_cast<std::size_t>(channels) + static_cast<std::size_t>(source)) * value_bytes, value_bytes);
+                    }
+                    const std::vector<std::uint8_t> encoded = encode_chunk(codec, level, chunk, value_bytes);
+                    const fs::path folder = chunk_folder(c, index);
+                    std::error_code folder_error;
+                    fs::create_directories(folder, folder_error);
+                    if (folder_error) throw FileError(staged.target, "cannot create " + folder.filename().string() + ": " + folder_error.message());
+                    write_bytes(folder / std::to_string(index[rank - 1]), staged.target, encoded);
+                }
+                const std::int64_t count = ++written;
+                if (done) {
+                    const std::lock_guard lock(mutex);
+                    done(count, tiles);
+                }
+            }
+        } catch (...) {
+            const std::lock_guard lock(mutex);
+            if (!failure) failure = std::current_exception();
+        }
+    };
+    const int workers = std::max(1, std::min<int>(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()),
+                                                  static_cast<int>(std::min<std::int64_t>(tiles, 256))));
+    std::vector<std::thread> pool;
+    for (int t = 1; t < workers; ++t) pool.emplace_back(work);
+    work();
+    for (auto& thread : pool) thread.join();
+    if (failure) std::rethrow_exception(failure);
+}
+
+void write_zarr_image(const fs::path& target, const Image& image, const WriteOptions& options) {
+    if (image.batch != 1) throw FileError(target, "an OME-Zarr store holds one image, got " + std::to_string(image.batch));
+    Image description = Image::describe_like(image, image.spatial);
+    description.geometry = image.geometry;
+    const ConstTensorView whole = image.nchw();
+    write_path_atomically(target, [&](const StagedFile& staged) {
+        write_zarr_tiles(staged, description, options, options.threads, [&](const Shape& start, const TensorView& pixels) {
+            ConstTensorView box = whole;
+            const auto* byte = static_cast<const std::uint8_t*>(whole.data);
+            for (std::size_t a = 0; a < start.size(); ++a) {
+                byte += start[a] * whole.strides[a + 2] * static_cast<std::int64_t>(dtype_size(whole.dtype));
+                box.shape[a + 2] = pixels.shape[a + 2];
+            }
+            box.data = byte;
+            copy_elements(box, pixels);
+        }, nullptr);
+    });
+}
+
+}  // namespace gridwarp::io::detail
