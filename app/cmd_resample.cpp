@@ -13,6 +13,7 @@
 #include "image_arguments.hpp"
 #include "messages.hpp"
 #include "sample_and_write.hpp"
+#include "tiled_sampling.hpp"
 #include "geometry_options.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"
@@ -36,6 +37,7 @@ struct ResampleCommand {
     bool modulate = false;
     SamplingFlags sampling;
     VolumeFlags volume;
+    TilingFlags tiling;
     CommonOptions common;
 
     ImageArgument* image_argument(std::string_view option) {
@@ -95,7 +97,11 @@ void run_resample(const ResampleCommand& command) {
     // values, turned into values below unless they are copied as they are.
     io::ReadOptions moving_read_options = read_options;
     moving_read_options.keep_stored_values = true;
-    io::Image read_moving = command.input.in_memory() ? io::Image{} : io::read_image(command.input.path, moving_read_options);
+    // A tiled input is described from its header first; it is read whole only if it is not sampled by tiles.
+    const std::unique_ptr<io::TileSource> tiles = open_input_tiles(command.input, command.output, command.tiling, read_options);
+    io::Image read_moving = command.input.in_memory() ? io::Image{}
+                            : tiles                   ? tiles->describe()
+                                                      : io::read_image(command.input.path, moving_read_options);
     const io::Image& moving = command.input.in_memory() ? *command.input.image : read_moving;
     report_warnings(moving);
     const std::size_t dimension = moving.spatial.size();
@@ -304,6 +310,20 @@ void run_resample(const ResampleCommand& command) {
     }
     if (!command.output_type.empty()) description.scaling.reset();  // the values themselves, in that type
     description.pixels = Tensor(output_type, Shape{0});
+    if (tiles) {
+        if (!command.modulate && !by_volume && volumes == 1 &&
+            samples_by_tiles(*tiles, command.tiling, options, antialias.filters, output_type, sampled_positions(0))) {
+            sample_by_tiles(command.output, command.input.path, *tiles, description, to_write_options(command.volume, command.common),
+                            sampled_positions(0), options, command.tiling, &progress);
+            return;
+        }
+        if (command.tiling.by_tiles == "always") {
+            throw std::invalid_argument("--by-tiles always: resample samples by tiles one volume at a time, without --modulate");
+        }
+        read_moving = io::read_image(command.input.path, moving_read_options);
+        if (!copies_stored_values) io::apply_value_scaling(read_moving);
+        if (convert_all) read_moving.pixels = convert_to(read_moving.pixels.view(), output_type);
+    }
     if (copies_voxels) {
         copy_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), moving_to_sample.nchw(),
                        &progress);
@@ -367,6 +387,7 @@ CommandBinding register_resample_command(CLI::App& app) {
         ->excludes(output_type);
     add_antialias_option(*sub, command->sampling, "off");
     add_volume_options(*sub, command->volume, true);
+    add_tiling_options(*sub, command->tiling);
     add_common_options(*sub, command->common);
     // antsApplyTransforms writes "-v 1" and "-v 0": the flag takes an optional value here.
     sub->get_option("--verbose")->expected(0, 1)->check(CLI::IsMember({"0", "1", "true", "false"}));

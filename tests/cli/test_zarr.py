@@ -137,6 +137,33 @@ class Zarr(FolderTestCase):
                     # Rounded to the nearest integer after float32 arithmetic (the sampler's for 16-bit pixels).
                     self.assertLessEqual(np.abs(a.astype(float) - expected)[inside].max(), 0.52)
 
+    def test_resample_by_tiles_equals_the_whole(self):
+        with open(self.path("rigid.tfm"), "w") as f:
+            f.write("#Insight Transform File V1.0\n#Transform 0\nTransform: AffineTransform_double_3_3\n"
+                    "Parameters: 0.9848 0.1736 0 -0.1736 0.9848 0 0 0 1 1.5 -2.0 3.0\nFixedParameters: 12 10 60\n")
+        for mode in "Linear", "NearestNeighbor", "GenericLabel[Linear]", "LanczosWindowedSinc":
+            with self.subTest(mode=mode):
+                common = ["-i", self.path("volume.zarr"), "-t", self.path("rigid.tfm"), "-n", mode, "-q"]
+                tiled = run("resample", *common, "-o", self.path("tiled.zarr"), "--by-tiles", "always", "--working-memory", "16M")
+                whole = run("resample", *common, "-o", self.path("whole.zarr"), "--by-tiles", "never")
+                self.assertEqual(tiled.returncode + whole.returncode, 0, tiled.stderr + whole.stderr)
+                self.assertTrue(np.array_equal(zarr.open_group(self.path("tiled.zarr"), "r")["0"][:],
+                                               zarr.open_group(self.path("whole.zarr"), "r")["0"][:]))
+
+    def test_nearest_ties_fall_as_in_the_whole_input(self):
+        # Every output point lies half-way between input voxels: each box's start must keep the
+        # parity that rounding half to even sees.
+        np.savetxt(self.path("half.txt"), [[0.5, 0, 0, 0.5], [0, 0.5, 0, 0.5], [0, 0, 0.5, 0.5]])
+        common = ["-i", self.path("volume.zarr"), "--matrix", self.path("half.txt"), "--mode", "nearest", "-q"]
+        tiled = run("affine", *common, "-o", self.path("tiled.zarr"), "--by-tiles", "always", "--working-memory", "16M")
+        whole = run("affine", *common, "-o", self.path("whole.zarr"), "--by-tiles", "never")
+        self.assertEqual(tiled.returncode + whole.returncode, 0, tiled.stderr + whole.stderr)
+        a = zarr.open_group(self.path("tiled.zarr"), "r")["0"][:]
+        self.assertTrue(np.array_equal(a, zarr.open_group(self.path("whole.zarr"), "r")["0"][:]))
+        # Output index o reads input o / 2 + 1/2, rounded half to even (as numpy rounds).
+        z, y, x = (np.round(0.5 * np.arange(n) + 0.5).astype(int) for n in self.volume.shape)
+        self.assertTrue(np.array_equal(a, self.volume[np.ix_(z, y, x)]))
+
     def test_an_earlier_store_is_replaced_and_other_folders_are_not(self):
         out = self.path("again.zarr")
         for _ in range(2):

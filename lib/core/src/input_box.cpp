@@ -86,6 +86,8 @@ InputBox input_box_read(const PositionSource& positions, const Shape& input_spat
         } else {
             end = std::min<std::int64_t>(d, 1);
         }
+        // An even start: nearest's ties round half to even, which a shift by an odd count would flip.
+        first -= first % 2;
         box.start[axis] = first;
         box.extent[axis] = end - first;
     }

@@ -103,7 +103,8 @@ struct InputBox {
 // `input_spatial`: normalized coordinates unnormalized for the whole input, then the box's start
 // subtracted, in the arithmetic the sampler unnormalizes in (float, or double for float64
 // positions). The subtraction of a whole number below the coordinate is exact, so each point's
-// first tap and weights are those it has in the whole input. `whole` must outlive this object.
+// first tap and weights are those it has in the whole input; an even box start keeps nearest's
+// ties (rounded half to even) where they fall in the whole input. `whole` must outlive this object.
 class PositionsInBox final : public PositionSource {
 public:
     PositionsInBox(const PositionSource& whole, Shape input_spatial, bool align_corners, InputBox box);
