@@ -8,7 +8,14 @@ turned 10 degrees onto the bounding box of the turned image (bilinear), file to 
 once writing uncompressed TIFF (vips' default) and once Deflate. After a warm-up run of each, they
 alternate --runs times; medians, bests, peak RSS (/usr/bin/time).
 
+With --volume N: an N^3 int16 volume (smooth, 128^3 chunks, Blosc LZ4) as an OME-Zarr store and
+as an uncompressed NIfTI, resampled through a rigid ITK transform (linear) onto its own grid:
+    gridwarp resample -i vol.zarr -o out.zarr -t rigid.tfm -n Linear --threads T   (by tiles)
+    itk_resample_peer vol.nii out.nii rigid.tfm T linear    (ITK's ResampleImageFilter, in memory)
+
     /usr/bin/python3 tests/bench/bench_tiles.py --gridwarp build/app/gridwarp [--size 20000]
+    /usr/bin/python3 tests/bench/bench_tiles.py --gridwarp build/app/gridwarp --volume 1024 \
+        --itk-peer build/tests/bench/itk_resample_peer
 """
 import argparse
 import os
@@ -35,6 +42,45 @@ def make_input(path, size, tile=512):
     tifffile.imwrite(path, tiles(), shape=(size, size, 3), dtype=np.uint8, tile=(tile, tile), photometric="rgb", bigtiff=True)
 
 
+def bench_volume(args):
+    import nibabel as nib
+    import numcodecs
+    import zarr
+    n = args.volume
+    work = args.workdir or tempfile.mkdtemp(prefix="bench-zarr-")
+    os.makedirs(work, exist_ok=True)
+    store, nifti, transform = os.path.join(work, f"vol{n}.zarr"), os.path.join(work, f"vol{n}.nii"), os.path.join(work, "rigid.tfm")
+    if not os.path.exists(nifti):
+        z, y, x = np.ogrid[0:n, 0:n, 0:n]
+        volume = (np.sin(x / 17.0) * 900 + np.cos(y / 23.0) * 700 + np.sin(z / 11.0) * 500).astype(np.int16)
+        group = zarr.open_group(store, "w")
+        group.create_dataset("0", data=volume, chunks=(128, 128, 128), compressor=numcodecs.Blosc("lz4", 5, numcodecs.Blosc.SHUFFLE))
+        axes = [{"name": a, "type": "space", "unit": "millimeter"} for a in "zyx"]
+        group.attrs["multiscales"] = [{"version": "0.4", "axes": axes,
+                                       "datasets": [{"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [1.0, 1.0, 1.0]}]}]}]
+        # The same voxels in ITK's LPS frame: gridwarp reads the store's axes as LPS, NIfTI's as RAS.
+        nib.save(nib.Nifti1Image(np.ascontiguousarray(volume.transpose(2, 1, 0)), np.diag([-1.0, -1.0, 1.0, 1.0])), nifti)
+        del volume
+    centre = (n - 1) / 2
+    with open(transform, "w") as f:
+        f.write("#Insight Transform File V1.0\n#Transform 0\nTransform: AffineTransform_double_3_3\n"
+                f"Parameters: 0.9848 0.1736 0 -0.1736 0.9848 0 0 0 1 1.5 -2.0 3.0\nFixedParameters: {centre} {centre} {centre}\n")
+    ways = {"gridwarp": [os.path.abspath(args.gridwarp), "resample", "-i", store, "-o", os.path.join(work, "out.zarr"), "-t", transform,
+                         "-n", "Linear", "--threads", str(args.threads), "-q"],
+            "itk": [os.path.abspath(args.itk_peer), nifti, os.path.join(work, "out.nii"), transform, str(args.threads), "linear"]}
+    results = {name: [] for name in ways}
+    for _ in range(args.runs):
+        for name, command in ways.items():
+            results[name].append(timed(command))
+    g = (statistics.median(t for t, _ in results["gridwarp"]), max(m for _, m in results["gridwarp"]))
+    i = (statistics.median(t for t, _ in results["itk"]), max(m for _, m in results["itk"]))
+    print(f"| {n}^3 int16, rigid, linear, {args.threads} threads | gridwarp (Zarr by tiles) s (RSS MB) | ITK (NIfTI in memory) s (RSS MB) | ratio |")
+    print("|---|---|---|---|")
+    print(f"| resample | {g[0]:.2f} ({g[1]:.0f}) | {i[0]:.2f} ({i[1]:.0f}) | {i[0] / g[0]:.2f}x |")
+    if not args.workdir:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gridwarp", required=True)
@@ -42,7 +88,12 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workdir")
+    parser.add_argument("--volume", type=int, default=0)
+    parser.add_argument("--itk-peer")
     args = parser.parse_args()
+    if args.volume:
+        bench_volume(args)
+        return
     work = args.workdir or tempfile.mkdtemp(prefix="bench-tiles-")
     os.makedirs(work, exist_ok=True)
     source = os.path.join(work, f"in{args.size}.tif")

@@ -525,6 +525,20 @@ std::optional<std::uint16_t> tiff_sample_format(DType type) {
 
 constexpr std::size_t kStripBytes = std::size_t{256} << 10;
 
+// The tags of a page's pixels every writer sets: size, samples, type, contiguous layout, grey or
+// RGB, top-left orientation, and the extra sample of 2 and 4 channels (unassociated alpha for 4).
+bool set_pixel_tags(TIFF* tif, std::uint32_t width, std::uint32_t height, std::uint16_t channels, std::size_t value_bytes,
+                    std::uint16_t sample_format) {
+    const std::uint16_t extra = channels == 2 ? EXTRASAMPLE_UNSPECIFIED : EXTRASAMPLE_UNASSALPHA;
+    const bool set = TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, width) && TIFFSetField(tif, TIFFTAG_IMAGELENGTH, height) &&
+                     TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, channels) &&
+                     TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, static_cast<std::uint16_t>(value_bytes * 8)) &&
+                     TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, sample_format) && TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG) &&
+                     TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, channels >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK) &&
+                     TIFFSetField(tif, TIFFTAG_ORIENTATION, ORIENTATION_TOPLEFT);
+    return set && (channels % 2 == 1 || TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, 1, &extra));
+}
+
 }  // namespace
 
 void write_tiff(const StagedFile& staged, const Image& image) {
@@ -564,16 +578,10 @@ void write_tiff(const StagedFile& staged, const Image& image) {
     const bool colour = channels >= 3;
     std::vector<std::uint8_t> strip(row_bytes * rows_per_strip);
     for (std::int64_t page = 0; page < image.batch; ++page) {
-        const std::uint16_t extra = channels == 2 ? EXTRASAMPLE_UNSPECIFIED : EXTRASAMPLE_UNASSALPHA;
-        bool set = TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, width) && TIFFSetField(tif, TIFFTAG_IMAGELENGTH, height) &&
-                   TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, channels) &&
-                   TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, static_cast<std::uint16_t>(value_bytes * 8)) &&
-                   TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, *sample_format) && TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG) &&
-                   TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, colour ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK) &&
-                   TIFFSetField(tif, TIFFTAG_ORIENTATION, ORIENTATION_TOPLEFT) && TIFFSetField(tif, TIFFTAG_COMPRESSION, COMPRESSION_LZW) &&
+        bool set = set_pixel_tags(tif, width, height, channels, value_bytes, *sample_format) &&
+                   TIFFSetField(tif, TIFFTAG_COMPRESSION, COMPRESSION_LZW) &&
                    TIFFSetField(tif, TIFFTAG_PREDICTOR, *sample_format == SAMPLEFORMAT_IEEEFP ? PREDICTOR_NONE : PREDICTOR_HORIZONTAL) &&
                    TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, rows_per_strip);
-        if (channels == 2 || channels == 4) set = set && TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, 1, &extra);
         if (image.batch > 1) {
             set = set && TIFFSetField(tif, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE) &&
                   TIFFSetField(tif, TIFFTAG_PAGENUMBER, static_cast<std::uint16_t>(std::min<std::int64_t>(page, 65535)),
@@ -800,17 +808,10 @@ void write_tiff_tiles(const StagedFile& staged, const Image& description, const 
     if (!handle.tif) throw failed();
     TIFF* tif = handle.tif;
     const bool colour = channels >= 3;
-    const std::uint16_t extra = channels == 2 ? EXTRASAMPLE_UNSPECIFIED : EXTRASAMPLE_UNASSALPHA;
-    bool set = TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, width) && TIFFSetField(tif, TIFFTAG_IMAGELENGTH, height) &&
-               TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, channels) &&
-               TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, static_cast<std::uint16_t>(value_bytes * 8)) &&
-               TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, *sample_format) && TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG) &&
-               TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, colour ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK) &&
-               TIFFSetField(tif, TIFFTAG_ORIENTATION, ORIENTATION_TOPLEFT) &&
+    bool set = set_pixel_tags(tif, width, height, channels, value_bytes, *sample_format) &&
                TIFFSetField(tif, TIFFTAG_COMPRESSION, compressed ? COMPRESSION_ADOBE_DEFLATE : COMPRESSION_NONE) &&
                TIFFSetField(tif, TIFFTAG_TILEWIDTH, side) && TIFFSetField(tif, TIFFTAG_TILELENGTH, side);
     if (compressed) set = set && TIFFSetField(tif, TIFFTAG_PREDICTOR, integers ? PREDICTOR_HORIZONTAL : PREDICTOR_NONE);
-    if (channels == 2 || channels == 4) set = set && TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, 1, &extra);
     if (!set) throw failed();
 
     const std::int64_t tile_columns = (width + side - 1) / side, tile_rows = (height + side - 1) / side;
@@ -841,7 +842,7 @@ void write_tiff_tiles(const StagedFile& staged, const Image& description, const 
                 const std::int64_t tile = order[static_cast<std::size_t>(index)];
                 const std::int64_t y = tile / tile_columns * side, x = tile % tile_columns * side;
                 const std::int64_t rows = std::min<std::int64_t>(side, height - y), columns = std::min<std::int64_t>(side, width - x);
-                std::fill(buffer.begin(), buffer.end(), std::uint8_t{0});
+                if (rows < side || columns < side) std::fill(buffer.begin(), buffer.end(), std::uint8_t{0});  // past the edge: zero
                 const TensorView pixels(dtype, buffer.data(), Shape{1, channels, rows, columns},
                                         Shape{static_cast<std::int64_t>(tile_row_values) * rows, 1, static_cast<std::int64_t>(tile_row_values), channels});
                 produce(Shape{y, x}, pixels);

@@ -570,7 +570,8 @@ void write_zarr_tiles(const StagedFile& staged, const Image& description, const 
     std::exception_ptr failure;
     const auto work = [&] {
         try {
-            std::vector<std::uint8_t> interleaved(tile_voxels * static_cast<std::size_t>(channels) * value_bytes), chunk(tile_voxels * value_bytes);
+            std::vector<std::uint8_t> interleaved(channels > 1 ? tile_voxels * static_cast<std::size_t>(channels) * value_bytes : 0);
+            std::vector<std::uint8_t> chunk(tile_voxels * value_bytes);
             for (;;) {
                 {
                     const std::lock_guard lock(mutex);
@@ -588,7 +589,11 @@ void write_zarr_tiles(const StagedFile& staged, const Image& description, const 
                     start[a] = index[a] * tile[a];
                     extent[a] = std::min(tile[a], description.spatial[a] - start[a]);
                 }
-                std::fill(interleaved.begin(), interleaved.end(), std::uint8_t{0});
+                // A chunk past the image's edge is written whole: the part outside is zero.
+                const bool partial = extent != tile;
+                // One channel is sampled straight into its chunk.
+                std::vector<std::uint8_t>& target = channels == 1 ? chunk : interleaved;
+                if (partial) std::fill(target.begin(), target.end(), std::uint8_t{0});
                 Shape shape{1, channels}, strides(rank + 2);
                 shape.insert(shape.end(), extent.begin(), extent.end());
                 std::int64_t stride = channels;
@@ -598,10 +603,10 @@ void write_zarr_tiles(const StagedFile& staged, const Image& description, const 
                 }
                 strides[1] = 1;
                 strides[0] = stride;
-                produce(start, TensorView(dtype, interleaved.data(), shape, strides));
+                produce(start, TensorView(dtype, target.data(), shape, strides));
                 for (std::int64_t c = 0; c < channels; ++c) {
                     const std::int64_t source = stored_channel(c, channels, raster);
-                    for (std::size_t v = 0; v < tile_voxels; ++v) {
+                    for (std::size_t v = 0; v < tile_voxels && channels > 1; ++v) {
                         std::memcpy(chunk.data() + v * value_bytes,
                                     interleaved.data() + (v * static_cast<std::size_t>(channels) + static_cast<std::size_t>(source)) * value_bytes, value_bytes);
                     }
