@@ -34,7 +34,9 @@ std::unique_ptr<io::TileSource> open_input_tiles(const ImageArgument& input, con
     }
     if (input.in_memory()) return nullptr;
     std::unique_ptr<io::TileSource> tiles = io::open_tile_source(input.path, options);
-    if (!tiles && always) {
+    std::error_code error;
+    // A missing input is reported by the reader, as for any command.
+    if (!tiles && always && std::filesystem::exists(input.path, error)) {
         throw std::invalid_argument("--by-tiles always: " + input.string() +
                                     " is not read by tiles (an OME-Zarr store, or a TIFF of one page, 8 bits or wider, samples together, "
                                     "no orientation to apply)");

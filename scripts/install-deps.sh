@@ -13,7 +13,7 @@ build_packages=(
   libgdcm-tools            # GDCMConfig.cmake names its tools: without them configuring warns for each
   libdeflate-dev zlib1g-dev # gzip for the NIfTI codec and PNG (gridwarp::io)
   libpng-dev libjpeg62-turbo-dev libtiff-dev libwebp-dev  # PNG, JPEG, TIFF and WebP (gridwarp::io)
-  libblosc-dev libzstd-dev # OME-Zarr chunks (gridwarp::io)
+  libblosc-dev libzstd-dev liblz4-dev libsnappy-dev # OME-Zarr chunks (gridwarp::io; the last two: Blosc linked statically)
   libcli11-dev libspdlog-dev nlohmann-json3-dev
   catch2                   # configuring the tests (on by default) needs it
 )
