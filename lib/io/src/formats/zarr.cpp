@@ -349,7 +349,6 @@ public:
     }
 
     void read_tile(const Shape& index, std::uint8_t* out) const override {
-        const std::size_t rank = layout_.spatial.size();
         const std::int64_t channels = layout_.channels;
         const std::size_t value_bytes = dtype_size(layout_.dtype);
         const auto tile_voxels = static_cast<std::size_t>(shape_numel(layout_.tile));
@@ -383,7 +382,6 @@ public:
                 }
             }
         }
-        (void)rank;
     }
 
 private:
