@@ -4,6 +4,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "gridwarp/io/atomic_file.hpp"
@@ -60,5 +64,58 @@ void apply_common_options(const CommonOptions& options) {
         spdlog::set_level(spdlog::level::info);
     }
 }
+
+namespace {
+
+// A whole number for --shard and --tiles: digits only, refused past what a count can hold (strtoll would wrap
+// 99999999999999999999 silently).
+std::uint64_t share_number(std::string_view text, const std::string& what, const std::string& option) {
+    std::uint64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error == std::errc::result_out_of_range) {
+        throw std::invalid_argument(option + ": " + what + " is " + std::string(text) + ", past the largest count (" +
+                              std::to_string(std::numeric_limits<std::uint64_t>::max()) + ")");
+    }
+    if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
+        throw std::invalid_argument(option + ": " + what + " is '" + std::string(text) + "', expected a whole number (0, 1, 2, ...)");
+    }
+    return value;
+}
+
+}  // namespace
+
+Share parse_share(const std::string& text, const std::string& option) {
+    Share share;
+    if (text.empty()) return share;
+    auto from_environment = [&](const char* name) {
+        const char* value = std::getenv(name);
+        if (!value || !*value) throw std::invalid_argument(option + " slurm: " + name + " is not set (run it in a Slurm array job)");
+        return share_number(value, name, option);
+    };
+    std::uint64_t k = 0, n = 0;
+    if (text == "slurm") {
+        const std::uint64_t id = from_environment("SLURM_ARRAY_TASK_ID");
+        const char* minimum = std::getenv("SLURM_ARRAY_TASK_MIN");
+        const std::uint64_t first = minimum && *minimum ? from_environment("SLURM_ARRAY_TASK_MIN") : 0;
+        if (id < first) {
+            throw std::invalid_argument(option + " slurm: SLURM_ARRAY_TASK_ID " + std::to_string(id) + " is below SLURM_ARRAY_TASK_MIN " +
+                                  std::to_string(first));
+        }
+        k = id - first;
+        n = from_environment("SLURM_ARRAY_TASK_COUNT");
+    } else {
+        const auto slash = text.find('/');
+        if (slash == std::string::npos) throw std::invalid_argument(option + ": expected K/N or slurm, got '" + text + "'");
+        k = share_number(std::string_view(text).substr(0, slash), "K", option);
+        n = share_number(std::string_view(text).substr(slash + 1), "N", option);
+    }
+    if (n < 1 || k >= n) {
+        throw std::invalid_argument(option + ": expected 0 <= K < N, got K=" + std::to_string(k) + " N=" + std::to_string(n));
+    }
+    share.index = static_cast<std::size_t>(k);
+    share.count = static_cast<std::size_t>(n);
+    return share;
+}
+
 
 }  // namespace gridwarp::cli

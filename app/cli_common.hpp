@@ -68,4 +68,11 @@ CommandBinding set_command_action(CLI::App& sub, const std::shared_ptr<Command>&
     return binding;
 }
 
+// Which share of a job this process does: --shard and --tiles K/N (0 <= K < N), or "slurm" (the
+// array task's place among SLURM_ARRAY_TASK_MIN..COUNT). Throws std::invalid_argument naming `option`.
+struct Share {
+    std::size_t index = 0, count = 1;
+};
+Share parse_share(const std::string& text, const std::string& option);
+
 }  // namespace gridwarp::cli

@@ -244,58 +244,6 @@ std::vector<std::string> dry_run_problems(const Values& merged, bool create_dirs
     return problems;
 }
 
-struct Shard {
-    std::size_t index = 0, count = 1;
-};
-
-// A whole number for --shard: digits only, refused past what a count can hold (strtoll would wrap
-// 99999999999999999999 silently).
-std::uint64_t shard_number(std::string_view text, const std::string& what) {
-    std::uint64_t value = 0;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error == std::errc::result_out_of_range) {
-        throw BatchSetupError("--shard: " + what + " is " + std::string(text) + ", past the largest count (" +
-                              std::to_string(std::numeric_limits<std::uint64_t>::max()) + ")");
-    }
-    if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
-        throw BatchSetupError("--shard: " + what + " is '" + std::string(text) + "', expected a whole number (0, 1, 2, ...)");
-    }
-    return value;
-}
-
-Shard parse_shard(const std::string& text) {
-    Shard shard;
-    if (text.empty()) return shard;
-    auto from_environment = [&](const char* name) {
-        const char* value = std::getenv(name);
-        if (!value || !*value) throw BatchSetupError(std::string("--shard slurm: ") + name + " is not set (run it in a Slurm array job)");
-        return shard_number(value, name);
-    };
-    std::uint64_t k = 0, n = 0;
-    if (text == "slurm") {
-        const std::uint64_t id = from_environment("SLURM_ARRAY_TASK_ID");
-        const char* minimum = std::getenv("SLURM_ARRAY_TASK_MIN");
-        const std::uint64_t first = minimum && *minimum ? from_environment("SLURM_ARRAY_TASK_MIN") : 0;
-        if (id < first) {
-            throw BatchSetupError("--shard slurm: SLURM_ARRAY_TASK_ID " + std::to_string(id) + " is below SLURM_ARRAY_TASK_MIN " +
-                                  std::to_string(first));
-        }
-        k = id - first;
-        n = from_environment("SLURM_ARRAY_TASK_COUNT");
-    } else {
-        const auto slash = text.find('/');
-        if (slash == std::string::npos) throw BatchSetupError("--shard: expected K/N or slurm, got '" + text + "'");
-        k = shard_number(std::string_view(text).substr(0, slash), "K");
-        n = shard_number(std::string_view(text).substr(slash + 1), "N");
-    }
-    if (n < 1 || k >= n) {
-        throw BatchSetupError("--shard: expected 0 <= K < N, got K=" + std::to_string(k) + " N=" + std::to_string(n));
-    }
-    shard.index = static_cast<std::size_t>(k);
-    shard.count = static_cast<std::size_t>(n);
-    return shard;
-}
-
 std::string quoted_command(const std::vector<std::string>& args) {
     std::string text = "gridwarp";
     for (const auto& a : args) {
@@ -449,12 +397,16 @@ void run_batch(const BatchCommand& command) {
     const ManifestColumns columns = manifest_columns(options);
     std::string manifest;
     Values defaults;
-    Shard shard;
+    Share shard;
     std::vector<Job> jobs;  // the shard's rows, in order
     const auto in_shard = [&](std::size_t row) { return row % shard.count == shard.index; };
     try {
         defaults = parse_defaults(command.command, command.defaults);
-        shard = parse_shard(command.shard);
+        try {
+            shard = parse_share(command.shard, "--shard");
+        } catch (const std::invalid_argument& e) {
+            throw BatchSetupError(e.what());
+        }
         manifest = io::read_file_bytes(command.manifest);
         BatchFileCheck files(command, defaults);
         if (command.dry_run) {

@@ -30,6 +30,10 @@ void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes) {
             ->check(CLI::Range(1, 100));
         command.add_option("--chunk-codec", flags.chunk_codec, "OME-Zarr outputs: the chunks' compressor, blosc (LZ4; default), zstd, zlib, gzip or none")
             ->check(CLI::IsMember({"blosc", "zstd", "zlib", "gzip", "none"}));
+        command.add_flag("--pyramid", flags.pyramid,
+                         "OME-Zarr outputs: also write halved levels (each voxel the mean of a 2x2 or 2x2x2 block), down to one chunk");
+        command.add_option("--pyramid-levels", flags.pyramid_levels, "OME-Zarr outputs: write this many halved levels (--pyramid with a count)")
+            ->check(CLI::Range(1, 40));
     }
 }
 
@@ -93,6 +97,7 @@ io::WriteOptions to_write_options(const VolumeFlags& flags, const CommonOptions&
     options.compression_level = flags.compression_level;
     options.quality = flags.quality;
     options.chunk_codec = flags.chunk_codec;
+    options.pyramid_levels = flags.pyramid_levels > 0 ? flags.pyramid_levels : flags.pyramid ? -1 : 0;
     options.threads = common.threads;
     return options;
 }

@@ -32,6 +32,8 @@ struct VolumeFlags {
     int compression_level = -1;
     int quality = -1;
     std::string chunk_codec;
+    bool pyramid = false;
+    int pyramid_levels = 0;
     MemoryFlags memory;
     bool allow_outside_data_files = false;
     bool keep_orientation = false;

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli_common.hpp"
 #include "gridwarp/io/error.hpp"
 
 namespace gridwarp::cli {
@@ -22,22 +23,38 @@ void add_tiling_options(CLI::App& command, TilingFlags& flags) {
         ->transform(CLI::AsSizeValue(false).description(""))
         ->type_name("BYTES")
         ->default_str("1G");
+    command.add_option("--tiles", flags.tiles,
+                       "Write only the K-th of N shares of the output's tiles (K from 0), or slurm (this array task's share), into "
+                       "one OME-Zarr store that N runs fill, at once or one after another")
+        ->type_name("K/N");
+    command.add_flag("--resume", flags.resume, "Go on with a stopped run's OME-Zarr output: tiles already written are kept");
 }
 
 std::unique_ptr<io::TileSource> open_input_tiles(const ImageArgument& input, const OutputArgument& output, const TilingFlags& flags,
                                                  const io::ReadOptions& options) {
+    const std::string required = !flags.tiles.empty() ? "--tiles" : flags.resume ? "--resume" : flags.by_tiles == "always" ? "--by-tiles always" : "";
+    if (flags.in_place()) {
+        if (!flags.tiles.empty()) parse_share(flags.tiles, "--tiles");
+        if (flags.by_tiles == "never") throw std::invalid_argument(required + ": the output is written by tiles (not --by-tiles never)");
+        if (output.in_memory() || !io::writes_tile_shares(output.path)) {
+            throw std::invalid_argument(required + ": " + output.string() + " is not written in shares (write an OME-Zarr store, .zarr)");
+        }
+    }
     if (flags.by_tiles == "never") return nullptr;
-    const bool always = flags.by_tiles == "always";
+    const bool always = !required.empty();
     if (output.in_memory() || !io::writes_tiles(output.path)) {
-        if (always) throw std::invalid_argument("--by-tiles always: " + output.string() + " is not written by tiles (write a .tif or .zarr)");
+        if (always) throw std::invalid_argument(required + ": " + output.string() + " is not written by tiles (write a .tif or .zarr)");
         return nullptr;
     }
-    if (input.in_memory()) return nullptr;
+    if (input.in_memory()) {
+        if (always) throw std::invalid_argument(required + ": the input is in memory, not read by tiles");
+        return nullptr;
+    }
     std::unique_ptr<io::TileSource> tiles = io::open_tile_source(input.path, options);
     std::error_code error;
     // A missing input is reported by the reader, as for any command.
     if (!tiles && always && std::filesystem::exists(input.path, error)) {
-        throw std::invalid_argument("--by-tiles always: " + input.string() +
+        throw std::invalid_argument(required + ": " + input.string() +
                                     " is not read by tiles (an OME-Zarr store, or a TIFF of one page, 8 bits or wider, samples together, "
                                     "no orientation to apply)");
     }
@@ -51,7 +68,8 @@ bool samples_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, con
                       DType output_type, const PositionSource& positions) {
     const Shape& output_spatial = positions.output_shape();
     const io::TileLayout& layout = tiles.layout();
-    const bool always = flags.by_tiles == "always";
+    const std::string required = !flags.tiles.empty() ? "--tiles" : flags.resume ? "--resume" : "--by-tiles always";
+    const bool always = flags.by_tiles == "always" || flags.in_place();
     std::string why_not;
     if (!reads_near_positions(options)) {
         why_not = std::string(interpolation_name(options.mode)) + " reads beyond a fixed reach of its positions";
@@ -63,7 +81,7 @@ bool samples_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, con
         why_not = "the output's type differs from the input's";
     }
     if (!why_not.empty()) {
-        if (always) throw std::invalid_argument("--by-tiles always: " + why_not);
+        if (always) throw std::invalid_argument(required + ": " + why_not);
         return false;
     }
     if (always) return true;
@@ -181,16 +199,25 @@ void sample_by_tiles(const OutputArgument& output, const std::filesystem::path& 
     const io::TileLayout& layout = tiles.layout();
     spdlog::debug("sampling by tiles: input tiles {}, {} thread(s), working memory {} MiB, {} MiB of it for input tiles",
                   shape_to_string(layout.tile), threads, flags.working_memory >> 20, cache_bytes >> 20);
+    io::TileShare share;
+    if (!flags.tiles.empty()) {
+        const Share parsed = parse_share(flags.tiles, "--tiles");
+        share.index = static_cast<std::int64_t>(parsed.index);
+        share.count = static_cast<std::int64_t>(parsed.count);
+    }
+    share.resume = flags.resume;
     if (progress) progress->phase("sampling by tiles", 1, 2);
-    io::write_by_tiles(output.path, description, write_options, threads,
-                       [&](const Shape& start, const TensorView& pixels) { sampler.sample(start, pixels); },
-                       [&](std::int64_t done, std::int64_t total) {
-                           if (progress) progress->items(done, total);
-                       });
+    io::write_by_tiles(
+        output.path, description, write_options, threads, [&](const Shape& start, const TensorView& pixels) { sampler.sample(start, pixels); },
+        [&](std::int64_t done, std::int64_t total) {
+            if (progress) progress->items(done, total);
+        },
+        share);
     if (progress) progress->finish();
     spdlog::debug("input tiles decoded: {} of {}", sampler.tiles_decoded(), layout.tile_count());
-    spdlog::info("wrote {} ({} {}, size {}, by tiles)", output.string(), io::file_kind_name(description.kind), dtype_name(description.dtype()),
-                 image_size_text(description.spatial));
+    const std::string part = share.count > 1 ? fmt::format(", share {} of 0..{}", share.index, share.count - 1) : "";
+    spdlog::info("wrote {} ({} {}, size {}, by tiles{})", output.string(), io::file_kind_name(description.kind), dtype_name(description.dtype()),
+                 image_size_text(description.spatial), part);
 }
 
 }  // namespace gridwarp::cli

@@ -14,30 +14,36 @@
 
 namespace gridwarp::cli {
 
-// --by-tiles auto|always|never and --working-memory BYTES.
+// --by-tiles auto|always|never, --working-memory BYTES, --tiles K/N and --resume.
 struct TilingFlags {
     std::string by_tiles = "auto";
     std::uint64_t working_memory = std::uint64_t{1} << 30;
+    std::string tiles;    // a share of the output's tiles: K/N or slurm
+    bool resume = false;  // skip the tiles a stopped run wrote
+    bool in_place() const { return !tiles.empty() || resume; }
 };
 void add_tiling_options(CLI::App& command, TilingFlags& flags);
 
-// The input's tiles, where the input is read by tiles (a tiled or striped TIFF) and the output is
-// written by them (.tif), unless --by-tiles never; nullptr otherwise. Under --by-tiles always a
-// pair that cannot is refused (std::invalid_argument saying why).
+// The input's tiles, where the input is read by tiles (a tiled or striped TIFF, an OME-Zarr store)
+// and the output is written by them (.tif, .zarr), unless --by-tiles never; nullptr otherwise.
+// Under --by-tiles always, --tiles and --resume a pair that cannot is refused
+// (std::invalid_argument saying why).
 std::unique_ptr<io::TileSource> open_input_tiles(const ImageArgument& input, const OutputArgument& output, const TilingFlags& flags,
                                                  const io::ReadOptions& options);
 
 // Whether sampling from `tiles` at `positions` runs by tiles: under auto, where
 // the input and the output together pass --working-memory; and only where every point reads input
 // near its position (reads_near_positions), without a low-passed copy of the input, into the input's
-// type. Under always a sampling that cannot is refused (std::invalid_argument saying why).
+// type. Under always (and --tiles, --resume) a sampling that cannot is refused
+// (std::invalid_argument saying why).
 bool samples_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, const SampleOptions& options, bool filters_input,
                       DType output_type, const PositionSource& positions);
 
 // Samples the input at `positions` into `output` a tile at a time: each output tile reads the box
 // of input its positions reach (input_box_read) through a cache of decoded input tiles, so that
 // memory stays within --working-memory whatever the image's size; the values equal sampling the
-// whole input in memory. Logs "wrote FILE (...)".
+// whole input in memory. Under --tiles and --resume, only this share's tiles (io::TileShare).
+// Logs "wrote FILE (...)".
 void sample_by_tiles(const OutputArgument& output, const std::filesystem::path& input_file, const io::TileSource& tiles,
                      const io::Image& description, const io::WriteOptions& write_options, const PositionSource& positions,
                      const SampleOptions& options, const TilingFlags& flags, CommandProgress* progress);

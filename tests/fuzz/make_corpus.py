@@ -8,6 +8,7 @@ Seeds of targets that take a selector byte (see each target's comment) start wit
 import gzip
 import hashlib
 import io
+import json
 import shutil
 import struct
 import zlib
@@ -405,6 +406,88 @@ def tiff_tile_seeds():
         put("fuzz_tiff_tiles", f"{name}.tif", out.getvalue())
 
 
+ZARR_SEPARATOR = b"\n--zarr--\n"
+
+
+def zarr_store(array, chunks, dtype, compressor, separator, axes=None, transforms=None, fill=0, group=True, drop=(), links=()):
+    """A small Zarr v2 store packed as fuzz_zarr_store splits it: .zattrs (empty for a plain array),
+    .zarray, then one "KEY\\nBYTES" member per chunk (C order, edge chunks padded with `fill` as zarr
+    writes them), less the keys in `drop`, and "KEY@TARGET" links."""
+    array = np.asarray(array, dtype)
+    counts = [-(-extent // chunk) for extent, chunk in zip(array.shape, chunks)]
+    members = []
+    for index in np.ndindex(*counts):
+        block = np.full(chunks, fill, dtype)
+        part = array[tuple(slice(i * c, (i + 1) * c) for i, c in zip(index, chunks))]
+        block[tuple(slice(0, extent) for extent in part.shape)] = part
+        key = separator.join(str(i) for i in index)
+        if key in drop:
+            continue
+        raw = block.tobytes()
+        encoded = compressor[1](raw, dtype) if compressor else raw
+        members.append(key.encode() + b"\n" + encoded)
+    members += [f"{key}@{target}".encode() for key, target in links]
+    header = {"zarr_format": 2, "shape": list(array.shape), "chunks": list(chunks), "dtype": np.dtype(dtype).str,
+              "compressor": compressor[0] if compressor else None, "fill_value": fill, "order": "C", "filters": None,
+              "dimension_separator": separator}
+    attributes = b""
+    if group:
+        dataset = {"path": "0"}
+        if transforms:
+            dataset["coordinateTransformations"] = transforms
+        multiscale = {"version": "0.4", "name": "seed", "datasets": [dataset]}
+        if axes:
+            multiscale["axes"] = axes
+        attributes = json.dumps({"multiscales": [multiscale]}).encode()
+    parts = [attributes, json.dumps(header).encode()] + members
+    if any(ZARR_SEPARATOR in part for part in parts):
+        raise SystemExit("a Zarr seed's member holds the separator")
+    return ZARR_SEPARATOR.join(parts)
+
+
+def zarr_seeds():
+    # The compressors as numcodecs (zarr's codecs) writes them: zlib and gzip from Python's own
+    # modules, Zstandard and Blosc only where numcodecs is there (python3-numcodecs).
+    codecs = {"zlib": ({"id": "zlib", "level": 5}, lambda raw, dtype: zlib.compress(raw, 5)),
+              "gzip": ({"id": "gzip", "level": 5}, lambda raw, dtype: gzip.compress(raw, 5, mtime=0))}
+    try:
+        import numcodecs
+        codecs["zstd"] = ({"id": "zstd", "level": 3}, lambda raw, dtype: numcodecs.Zstd(level=3).encode(raw))
+        codecs["blosc"] = ({"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0},
+                           lambda raw, dtype: numcodecs.Blosc("lz4", 5, numcodecs.Blosc.SHUFFLE, 0).encode(
+                               np.frombuffer(raw, dtype)))
+    except ImportError:
+        print("numcodecs is not there: no Zstandard or Blosc Zarr seeds")
+    yx = [{"name": "y", "type": "space"}, {"name": "x", "type": "space"}]
+    cyx = [{"name": "c", "type": "channel"}] + yx
+    zyx = [{"name": "z", "type": "space", "unit": "micrometer"}] + [dict(axis, unit="micrometer") for axis in yx]
+    grey = (np.arange(12 * 10).reshape(12, 10) * 7 % 256).astype(np.uint8)
+    rgb = (np.arange(3 * 9 * 7).reshape(3, 9, 7) * 5 % 256).astype(np.uint8)
+    volume = np.arange(4 * 6 * 5).reshape(4, 6, 5) * 1031 % 65536
+    geometry = [{"type": "scale", "scale": [2.5, 0.8, 0.75]}, {"type": "translation", "translation": [-10.0, 5.5, 3.0]}]
+    seeds = {
+        "grey_u1_raw_dot.zarr": zarr_store(grey, (8, 8), "|u1", None, ".", yx),
+        "grey_u1_plain_array.zarr": zarr_store(grey, (12, 4), "|u1", None, "/", group=False),
+        "grey_u1_missing_chunk.zarr": zarr_store(grey, (8, 8), "|u1", None, ".", yx, fill=7, drop=("1.0",)),
+        "grey_u1_linked_chunk.zarr": zarr_store(grey, (8, 8), "|u1", None, ".", yx, drop=("0.1",), links=(("0.1", "0.0"),)),
+        "rgb_cyx_zlib_slash.zarr": zarr_store(rgb, (1, 5, 4), "|u1", codecs["zlib"], "/", cyx),
+        "rgb_cyx_raw_dot.zarr": zarr_store(rgb, (3, 9, 4), "|u1", None, ".", cyx),
+        "volume_u2_gzip_scale.zarr": zarr_store(volume, (2, 4, 3), "<u2", codecs["gzip"], "/", zyx, geometry),
+        "volume_u2_be_raw.zarr": zarr_store(volume, (4, 3, 5), ">u2", None, ".", zyx, geometry[:1]),
+        "volume_c4_no_axes.zarr": zarr_store(np.arange(2 * 3 * 4 * 5).reshape(2, 3, 4, 5), (1, 3, 2, 5), "<i2", codecs["zlib"], "/"),
+    }
+    if "zstd" in codecs:
+        seeds["grey_i2_be_zstd_dot.zarr"] = zarr_store(grey.astype(np.int16) - 100, (5, 10), ">i2", codecs["zstd"], ".", yx)
+        seeds["volume_u2_zstd_slash.zarr"] = zarr_store(volume, (4, 6, 5), "<u2", codecs["zstd"], "/", zyx, geometry)
+    if "blosc" in codecs:
+        seeds["grey_f4_blosc_slash.zarr"] = zarr_store(grey / 3.0, (6, 10), "<f4", codecs["blosc"], "/", yx)
+        seeds["rgb_cyx_blosc_dot.zarr"] = zarr_store(rgb, (1, 9, 7), "|u1", codecs["blosc"], ".", cyx)
+    for name, data in seeds.items():
+        if len(data) > 4096:
+            raise SystemExit(f"Zarr seed {name} is {len(data)} bytes, more than 4 KB")
+        put("fuzz_zarr_store", name, data)
+
+
 def per_volume_seeds():
     # Selector % 3: ITK text list, AFNI .1D rows, folder of FSL matrices split at "\n--\n".
     affine = "#Transform {}\nTransform: AffineTransform_double_3_3\nParameters: 1 0 0 0 1 0 0 0 1 {} 0 0\nFixedParameters: 0 0 0\n"
@@ -435,6 +518,7 @@ def main():
     raster_seeds()
     tiff_tile_seeds()
     per_volume_seeds()
+    zarr_seeds()
     total = sum(f.stat().st_size for f in CORPUS.rglob("*") if f.is_file())
     for folder in sorted(CORPUS.iterdir()):
         files = list(folder.iterdir())

@@ -21,7 +21,7 @@ source_dir="$(cd "$here/../.." && pwd)"
 all_targets=(fuzz_npy fuzz_flo fuzz_text_matrix fuzz_itk_transform fuzz_nifti_header fuzz_nifti_file fuzz_kitti_png
              fuzz_batch_manifest fuzz_volume_header fuzz_bmp fuzz_package_transform
              fuzz_hdf5_transform fuzz_raster fuzz_per_volume fuzz_mgh_file fuzz_mif_file fuzz_dicom_series
-             fuzz_tiff_tiles)
+             fuzz_tiff_tiles fuzz_zarr_store)
 
 build=0
 seconds=1800

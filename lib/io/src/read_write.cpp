@@ -89,6 +89,9 @@ void check_write_options(const fs::path& target, const detail::FormatHandler& fo
         throw FileError(target, "a ." + extension + " takes compression levels 0 to " + std::to_string(format.highest_compression_level) +
                                     ", not " + std::to_string(options.compression_level));
     }
+    if (options.pyramid_levels != 0 && !format.writes_pyramids) {
+        throw FileError(target, "a pyramid is written into OME-Zarr stores (.zarr), not a ." + extension + " file");
+    }
     // Names no row of the format table claims go to OpenCV: refused here, before any work, where it
     // has no encoder either, listing what gridwarp writes.
     const auto opencv_writes = [&] {

@@ -203,13 +203,21 @@ void TileCache::read_region(const Shape& start, const Shape& extent, std::uint8_
 }
 
 bool writes_tiles(const fs::path& file) { return detail::format_for_path(file).write_tiles != nullptr; }
+bool writes_tile_shares(const fs::path& file) { return detail::format_for_path(file).writes_tile_shares; }
 
 void write_by_tiles(const fs::path& target, const Image& description, const WriteOptions& options, int threads,
-                    const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done) {
+                    const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done, const TileShare& share) {
     const detail::FormatHandler& format = detail::format_for_path(target);
     if (!format.write_tiles) throw FileError(target, std::string(format.name) + " files are not written by tiles");
+    check_write_options(target, options);
+    if (share.in_place()) {
+        if (!format.writes_tile_shares) throw FileError(target, std::string(format.name) + " files are not written in shares (write a .zarr store)");
+        if (share.count < 1 || share.index < 0 || share.index >= share.count) throw std::invalid_argument("write_by_tiles: share index outside 0..count-1");
+        format.write_tiles(StagedFile{target, target}, description, options, threads, produce, done, share);
+        return;
+    }
     write_path_atomically(target, [&](const StagedFile& staged) {
-        format.write_tiles(staged, description, options, threads, produce, done);
+        format.write_tiles(staged, description, options, threads, produce, done, share);
     });
 }
 

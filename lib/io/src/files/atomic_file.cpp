@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstdint>
 #include <cstring>
@@ -385,6 +386,37 @@ void write_path_atomically(const fs::path& target, const std::function<void(cons
         throw;
     }
     detail::discard_staged(staging);
+}
+
+bool create_folder_atomically(const fs::path& target, const std::function<void(const fs::path& folder)>& fill) {
+    const fs::path directory = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+    remove_dead_writers_staging(directory);
+    std::string pattern = (directory / (staging_stem() + "XXXXXX")).string();
+    std::vector<char> buffer(pattern.begin(), pattern.end());
+    buffer.push_back('\0');
+    if (!::mkdtemp(buffer.data())) throw FileError(target, std::string("cannot create a folder in its directory: ") + std::strerror(errno));
+    const fs::path folder(buffer.data());
+    std::error_code ignored;
+    try {
+        fill(folder);
+        require_space_left(directory, target);
+    } catch (...) {
+        fs::remove_all(folder, ignored);
+        throw;
+    }
+    int result = ::renameat2(AT_FDCWD, folder.c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE);
+    if (result != 0 && (errno == EINVAL || errno == ENOSYS)) {
+        // A file system without RENAME_NOREPLACE: rename(2) itself refuses a folder that is not empty.
+        std::error_code error;
+        result = fs::exists(fs::symlink_status(target, error)) ? (errno = EEXIST, -1) : ::rename(folder.c_str(), target.c_str());
+    }
+    if (result != 0) {
+        const int cause = errno;
+        fs::remove_all(folder, ignored);
+        if (cause == EEXIST || cause == ENOTEMPTY) return false;
+        throw FileError(target, std::string("cannot move the new folder into place: ") + std::strerror(cause));
+    }
+    return true;
 }
 
 void write_file_atomically(const fs::path& target, const std::function<void(std::ostream&)>& write) {

@@ -140,7 +140,7 @@ const FormatHandler kFormats[] = {
     {.name = "MRtrix3", .kind = FileKind::Volume, .suffixes = {".mif", ".mif.gz", ".mih"}, .read = read_mif, .write = write_mif_image,
      .files_read = mif_files_read, .files_written = mif_files_written, .stores_value_scaling = true, .map_output = map_mif_output},
     {.name = "OME-Zarr", .kind = FileKind::Volume, .suffixes = {".zarr"}, .read = read_zarr, .write = write_zarr_image,
-     .open_tiles = open_zarr_tiles, .write_tiles = write_zarr_tiles},
+     .open_tiles = open_zarr_tiles, .write_tiles = write_zarr_tiles, .writes_tile_shares = true, .writes_pyramids = true},
     {.name = "PNG", .kind = FileKind::Raster, .suffixes = {".png"}, .sniff = has_png_signature, .read = read_raster_image,
      .decode = decode_png, .highest_compression_level = 9, .write = write_png_image},
     {.name = "JPEG", .kind = FileKind::Raster, .suffixes = {".jpg", ".jpeg"}, .sniff = is_jpeg, .read = read_raster_image,

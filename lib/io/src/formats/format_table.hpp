@@ -61,7 +61,12 @@ struct FormatHandler {
     // them (else nullptr), and an output written tile by tile. nullptr: read and written whole.
     std::unique_ptr<TileSource> (*open_tiles)(const std::filesystem::path& file, const ReadOptions& options) = nullptr;
     void (*write_tiles)(const StagedFile& staged, const Image& description, const WriteOptions& options, int threads,
-                        const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done) = nullptr;
+                        const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done,
+                        const TileShare& share) = nullptr;
+    // Whether write_tiles takes shares written in place (TileShare::in_place).
+    bool writes_tile_shares = false;
+    // Whether the writer takes WriteOptions::pyramid_levels.
+    bool writes_pyramids = false;
 };
 
 std::span<const FormatHandler> format_table();

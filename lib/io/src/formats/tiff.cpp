@@ -773,7 +773,7 @@ constexpr int kDefaultTileLevel = 4;
 }  // namespace
 
 void write_tiff_tiles(const StagedFile& staged, const Image& description, const WriteOptions& options, int threads,
-                      const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done) {
+                      const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done, const TileShare&) {
     const std::string extension = lowercase_filename(staged.target.extension());
     if (description.spatial.size() != 2 || description.batch != 1) {
         throw FileError(staged.target, "a TIFF written by tiles holds one 2-D page, got size " + image_size_text(description.spatial));

@@ -45,6 +45,6 @@ std::unique_ptr<TileSource> open_tiff_tiles(const std::filesystem::path& file, c
 // differencing for integers, tiles in the order taken (write_by_tiles) whatever order the threads
 // finish them in.
 void write_tiff_tiles(const StagedFile& staged, const Image& description, const WriteOptions& options, int threads,
-                      const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done);
+                      const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done, const TileShare& share);
 
 }  // namespace gridwarp::io::detail

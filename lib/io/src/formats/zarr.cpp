@@ -35,7 +35,7 @@ namespace {
 constexpr std::uintmax_t kLargestMetadataBytes = 1 << 20;
 constexpr int kMostAxes = 5;
 
-enum class Codec { None, Zlib, Gzip, Zstd, Blosc };
+using Codec = ZarrCodec;
 
 // One Zarr v2 array and what its axes mean.
 struct ZarrArray {
@@ -83,6 +83,8 @@ std::optional<DType> zarr_dtype(const std::string& code, bool* swap) {
     }
 }
 
+}  // namespace
+
 std::string zarr_dtype_code(DType dtype) {
     const std::size_t bytes = dtype_size(dtype);
     const char order = bytes == 1 ? '|' : '<';
@@ -92,6 +94,8 @@ std::string zarr_dtype_code(DType dtype) {
     if (dtype == DType::Bool) kind = 'b';
     return std::string(1, order) + kind + std::to_string(bytes);
 }
+
+namespace {
 
 // A dataset path from the metadata: relative, without "..", within the store.
 fs::path dataset_folder(const fs::path& store, const std::string& path) {
@@ -103,9 +107,13 @@ fs::path dataset_folder(const fs::path& store, const std::string& path) {
     return store / relative;
 }
 
-ZarrArray open_array(const fs::path& store, const ReadOptions& options) {
+ZarrArray open_array(const fs::path& store, std::size_t level, const ReadOptions& options, bool unfinished_allowed) {
     std::error_code error;
     if (!fs::is_directory(store, error)) throw FileError(store, "a Zarr store is a folder");
+    if (!unfinished_allowed && fs::exists(store / kUnfinishedFolder, error)) {
+        throw FileError(store, "is still being written in place (gridwarp --tiles or --resume), or its writers were stopped: run the "
+                               "remaining shares, or the command again with --resume");
+    }
     ZarrArray array;
     array.folder = store;
     json axes;
@@ -113,7 +121,7 @@ ZarrArray open_array(const fs::path& store, const ReadOptions& options) {
         const json attributes = read_json(store / ".zattrs", store);
         try {
             const json& multiscale = attributes.at("multiscales").at(0);
-            const json& dataset = multiscale.at("datasets").at(0);
+            const json& dataset = multiscale.at("datasets").at(level);
             array.folder = dataset_folder(store, dataset.at("path").get<std::string>());
             if (multiscale.contains("axes")) axes = multiscale.at("axes");
             if (dataset.contains("coordinateTransformations")) {
@@ -298,12 +306,14 @@ void fill_values(DType dtype, std::uint8_t* bytes, std::size_t values, double fi
     }
 }
 
-// Channel c of a 3- or 4-channel image is stored as channel channel_order[c]: RGB(A) in the store,
-// BGR(A) in memory as for every raster.
-std::int64_t stored_channel(std::int64_t c, std::int64_t channels, bool raster) {
+}  // namespace
+
+std::int64_t zarr_stored_channel(std::int64_t c, std::int64_t channels, bool raster) {
     if (!raster || channels < 3 || c > 2) return c;
     return 2 - c;
 }
+
+namespace {
 
 class ZarrTileSource final : public TileSource {
 public:
@@ -371,7 +381,7 @@ public:
             }
             const std::int64_t count = std::min(channel_chunk, channels - first);
             for (std::int64_t c = 0; c < count; ++c) {
-                const std::int64_t target = stored_channel(first + c, channels, raster_);
+                const std::int64_t target = zarr_stored_channel(first + c, channels, raster_);
                 const std::uint8_t* plane = chunk.data() + static_cast<std::size_t>(c) * tile_voxels * value_bytes;
                 if (channels == 1) {
                     std::memcpy(out, plane, tile_voxels * value_bytes);
@@ -391,107 +401,13 @@ private:
     std::uint64_t chunk_budget_ = 0;
 };
 
-// What a store written by gridwarp holds along its axes.
-struct StoreLayout {
-    Shape shape, chunks;
-    std::vector<json> axes;
-};
-
-StoreLayout store_layout(const Image& description) {
-    const std::size_t rank = description.spatial.size();
-    std::string unit = "millimeter";
-    for (const auto& [key, value] : description.properties) {
-        if (key == "ome-zarr unit") unit = value;
-    }
-    StoreLayout layout;
-    const bool raster = rank == 2;
-    if (description.channels > 1) {
-        layout.shape.push_back(description.channels);
-        layout.chunks.push_back(1);
-        layout.axes.push_back({{"name", "c"}, {"type", "channel"}});
-    }
-    static const char* kNames[] = {"z", "y", "x"};
-    for (std::size_t a = 0; a < rank; ++a) {
-        layout.shape.push_back(description.spatial[a]);
-        layout.chunks.push_back(std::min<std::int64_t>(description.spatial[a], raster ? 512 : 128));
-        json axis = {{"name", kNames[3 - rank + a]}, {"type", "space"}};
-        if (!raster) axis["unit"] = unit;
-        layout.axes.push_back(axis);
-    }
-    return layout;
-}
-
-Codec codec_named(const std::string& name, const fs::path& target) {
-    if (name.empty() || name == "blosc") return Codec::Blosc;
-    if (name == "zstd") return Codec::Zstd;
-    if (name == "zlib") return Codec::Zlib;
-    if (name == "gzip") return Codec::Gzip;
-    if (name == "none") return Codec::None;
-    throw FileError(target, "--chunk-codec: blosc, zstd, zlib, gzip or none, got " + name);
-}
-
-json compressor_json(Codec codec, int level) {
-    switch (codec) {
-        case Codec::None: return nullptr;
-        case Codec::Zlib: return {{"id", "zlib"}, {"level", level}};
-        case Codec::Gzip: return {{"id", "gzip"}, {"level", level}};
-        case Codec::Zstd: return {{"id", "zstd"}, {"level", level}};
-        case Codec::Blosc: return {{"id", "blosc"}, {"cname", "lz4"}, {"clevel", level}, {"shuffle", 1}, {"blocksize", 0}};
-    }
-    return nullptr;
-}
-
-std::vector<std::uint8_t> encode_chunk(Codec codec, int level, const std::vector<std::uint8_t>& raw, std::size_t value_bytes) {
-    std::vector<std::uint8_t> out;
-    switch (codec) {
-        case Codec::None: return raw;
-        case Codec::Zlib:
-        case Codec::Gzip: {
-            libdeflate_compressor* deflater = libdeflate_alloc_compressor(std::clamp(level, 0, 12));
-            if (!deflater) throw std::bad_alloc();
-            const std::size_t bound = codec == Codec::Zlib ? libdeflate_zlib_compress_bound(deflater, raw.size()) : libdeflate_gzip_compress_bound(deflater, raw.size());
-            out.resize(bound);
-            const std::size_t size = codec == Codec::Zlib ? libdeflate_zlib_compress(deflater, raw.data(), raw.size(), out.data(), out.size())
-                                                          : libdeflate_gzip_compress(deflater, raw.data(), raw.size(), out.data(), out.size());
-            libdeflate_free_compressor(deflater);
-            if (size == 0) throw std::runtime_error("deflate failed");
-            out.resize(size);
-            return out;
-        }
-        case Codec::Zstd: {
-            out.resize(ZSTD_compressBound(raw.size()));
-            const std::size_t size = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(), level);
-            if (ZSTD_isError(size)) throw std::runtime_error("zstd failed");
-            out.resize(size);
-            return out;
-        }
-        case Codec::Blosc: {
-            out.resize(raw.size() + BLOSC_MAX_OVERHEAD);
-            const int size = blosc_compress_ctx(std::clamp(level, 0, 9), BLOSC_SHUFFLE, value_bytes, raw.size(), raw.data(), out.data(), out.size(),
-                                                "lz4", 0, 1);
-            if (size <= 0) throw std::runtime_error("blosc failed");
-            out.resize(static_cast<std::size_t>(size));
-            return out;
-        }
-    }
-    return out;
-}
-
-void write_bytes(const fs::path& file, const fs::path& target, std::span<const std::uint8_t> bytes) {
-    OutputFile out(StagedFile{file, target});
-    out.write(bytes);
-    out.close();
-}
-
-void write_text(const fs::path& file, const fs::path& target, const std::string& text) {
-    write_bytes(file, target, std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
-}
-
 }  // namespace
 
-std::unique_ptr<TileSource> open_zarr_tiles(const fs::path& store, const ReadOptions& options) {
-    return std::make_unique<ZarrTileSource>(store, open_array(store, options), options);
+std::unique_ptr<TileSource> open_zarr_level(const fs::path& store, std::size_t level, const ReadOptions& options, bool unfinished_allowed) {
+    return std::make_unique<ZarrTileSource>(store, open_array(store, level, options, unfinished_allowed), options);
 }
+
+std::unique_ptr<TileSource> open_zarr_tiles(const fs::path& store, const ReadOptions& options) { return open_zarr_level(store, 0, options, false); }
 
 Image read_zarr(const fs::path& store, const ReadOptions& options, bool with_pixels) {
     const auto source = open_zarr_tiles(store, options);
@@ -504,154 +420,6 @@ Image read_zarr(const fs::path& store, const ReadOptions& options, bool with_pix
     TileCache cache(*source, layout.tile_bytes());
     cache.read_region(Shape(layout.spatial.size(), 0), layout.spatial, static_cast<std::uint8_t*>(image.pixels.data()));
     return image;
-}
-
-void write_zarr_tiles(const StagedFile& staged, const Image& description, const WriteOptions& options, int threads,
-                      const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done) {
-    const std::size_t rank = description.spatial.size();
-    if (description.batch != 1 || rank < 2 || rank > 3) {
-        throw FileError(staged.target, "an OME-Zarr store holds one 2-D image or 3-D volume, got size " + image_size_text(description.spatial));
-    }
-    const DType dtype = description.dtype();
-    if (is_complex(dtype) || dtype == DType::String || dtype == DType::BFloat16) {
-        throw FileError(staged.target, "an OME-Zarr store written by gridwarp cannot hold " + std::string(dtype_name(dtype)) + " values");
-    }
-    const Codec codec = codec_named(options.chunk_codec, staged.target);
-    const int level = options.compression_level >= 0 ? options.compression_level : codec == Codec::Zstd ? 3 : 5;
-    const StoreLayout store = store_layout(description);
-    const bool raster = rank == 2;
-    const std::int64_t channels = description.channels;
-    const std::size_t value_bytes = dtype_size(dtype);
-
-    std::error_code error;
-    fs::create_directories(staged.file / "0", error);
-    if (error) throw FileError(staged.target, "cannot create the store: " + error.message());
-    json scale = json::array(), translation = json::array();
-    if (channels > 1) {
-        scale.push_back(1.0);
-        translation.push_back(0.0);
-    }
-    for (std::size_t a = 0; a < rank; ++a) {
-        const std::size_t k = rank - 1 - a;  // geometry is x first
-        scale.push_back(!raster && description.geometry ? description.geometry->spacing[k] : 1.0);
-        translation.push_back(!raster && description.geometry ? description.geometry->origin[k] : 0.0);
-    }
-    const json attributes = {{"multiscales", json::array({{{"version", "0.4"},
-                                                           {"name", staged.target.stem().string()},
-                                                           {"axes", store.axes},
-                                                           {"datasets", json::array({{{"path", "0"},
-                                                                                      {"coordinateTransformations",
-                                                                                       json::array({{{"type", "scale"}, {"scale", scale}},
-                                                                                                    {{"type", "translation"}, {"translation", translation}}})}}})}}})}};
-    const json array = {{"zarr_format", 2}, {"shape", store.shape}, {"chunks", store.chunks}, {"dtype", zarr_dtype_code(dtype)},
-                        {"compressor", compressor_json(codec, level)}, {"fill_value", 0}, {"order", "C"}, {"filters", nullptr},
-                        {"dimension_separator", "/"}};
-    write_text(staged.file / ".zgroup", staged.target, json({{"zarr_format", 2}}).dump(2));
-    write_text(staged.file / ".zattrs", staged.target, attributes.dump(2));
-    write_text(staged.file / "0" / ".zarray", staged.target, array.dump(2));
-
-    const Shape tile(store.chunks.end() - static_cast<std::ptrdiff_t>(rank), store.chunks.end());
-    Shape counts(rank);
-    for (std::size_t a = 0; a < rank; ++a) counts[a] = (description.spatial[a] + tile[a] - 1) / tile[a];
-    const std::vector<std::int64_t> order = tiles_in_z_order(counts);
-    const auto tiles = static_cast<std::int64_t>(order.size());
-    const auto tile_voxels = static_cast<std::size_t>(shape_numel(tile));
-    // The folders of the chunk paths (c/z/y/x), made before the threads write into them.
-    const auto chunk_folder = [&](std::int64_t channel, const Shape& index) {
-        fs::path folder = staged.file / "0";
-        if (channels > 1) folder /= std::to_string(channel);
-        for (std::size_t a = 0; a + 1 < rank; ++a) folder /= std::to_string(index[a]);
-        return folder;
-    };
-    std::atomic<std::int64_t> next{0}, written{0};
-    std::mutex mutex;
-    std::exception_ptr failure;
-    const auto work = [&] {
-        try {
-            std::vector<std::uint8_t> interleaved(channels > 1 ? tile_voxels * static_cast<std::size_t>(channels) * value_bytes : 0);
-            std::vector<std::uint8_t> chunk(tile_voxels * value_bytes);
-            for (;;) {
-                {
-                    const std::lock_guard lock(mutex);
-                    if (failure) return;
-                }
-                const std::int64_t taken = next++;
-                if (taken >= tiles) return;
-                std::int64_t rest = order[static_cast<std::size_t>(taken)];
-                Shape index(rank), start(rank), extent(rank);
-                for (std::size_t a = rank; a-- > 0;) {
-                    index[a] = rest % counts[a];
-                    rest /= counts[a];
-                }
-                for (std::size_t a = 0; a < rank; ++a) {
-                    start[a] = index[a] * tile[a];
-                    extent[a] = std::min(tile[a], description.spatial[a] - start[a]);
-                }
-                // A chunk past the image's edge is written whole: the part outside is zero.
-                const bool partial = extent != tile;
-                // One channel is sampled straight into its chunk.
-                std::vector<std::uint8_t>& target = channels == 1 ? chunk : interleaved;
-                if (partial) std::fill(target.begin(), target.end(), std::uint8_t{0});
-                Shape shape{1, channels}, strides(rank + 2);
-                shape.insert(shape.end(), extent.begin(), extent.end());
-                std::int64_t stride = channels;
-                for (std::size_t a = rank; a-- > 0;) {
-                    strides[a + 2] = stride;
-                    stride *= tile[a];
-                }
-                strides[1] = 1;
-                strides[0] = stride;
-                produce(start, TensorView(dtype, target.data(), shape, strides));
-                for (std::int64_t c = 0; c < channels; ++c) {
-                    const std::int64_t source = stored_channel(c, channels, raster);
-                    for (std::size_t v = 0; v < tile_voxels && channels > 1; ++v) {
-                        std::memcpy(chunk.data() + v * value_bytes,
-                                    interleaved.data() + (v * static_cast<std::size_t>(channels) + static_cast<std::size_t>(source)) * value_bytes, value_bytes);
-                    }
-                    const std::vector<std::uint8_t> encoded = encode_chunk(codec, level, chunk, value_bytes);
-                    const fs::path folder = chunk_folder(c, index);
-                    std::error_code folder_error;
-                    fs::create_directories(folder, folder_error);
-                    if (folder_error) throw FileError(staged.target, "cannot create " + folder.filename().string() + ": " + folder_error.message());
-                    write_bytes(folder / std::to_string(index[rank - 1]), staged.target, encoded);
-                }
-                const std::int64_t count = ++written;
-                if (done) {
-                    const std::lock_guard lock(mutex);
-                    done(count, tiles);
-                }
-            }
-        } catch (...) {
-            const std::lock_guard lock(mutex);
-            if (!failure) failure = std::current_exception();
-        }
-    };
-    const int workers = std::max(1, std::min<int>(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()),
-                                                  static_cast<int>(std::min<std::int64_t>(tiles, 256))));
-    std::vector<std::thread> pool;
-    for (int t = 1; t < workers; ++t) pool.emplace_back(work);
-    work();
-    for (auto& thread : pool) thread.join();
-    if (failure) std::rethrow_exception(failure);
-}
-
-void write_zarr_image(const fs::path& target, const Image& image, const WriteOptions& options) {
-    if (image.batch != 1) throw FileError(target, "an OME-Zarr store holds one image, got " + std::to_string(image.batch));
-    Image description = Image::describe_like(image, image.spatial);
-    description.geometry = image.geometry;
-    const ConstTensorView whole = image.nchw();
-    write_path_atomically(target, [&](const StagedFile& staged) {
-        write_zarr_tiles(staged, description, options, options.threads, [&](const Shape& start, const TensorView& pixels) {
-            ConstTensorView box = whole;
-            const auto* byte = static_cast<const std::uint8_t*>(whole.data);
-            for (std::size_t a = 0; a < start.size(); ++a) {
-                byte += start[a] * whole.strides[a + 2] * static_cast<std::int64_t>(dtype_size(whole.dtype));
-                box.shape[a + 2] = pixels.shape[a + 2];
-            }
-            box.data = byte;
-            copy_elements(box, pixels);
-        }, nullptr);
-    });
 }
 
 }  // namespace gridwarp::io::detail

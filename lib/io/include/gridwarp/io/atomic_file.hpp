@@ -28,6 +28,12 @@ struct StagedFile {
 // files it writes beside it (a detached header's data file) are moved into place too.
 void write_path_atomically(const std::filesystem::path& target, const std::function<void(const StagedFile& staged)>& write);
 
+// Creates the folder `target` whole or not at all: `fill` writes its contents into a staged folder
+// beside it, which is then renamed into place unless `target` exists by then (another process made
+// it first): the staged folder is then removed and false returned. Shares of one output that start
+// at once (gridwarp --tiles) agree on one folder this way.
+bool create_folder_atomically(const std::filesystem::path& target, const std::function<void(const std::filesystem::path& folder)>& fill);
+
 // A staged file is named .gridwarp-HOST-PID-XXXXXX-NAME; a format that may write companion files
 // is staged in a folder .gridwarp-HOST-PID-XXXXXX. The first write into a folder removes what
 // processes of this host that no longer run (killed writers) staged there. A header and its data file are

@@ -160,6 +160,10 @@ struct WriteOptions {
     // Zarr outputs: the chunks' compressor, "blosc" (the default when empty), "zstd", "zlib",
     // "gzip" or "none". (--chunk-codec)
     std::string chunk_codec;
+    // Zarr outputs: the 2x reductions written below the image as further multiscale levels
+    // (--pyramid): 0, none; -1, until a level fits in one chunk; N, that many (at most until every
+    // axis is 1 long).
+    int pyramid_levels = 0;
 };
 
 // Turns an image holding stored values (ValueScaling::pixels_are_stored) into one holding the values

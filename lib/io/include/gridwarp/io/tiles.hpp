@@ -66,6 +66,18 @@ private:
 
 // Whether the format `file`'s name selects writes tiles (write_by_tiles).
 bool writes_tiles(const std::filesystem::path& file);
+// Whether it also writes shares of them into one output in place (TileShare; OME-Zarr stores).
+bool writes_tile_shares(const std::filesystem::path& file);
+
+// The part of an output's tiles one process writes, into the output itself rather than a staged
+// copy, so that several processes fill one output (--tiles K/N) and a stopped run goes on
+// (--resume). Share `index` of `count` takes the index-th of `count` runs of tiles in Z-order; the
+// output is complete once every share has finished, and reads are refused until then.
+struct TileShare {
+    std::int64_t index = 0, count = 1;
+    bool resume = false;  // skip tiles whose chunks are already there
+    bool in_place() const { return count > 1 || resume; }
+};
 
 // Fills the tile of the output at `start` (one per axis): `pixels` is (1, C, extent...) in the
 // description's dtype, any strides.
@@ -80,7 +92,9 @@ std::vector<std::int64_t> tiles_in_z_order(const Shape& counts);
 // called from `threads` threads at once (0: every core), tiles taken in tiles_in_z_order; each
 // tile is encoded and written as soon as it is filled, so memory holds a few tiles per thread,
 // whatever the image's size. `done(tiles_written, tiles)` is called after each tile.
+// With an in-place share, only that share's tiles are made, written into `target` directly.
 void write_by_tiles(const std::filesystem::path& target, const Image& description, const WriteOptions& options, int threads,
-                    const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done = nullptr);
+                    const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done = nullptr,
+                    const TileShare& share = {});
 
 }  // namespace gridwarp::io
