@@ -185,6 +185,46 @@ std::uint64_t tile_cache_bytes(const io::TileLayout& layout, const PositionSourc
     return std::clamp<std::uint64_t>(wanted, std::min<std::uint64_t>(16 << 20, working_memory / 2), working_memory / 2);
 }
 
+// A digest of the job a share belongs to: the input file's size and time, the output's size and
+// type, how it is sampled, and the positions of points spread over the output. Shares of one store
+// must agree on it, so that a store is never filled by two different commands.
+std::string job_digest(const std::filesystem::path& input_file, const io::Image& description, const PositionSource& positions,
+                       const SampleOptions& options) {
+    std::uint64_t hash = 1469598103934665603ull;  // FNV-1a
+    const auto mix = [&](const void* data, std::size_t bytes) {
+        for (std::size_t i = 0; i < bytes; ++i) {
+            hash ^= static_cast<const std::uint8_t*>(data)[i];
+            hash *= 1099511628211ull;
+        }
+    };
+    const auto mix_value = [&](const auto& value) { mix(&value, sizeof value); };
+    std::error_code error;
+    if (std::filesystem::is_regular_file(input_file, error)) {
+        mix_value(std::filesystem::file_size(input_file, error));
+        mix_value(std::filesystem::last_write_time(input_file, error).time_since_epoch().count());
+    }
+    for (const auto extent : description.spatial) mix_value(extent);
+    mix_value(description.channels);
+    mix_value(description.dtype());
+    mix_value(options.mode);
+    mix_value(options.spline_order);
+    mix_value(options.padding);
+    mix_value(options.align_corners);
+    mix_value(options.fill);
+    const Shape& output = positions.output_shape();
+    const std::size_t rank = output.size();
+    std::vector<double> xyz(2 * rank);
+    for (int sample = 0; sample < 33; ++sample) {
+        Shape outer(rank > 1 ? rank - 1 : 1, 0);
+        for (std::size_t a = 0; a + 1 < rank; ++a) outer[a] = (output[a] - 1) * ((sample * (a + 3)) % 33) / 32;
+        const std::int64_t width = output[rank - 1];
+        positions.row(0, outer.data(), 0, 1, xyz.data());
+        positions.row(0, outer.data(), width - 1, 1, xyz.data() + rank);
+        mix(xyz.data(), xyz.size() * sizeof(double));
+    }
+    return fmt::format("{:016x}", hash);
+}
+
 }  // namespace
 
 void sample_by_tiles(const OutputArgument& output, const std::filesystem::path& input_file, const io::TileSource& tiles,
@@ -206,6 +246,7 @@ void sample_by_tiles(const OutputArgument& output, const std::filesystem::path& 
         share.count = static_cast<std::int64_t>(parsed.count);
     }
     share.resume = flags.resume;
+    if (share.in_place()) share.job = job_digest(input_file, description, positions, options);
     if (progress) progress->phase("sampling by tiles", 1, 2);
     io::write_by_tiles(
         output.path, description, write_options, threads, [&](const Shape& start, const TensorView& pixels) { sampler.sample(start, pixels); },

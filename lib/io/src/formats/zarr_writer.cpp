@@ -456,8 +456,8 @@ std::size_t block_level(const StorePlan& plan, const TileShare& share) {
 }
 
 // Opens the store a share writes into: creates it, metadata and the unfinished mark, unless
-// another share has; an existing store must be this output's (the same metadata).
-// Returns whether the store is unfinished (being written in shares).
+// another share has; an existing store must be this job's, and unfinished. Returns false where a
+// resumed run finds it finished.
 bool open_shared_store(const fs::path& target, const StorePlan& plan, const TileShare& share) {
     const fs::path unfinished = target / kUnfinishedFolder;
     for (int attempt = 0; attempt < 3; ++attempt) {
@@ -470,11 +470,17 @@ bool open_shared_store(const fs::path& target, const StorePlan& plan, const Tile
             if (!same) {
                 throw FileError(target, "exists and holds another image (its metadata is not this command's): remove it, or write another name");
             }
-            if (!fs::exists(unfinished, error)) return false;
+            if (!fs::exists(unfinished, error)) {
+                if (share.resume) return false;
+                throw FileError(target, "exists and is finished: remove it to write it again, or give --resume to keep it");
+            }
             const std::string count = text_of(unfinished / "shares");
             if (count != std::to_string(share.count)) {
                 throw FileError(target, "is being written in " + (count.empty() ? std::string("another number of") : count) + " shares, not " +
                                             std::to_string(share.count));
+            }
+            if (text_of(unfinished / "job") != share.job) {
+                throw FileError(target, "is being written by another command (other transforms, options or input): remove it, or write another name");
             }
             return true;
         }
@@ -483,6 +489,7 @@ bool open_shared_store(const fs::path& target, const StorePlan& plan, const Tile
             fs::create_directory(folder / kUnfinishedFolder, error);
             if (error) throw FileError(target, "cannot create the store: " + error.message());
             write_text(folder / kUnfinishedFolder / "shares", target, std::to_string(share.count));
+            write_text(folder / kUnfinishedFolder / "job", target, share.job);
         });
         if (created) return true;
     }
@@ -522,6 +529,7 @@ void write_zarr_tiles(const StagedFile& staged, const Image& description, const 
     const std::size_t rank = plan.rank;
     const bool in_place = share.in_place();
     const bool unfinished = in_place ? open_shared_store(staged.target, plan, share) : (write_metadata(staged.file, staged.target, plan), false);
+    if (in_place && !unfinished) return;  // a resumed run of a finished store
     const std::size_t blocks_level = block_level(plan, share);
     LevelWriter writer(plan, staged.file, staged.target, in_place, blocks_level);
 
@@ -587,7 +595,7 @@ void write_zarr_tiles(const StagedFile& staged, const Image& description, const 
         }
     });
 
-    if (!unfinished || !finish_share(staged.target, share)) return;
+    if (!in_place || !finish_share(staged.target, share)) return;
     if (blocks_level + 1 < plan.levels.size()) {
         // The levels above the blocks', from the blocks' level as every share wrote it.
         const auto source = open_zarr_level(staged.target, blocks_level, ReadOptions{}, true);

@@ -72,10 +72,14 @@ bool writes_tile_shares(const std::filesystem::path& file);
 // The part of an output's tiles one process writes, into the output itself rather than a staged
 // copy, so that several processes fill one output (--tiles K/N) and a stopped run goes on
 // (--resume). Share `index` of `count` takes the index-th of `count` runs of tiles in Z-order; the
-// output is complete once every share has finished, and reads are refused until then.
+// output is complete once every share has finished, and reads are refused until then. A finished
+// output is not written into again (a resumed run finds nothing left to do).
 struct TileShare {
     std::int64_t index = 0, count = 1;
     bool resume = false;  // skip tiles whose chunks are already there
+    // What tells this job's output from another's of the same size and type (a digest of what it
+    // samples and how): the shares of one store must agree on it.
+    std::string job;
     bool in_place() const { return count > 1 || resume; }
 };
 
