@@ -27,6 +27,7 @@ test_packages=(
   python3-h5py             # ITK .h5 transforms written in its layout (the untrusted-file tests)
   python3-pydicom dcm2niix # DICOM series written with pydicom; dcm2niix's NIfTI is the oracle
   python3-tifffile python3-zarr libvips-tools  # tiled TIFF written and read by tifffile (by-tiles tests); vips, the tiled peer
+  python3-dask python3-distributed  # gridwarp.dask and its LocalCluster test
   mrtrix3                  # ... and with MRtrix3; also a peer in bench_end_to_end
   connectome-workbench     # its warpfield conversions check the fields convert-transform writes
   elastix                  # transformix: the oracle of the elastix TransformParameters reader

@@ -85,6 +85,9 @@ class DocCommands(FolderTestCase):
         np.save(os.path.join(folder, "theta.npy"), np.array([[[0.9, -0.1, 0.0], [0.1, 0.9, 0.0]]], np.float32))
         subprocess.run([gridwarp(), "convert-transform", "-t", os.path.join(ROOT, "data", "tilt.tfm"), "-o",
                         os.path.join(folder, "affine.mat") + ",itk"], check=True, capture_output=True)
+        import tifffile
+        slide = np.asarray(card.resize((card.width * 3, card.height * 3)))
+        tifffile.imwrite(os.path.join(folder, "slide.tif"), slide, tile=(256, 256), photometric="rgb")
         with open(os.path.join(folder, "jobs.csv"), "w") as f:
             f.write("input,output\nphoto.png,out/photo_turned.png\nphoto.jpg,out/photo_turned.jpg\n")
 
