@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <thread>
 #include <vector>
 
@@ -50,13 +51,21 @@ std::unique_ptr<io::TileSource> open_input_tiles(const ImageArgument& input, con
         if (always) throw std::invalid_argument(required + ": the input is in memory, not read by tiles");
         return nullptr;
     }
+    // A raw .nii read into a .nii or .npy is sampled through both memory maps whole, which is faster
+    // than by tiles and needs no more memory than the kernel gives it.
+    const auto mapped = [](const std::filesystem::path& file) {
+        std::string name = file.filename().string();
+        std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        return name.ends_with(".nii") || name.ends_with(".npy");
+    };
+    if (!always && mapped(input.path) && mapped(output.path)) return nullptr;
     std::unique_ptr<io::TileSource> tiles = io::open_tile_source(input.path, options);
     std::error_code error;
     // A missing input is reported by the reader, as for any command.
     if (!tiles && always && std::filesystem::exists(input.path, error)) {
         throw std::invalid_argument(required + ": " + input.string() +
-                                    " is not read by tiles (an OME-Zarr store, or a TIFF of one page, 8 bits or wider, samples together, "
-                                    "no orientation to apply)");
+                                    " is not read by tiles (an OME-Zarr store; an uncompressed .nii of one scalar image, values unscaled; or a "
+                                    "TIFF of one page, 8 bits or wider, samples together, no orientation to apply)");
     }
     if (tiles && flags.working_memory < (std::uint64_t{16} << 20)) {
         throw std::invalid_argument("--working-memory: at least 16M, got " + std::to_string(flags.working_memory));

@@ -150,6 +150,46 @@ class Zarr(FolderTestCase):
                 self.assertTrue(np.array_equal(zarr.open_group(self.path("tiled.zarr"), "r")["0"][:],
                                                zarr.open_group(self.path("whole.zarr"), "r")["0"][:]))
 
+    def test_raw_nifti_by_tiles_and_regions_equal_the_whole(self):
+        import nibabel as nib
+        affine = np.diag([0.8, 1.0, 1.2, 1.0])
+        affine[:3, 3] = [5, -3, 2]
+        data = self.volume.transpose(2, 1, 0)  # x fastest, as NIfTI stores it
+        nib.save(nib.Nifti1Image(data, affine), self.path("little.nii"))
+        nib.save(nib.Nifti1Image(data.astype(">u2"), affine), self.path("big_endian.nii"))
+        scaled = nib.Nifti1Image(data.astype(np.int16) // 2, affine)
+        scaled.header.set_slope_inter(2.0, 1.0)
+        nib.save(scaled, self.path("scaled.nii"))
+        np.savetxt(self.path("turn_ras.txt"), [[0.99, 0.12, 0.02, -3], [-0.12, 0.99, 0.04, 5], [-0.02, -0.04, 1.0, 2], [0, 0, 0, 1]])
+        for source in "little.nii", "big_endian.nii", "volume.zarr":
+            for ending in ".nii", ".npy", ".zarr":
+                if source.endswith(".zarr") and ending == ".zarr":
+                    continue
+                with self.subTest(source=source, output=ending):
+                    common = ["resample", "-i", self.path(source), "-r", self.path(source), "-t", self.path("turn_ras.txt") + ",ras", "-q"]
+                    for kind, extra in ("tiled", ["--by-tiles", "always", "--working-memory", "16M"]), ("whole", ["--by-tiles", "never"]):
+                        folder = self.path(kind)
+                        shutil.rmtree(folder, ignore_errors=True)
+                        os.makedirs(folder)
+                        result = run(*common, "-o", os.path.join(folder, "out" + ending), *extra)
+                        self.assertEqual(result.returncode, 0, result.stderr)
+                    tiled, whole = os.path.join(self.path("tiled"), "out" + ending), os.path.join(self.path("whole"), "out" + ending)
+                    if ending == ".zarr":
+                        names = sorted(os.path.relpath(os.path.join(f, n), tiled) for f, _, files in os.walk(tiled) for n in files)
+                        self.assertEqual(names, sorted(os.path.relpath(os.path.join(f, n), whole) for f, _, files in os.walk(whole) for n in files))
+                        for name in names:
+                            with open(os.path.join(tiled, name), "rb") as a, open(os.path.join(whole, name), "rb") as b:
+                                self.assertEqual(a.read(), b.read(), name)
+                    else:
+                        with open(tiled, "rb") as a, open(whole, "rb") as b:
+                            self.assertEqual(a.read(), b.read())
+        # Scaled values are not read by tiles: refused under always, read whole under auto.
+        result = run("resample", "-i", self.path("scaled.nii"), "-r", self.path("scaled.nii"), "-t", self.path("turn_ras.txt") + ",ras",
+                     "-o", self.path("scaled_out.zarr"), "--by-tiles", "always")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("values unscaled", result.stderr)
+        self.assertFalse(os.path.exists(self.path("scaled_out.zarr")))
+
     def test_nearest_ties_fall_as_in_the_whole_input(self):
         # Every output point lies half-way between input voxels: each box's start must keep the
         # parity that rounding half to even sees.

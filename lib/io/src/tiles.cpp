@@ -2,6 +2,8 @@
 #include "gridwarp/io/tiles.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "formats/format_table.hpp"
+#include "formats/mapped_output.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 
@@ -202,7 +205,76 @@ void TileCache::read_region(const Shape& start, const Shape& extent, std::uint8_
     }
 }
 
-bool writes_tiles(const fs::path& file) { return detail::format_for_path(file).write_tiles != nullptr; }
+bool writes_tiles(const fs::path& file) {
+    const detail::FormatHandler& format = detail::format_for_path(file);
+    return format.write_tiles != nullptr && (!format.writes_tiles_to || format.writes_tiles_to(file));
+}
+
+namespace detail {
+
+void write_mapped_tiles(const StagedFile& staged, const Image& description, std::optional<MappedOutput> output, int threads,
+                        const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done) {
+    if (!output) {
+        throw FileError(staged.target, "is not written by regions here (an uncompressed .nii or a .npy of values stored as they are is)");
+    }
+    const std::size_t rank = description.spatial.size();
+    Shape tile(rank), counts(rank);
+    for (std::size_t a = 0; a < rank; ++a) {
+        tile[a] = std::min<std::int64_t>(rank == 2 ? 512 : 128, description.spatial[a]);
+        counts[a] = (description.spatial[a] + tile[a] - 1) / tile[a];
+    }
+    const std::vector<std::int64_t> order = tiles_in_z_order(counts);
+    const auto total = static_cast<std::int64_t>(order.size());
+    try {
+        const TensorView whole = output->image.nchw();
+        std::atomic<std::int64_t> next{0}, written{0};
+        std::atomic<bool> failed{false};
+        std::mutex mutex;
+        std::exception_ptr failure;
+        const auto work = [&] {
+            try {
+                for (std::int64_t taken; !failed && (taken = next++) < total;) {
+                    std::int64_t rest = order[static_cast<std::size_t>(taken)];
+                    Shape start(rank);
+                    TensorView region = whole;
+                    auto* byte = static_cast<std::uint8_t*>(whole.data);
+                    for (std::size_t a = rank; a-- > 0;) {
+                        start[a] = (rest % counts[a]) * tile[a];
+                        rest /= counts[a];
+                        region.shape[a + 2] = std::min(tile[a], description.spatial[a] - start[a]);
+                        byte += start[a] * whole.strides[a + 2] * static_cast<std::int64_t>(dtype_size(whole.dtype));
+                    }
+                    region.data = byte;
+                    produce(start, region);
+                    const std::int64_t count = ++written;
+                    if (done) {
+                        const std::lock_guard lock(mutex);
+                        done(count, total);
+                    }
+                }
+            } catch (...) {
+                const std::lock_guard lock(mutex);
+                if (!failure) failure = std::current_exception();
+                failed = true;
+            }
+        };
+        const int workers = std::max(1, std::min<int>(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()),
+                                                      static_cast<int>(std::min<std::int64_t>(total, 256))));
+        std::vector<std::thread> pool;
+        for (int t = 1; t < workers; ++t) pool.emplace_back(work);
+        work();
+        for (auto& thread : pool) thread.join();
+        if (failure) std::rethrow_exception(failure);
+    } catch (...) {
+        output->image.pixels = Tensor();
+        output->closers.abandon();
+        throw;
+    }
+    output->image.pixels = Tensor();  // unmaps the file before it is closed
+    output->closers.finish();
+}
+
+}  // namespace detail
 bool writes_tile_shares(const fs::path& file) { return detail::format_for_path(file).writes_tile_shares; }
 
 void write_by_tiles(const fs::path& target, const Image& description, const WriteOptions& options, int threads,

@@ -123,13 +123,25 @@ std::optional<MappedOutput> map_one_nifti_output(const StagedFile& staged, const
     return map_nifti_output(staged, description);
 }
 
+// A NIfTI or NumPy output written a region at a time into its mapped pages.
+void write_nifti_tiles(const StagedFile& staged, const Image& description, const WriteOptions&, int threads, const TileProducer& produce,
+                       const std::function<void(std::int64_t, std::int64_t)>& done, const TileShare&) {
+    write_mapped_tiles(staged, description, map_one_nifti_output(staged, description), threads, produce, done);
+}
+
+void write_npy_tiles(const StagedFile& staged, const Image& description, const WriteOptions&, int threads, const TileProducer& produce,
+                     const std::function<void(std::int64_t, std::int64_t)>& done, const TileShare&) {
+    write_mapped_tiles(staged, description, map_npy_output(staged, description), threads, produce, done);
+}
+
 // One row per format. Rows with suffixes come before the row for every other name.
 const FormatHandler kFormats[] = {
     {.name = "NumPy", .kind = FileKind::Tensor, .suffixes = {".npy"}, .read = read_npy_image, .write = write_npy_image,
-     .map_output = map_npy_output},
+     .map_output = map_npy_output, .write_tiles = write_npy_tiles},
     {.name = "NIfTI", .kind = FileKind::Volume, .suffixes = {".nii", ".nii.gz", ".hdr", ".hdr.gz", ".img", ".img.gz"},
      .read = read_nifti, .write = write_nifti_image, .files_read = nifti_files_read, .files_written = nifti_files_written,
-     .channel_layout = ChannelLayout::Planar, .stores_value_scaling = true, .map_output = map_one_nifti_output, .streams = nifti_output_streams, .stream = stream_nifti_output},
+     .channel_layout = ChannelLayout::Planar, .stores_value_scaling = true, .map_output = map_one_nifti_output, .streams = nifti_output_streams, .stream = stream_nifti_output,
+     .open_tiles = open_nifti_tiles, .write_tiles = write_nifti_tiles, .writes_tiles_to = nifti_writes_tiles},
     {.name = "MGH", .kind = FileKind::Volume, .suffixes = {".mgh", ".mgz", ".mgh.gz"}, .read = read_mgh, .write = write_mgh_image,
      .streams = mgh_output_streams, .stream = stream_mgh_output},
     {.name = "NRRD", .kind = FileKind::Volume, .suffixes = {".nrrd", ".nhdr"}, .read = read_itk_volume, .write = write_itk_image,

@@ -63,6 +63,8 @@ struct FormatHandler {
     void (*write_tiles)(const StagedFile& staged, const Image& description, const WriteOptions& options, int threads,
                         const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done,
                         const TileShare& share) = nullptr;
+    // Which of the row's names write_tiles takes (nullptr: every one).
+    bool (*writes_tiles_to)(const std::filesystem::path& file) = nullptr;
     // Whether write_tiles takes shares written in place (TileShare::in_place).
     bool writes_tile_shares = false;
     // Whether the writer takes WriteOptions::pyramid_levels.

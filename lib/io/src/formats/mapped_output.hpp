@@ -6,6 +6,7 @@
 
 #include "files/mapped_file.hpp"
 #include "gridwarp/io/image.hpp"
+#include "gridwarp/io/tiles.hpp"
 
 namespace gridwarp::io::detail {
 
@@ -20,5 +21,11 @@ struct MappedOutput {
 // The same for a .npy (any dtype but strings), stored as (N, C, spatial...): the image's layout
 // becomes planar.
 std::optional<MappedOutput> map_npy_output(const StagedFile& staged, const Image& description);
+
+// Fills a mapped output (map_nifti_output, map_npy_output: nullopt is an error naming the target)
+// a region at a time (write_by_tiles): regions of 512^2 or 128^3 in Z-order on `threads` threads,
+// each sampled by `produce` straight into the mapped pages; then the file is closed.
+void write_mapped_tiles(const StagedFile& staged, const Image& description, std::optional<MappedOutput> output, int threads,
+                        const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done);
 
 }  // namespace gridwarp::io::detail

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <filesystem>
 #include <optional>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "formats/mapped_output.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/image.hpp"
+#include "gridwarp/io/tiles.hpp"
 
 namespace gridwarp::io::detail {
 
@@ -33,6 +35,12 @@ std::optional<MappedOutput> map_nifti_output(const StagedFile& staged, const Ima
 bool nifti_output_streams(const std::filesystem::path& target, const Image& description);
 void stream_nifti_output(const StagedFile& staged, const Image& description,
                          const WriteOptions& options, const WindowSampler& sample, ChannelSampling channel_sampling);
+// An uncompressed .nii of one scalar 2-D or 3-D image, stored values unscaled, as tiles (128^3 or
+// 512^2) read out of its memory map; nullptr for any other NIfTI file (read whole).
+std::unique_ptr<TileSource> open_nifti_tiles(const std::filesystem::path& file, const ReadOptions& options);
+// Whether a NIfTI name is written by regions into its mapped pages (a plain .nii).
+bool nifti_writes_tiles(const std::filesystem::path& file);
+
 inline constexpr std::uint64_t kChannelGroupBytes = std::uint64_t{32} << 20;
 inline constexpr std::uint64_t kMinSeriesBlockBytes = std::uint64_t{64} << 10;
 

@@ -713,6 +713,81 @@ std::optional<MappedOutput> map_nifti_output(const StagedFile& staged, const Ima
     return output;
 }
 
+namespace {
+
+// An uncompressed .nii's voxels as tiles, copied out of its memory map (the kernel pages the file
+// in and out as the tiles are read).
+class NiftiTileSource final : public TileSource {
+public:
+    NiftiTileSource(Image description, std::shared_ptr<MappedFile> data, std::uint64_t offset, bool swap)
+        : description_(std::move(description)), data_(std::move(data)), voxels_(data_->map(false) + offset), swap_(swap) {
+        layout_.spatial = description_.spatial;
+        layout_.tile = Shape(layout_.spatial.size(), layout_.spatial.size() == 2 ? 512 : 128);
+        for (std::size_t a = 0; a < layout_.spatial.size(); ++a) layout_.tile[a] = std::min(layout_.tile[a], layout_.spatial[a]);
+        layout_.channels = 1;
+        layout_.dtype = description_.dtype();
+    }
+
+    Image describe() const override {
+        Image image = Image::describe_like(description_, description_.spatial);
+        image.geometry = description_.geometry;
+        image.warnings = description_.warnings;
+        return image;
+    }
+
+    void read_tile(const Shape& index, std::uint8_t* out) const override {
+        const std::size_t rank = layout_.spatial.size();
+        const std::size_t value_bytes = dtype_size(layout_.dtype);
+        Shape start(rank), extent(rank);
+        for (std::size_t a = 0; a < rank; ++a) {
+            start[a] = index[a] * layout_.tile[a];
+            extent[a] = std::min(layout_.tile[a], layout_.spatial[a] - start[a]);
+        }
+        if (extent != layout_.tile) std::memset(out, 0, static_cast<std::size_t>(layout_.tile_bytes()));
+        const auto row_bytes = static_cast<std::size_t>(extent[rank - 1]) * value_bytes;
+        Shape at(rank, 0);  // the row within the tile; at[rank - 1] stays 0
+        for (;;) {
+            std::int64_t in_file = 0, in_tile = 0;
+            for (std::size_t a = 0; a < rank; ++a) {
+                in_file = in_file * layout_.spatial[a] + start[a] + at[a];
+                in_tile = in_tile * layout_.tile[a] + at[a];
+            }
+            std::uint8_t* row = out + static_cast<std::size_t>(in_tile) * value_bytes;
+            std::memcpy(row, voxels_ + static_cast<std::size_t>(in_file) * value_bytes, row_bytes);
+            if (swap_) swap_elements(row, static_cast<std::size_t>(extent[rank - 1]), value_bytes);
+            std::size_t a = rank - 1;
+            while (a-- > 0) {
+                if (++at[a] < extent[a]) break;
+                at[a] = 0;
+            }
+            if (a == static_cast<std::size_t>(-1)) break;
+        }
+    }
+
+private:
+    Image description_;
+    std::shared_ptr<MappedFile> data_;
+    const std::uint8_t* voxels_;
+    bool swap_;
+};
+
+}  // namespace
+
+std::unique_ptr<TileSource> open_nifti_tiles(const fs::path& file, const ReadOptions& options) {
+    if (!ends_with(lowercase_filename(file), ".nii")) return nullptr;
+    Image description = read_nifti(file, options, false);  // every check of the header and the file's size
+    const DType dtype = description.dtype();
+    const std::size_t rank = description.spatial.size();
+    if (description.channels != 1 || description.batch != 1 || description.scaling || is_complex(dtype) || rank < 2 || rank > 3) return nullptr;
+    auto data = std::make_shared<MappedFile>(file);
+    if (is_gzipped(*data) || shape_numel(description.spatial) == 0) return nullptr;
+    const NiftiHeader& header = *description.nifti;
+    return std::make_unique<NiftiTileSource>(std::move(description), std::move(data), static_cast<std::uint64_t>(header.vox_offset),
+                                             header.big_endian && dtype_size(dtype) > 1);
+}
+
+bool nifti_writes_tiles(const fs::path& file) { return ends_with(lowercase_filename(file), ".nii"); }
+
 }  // namespace gridwarp::io::detail
 
 namespace gridwarp::io {
