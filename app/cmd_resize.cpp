@@ -13,6 +13,7 @@
 #include "image_arguments.hpp"
 #include "messages.hpp"
 #include "sample_and_write.hpp"
+#include "tiled_sampling.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/image.hpp"
 
@@ -28,6 +29,7 @@ struct ResizeCommand {
     std::string voxel_size;
     std::string fit;
     SamplingFlags sampling;
+    TilingFlags tiling;
     VolumeFlags volume;
     CommonOptions common;
 
@@ -162,7 +164,11 @@ void run_resize(const ResizeCommand& command) {
     SampleOptions options = to_sample_options(command.sampling, command.common);
     check_output_differs(command.output, files_of({&command.input}));
 
-    const std::shared_ptr<const io::Image> loaded_input = load_image(command.input, to_read_options(command.volume, command.common));
+    const io::ReadOptions read_options = to_read_options(command.volume, command.common);
+    // A tiled input is described from its header first; it is read whole only if it is not resized by tiles.
+    const std::unique_ptr<io::TileSource> tiles = open_input_tiles(command.input, command.output, command.tiling, read_options);
+    const std::shared_ptr<const io::Image> loaded_input =
+        tiles ? std::make_shared<const io::Image>(tiles->describe()) : load_image(command.input, read_options);
     const io::Image& input = *loaded_input;
     report_warnings(input);
     warn_if_label_map(command.input.path, input, options);
@@ -203,6 +209,13 @@ void run_resize(const ResizeCommand& command) {
     }
     check_sampling_work(command.sampling, options, input.nchw(), positions.output_shape());
     const AntialiasPlan antialias = plan_antialias(command.sampling, options, positions, input.spatial, input.dtype());
+    // By tiles: a composable shrink through shrink_onto_grid's weights, anything else through positions.
+    const auto by_tiles = [&] {
+        if (antialias.filters && shrinks_onto_grid(options, input.dtype())) {
+            return shrinks_by_tiles(*tiles, command.tiling, options, input.dtype(), output_spatial);
+        }
+        return samples_by_tiles(*tiles, command.tiling, options, antialias.filters, input.dtype(), positions);
+    };
     if (command.sampling.explain) {
         Explanation explanation("resize");
         explanation.add("input", command.input.string() + " (" + describe_image(input) + ")");
@@ -211,20 +224,33 @@ void run_resize(const ResizeCommand& command) {
                                        " (output pixel -> input pixel, x first)");
         explanation.add("sampling", describe_sampling(options));
         explanation.add("anti-aliasing", antialias.explanation);
+        if (tiles) explanation.add("tiles", by_tiles() ? "the output a tile at a time, within --working-memory" : "none: the input is read whole");
         explanation.add("output", command.output.string() + ", size " + image_size_text(output_spatial));
         if (description.geometry) explanation.add("output grid", describe_geometry(*description.geometry));
         explanation.print();
         return;
     }
-    if (antialias.filters && shrinks_onto_grid(options, input.dtype())) {
-        const AxisAlignedMap grid{output_spatial, std::vector<double>(map.step.rbegin(), map.step.rend()),
-                                  std::vector<double>(map.start.rbegin(), map.start.rend())};
-        shrink_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), input.nchw(), grid,
+    const AxisAlignedMap grid{output_spatial, std::vector<double>(map.step.rbegin(), map.step.rend()),
+                              std::vector<double>(map.start.rbegin(), map.start.rend())};
+    const bool shrinks = antialias.filters && shrinks_onto_grid(options, input.dtype());
+    if (tiles && by_tiles()) {
+        if (shrinks) {
+            shrink_by_tiles(command.output, command.input.path, *tiles, description, to_write_options(command.volume, command.common), grid,
+                            antialias.factors, positions, options, command.tiling, &progress);
+        } else {
+            sample_by_tiles(command.output, command.input.path, *tiles, description, to_write_options(command.volume, command.common), positions,
+                            options, command.tiling, &progress);
+        }
+        return;
+    }
+    const std::shared_ptr<const io::Image> whole_input = tiles ? load_image(command.input, read_options) : loaded_input;
+    if (shrinks) {
+        shrink_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), whole_input->nchw(), grid,
                          antialias.factors, options, &progress);
         return;
     }
     Tensor filtered;
-    const ConstTensorView pixels = input_to_sample(input.nchw(), antialias, options, false, command.input.path,
+    const ConstTensorView pixels = input_to_sample(whole_input->nchw(), antialias, options, false, command.input.path,
                                                to_memory_budget(command.volume.memory), filtered);
     sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), pixels, positions, options,
                      &progress);
@@ -249,6 +275,7 @@ CommandBinding register_resize_command(CLI::App& app) {
     add_sampling_options(*sub, command->sampling);
     add_antialias_option(*sub, command->sampling, "auto");
     add_volume_options(*sub, command->volume, true);
+    add_tiling_options(*sub, command->tiling);
     add_common_options(*sub, command->common);
     sub->footer(
         "Examples:\n"

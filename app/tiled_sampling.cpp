@@ -4,11 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <functional>
 #include <cctype>
 #include <thread>
 #include <vector>
 
 #include "cli_common.hpp"
+#include "gridwarp/antialias.hpp"
 #include "gridwarp/io/error.hpp"
 
 namespace gridwarp::cli {
@@ -104,22 +106,25 @@ bool samples_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, con
 
 namespace {
 
-// One output tile's work: the input box its positions reach, read through the cache, then sampled.
+// How an output box is made from the input: the input box it reads, and the sampling of that box.
+struct BoxSampling {
+    std::function<InputBox(const Shape& start, const Shape& extent)> box;
+    // `stored`: the box's voxels, (1, C, box extents); `pixels`: the output box at `start`.
+    std::function<void(const ConstTensorView& stored, const InputBox& box, const Shape& start, const TensorView& pixels)> sample;
+};
+
+// One output tile's work: the input box it reads, assembled from the cache, then sampled.
 class TileSampler {
 public:
-    TileSampler(const std::filesystem::path& input_file, const io::TileSource& tiles, const PositionSource& positions,
-                const SampleOptions& options, std::uint64_t box_budget, std::uint64_t cache_bytes)
-        : input_file_(input_file), layout_(tiles.layout()), positions_(positions), options_(options), box_budget_(box_budget),
-          cache_(tiles, cache_bytes) {
-        options_.threads = 1;
-    }
+    TileSampler(const std::filesystem::path& input_file, const io::TileSource& tiles, BoxSampling sampling, std::uint64_t box_budget,
+                std::uint64_t cache_bytes)
+        : input_file_(input_file), layout_(tiles.layout()), sampling_(std::move(sampling)), box_budget_(box_budget), cache_(tiles, cache_bytes) {}
 
     // The box of the output at `start` of pixels' extent into `pixels`; a box of input past the
     // budget is read for halves of the output box (along its outermost axis longer than 1) instead.
     void sample(const Shape& start, const TensorView& pixels) const {
         const Shape extent(pixels.shape.begin() + 2, pixels.shape.end());
-        const PositionWindow window(positions_, start, extent);
-        const InputBox box = input_box_read(window, layout_.spatial, options_);
+        const InputBox box = sampling_.box(start, extent);
         const std::uint64_t box_bytes = static_cast<std::uint64_t>(shape_numel(box.extent) * layout_.channels) * dtype_size(layout_.dtype);
         if (box_bytes > box_budget_) {
             std::size_t axis = 0;
@@ -141,7 +146,7 @@ public:
         }
         thread_local std::vector<std::uint8_t> box_pixels;
         box_pixels.resize(box_bytes);
-        cache_.read_region(box.start, box.extent, box_pixels.data());
+        if (box_bytes > 0) cache_.read_region(box.start, box.extent, box_pixels.data());
         const std::int64_t c = layout_.channels;
         Shape shape{1, c}, strides(box.extent.size() + 2);
         shape.insert(shape.end(), box.extent.begin(), box.extent.end());
@@ -152,8 +157,7 @@ public:
         }
         strides[1] = 1;
         strides[0] = stride;
-        const ConstTensorView stored(layout_.dtype, box_pixels.data(), shape, strides);
-        grid_sample(stored, PositionsInBox(window, layout_.spatial, options_.align_corners, box), pixels, options_);
+        sampling_.sample(ConstTensorView(layout_.dtype, box_pixels.data(), shape, strides), box, start, pixels);
     }
 
     std::uint64_t tiles_decoded() const { return cache_.tiles_decoded(); }
@@ -161,8 +165,7 @@ public:
 private:
     const std::filesystem::path& input_file_;
     const io::TileLayout& layout_;
-    const PositionSource& positions_;
-    SampleOptions options_;
+    BoxSampling sampling_;
     std::uint64_t box_budget_;
     io::TileCache cache_;
 };
@@ -170,9 +173,7 @@ private:
 // The input tiles to keep: enough for the boxes of the last few dozen output tiles (taken in
 // Z-order), judged from the boxes of a few output tiles, within half the working memory. Tiles that
 // do not fit are decoded again when needed.
-std::uint64_t tile_cache_bytes(const io::TileLayout& layout, const PositionSource& positions, const SampleOptions& options,
-                               std::uint64_t working_memory) {
-    const Shape& output = positions.output_shape();
+std::uint64_t tile_cache_bytes(const io::TileLayout& layout, const Shape& output, const BoxSampling& sampling, std::uint64_t working_memory) {
     const std::size_t rank = output.size();
     const std::int64_t side = rank == 2 ? 512 : 128;
     std::int64_t most_tiles = 1;
@@ -183,7 +184,8 @@ std::uint64_t tile_cache_bytes(const io::TileLayout& layout, const PositionSourc
             const double where = corner == (1 << rank) ? 0.5 : ((corner >> a) & 1);
             start[a] = static_cast<std::int64_t>(where * static_cast<double>(output[a] - extent[a]));
         }
-        const InputBox box = input_box_read(PositionWindow(positions, start, extent), layout.spatial, options);
+        const InputBox box = sampling.box(start, extent);
+        if (shape_numel(box.extent) == 0) continue;
         std::int64_t tiles = 1;
         for (std::size_t a = 0; a < rank; ++a) {
             tiles *= (box.start[a] + box.extent[a] - 1) / layout.tile[a] - box.start[a] / layout.tile[a] + 1;
@@ -198,7 +200,7 @@ std::uint64_t tile_cache_bytes(const io::TileLayout& layout, const PositionSourc
 // type, how it is sampled, and the positions of points spread over the output. Shares of one store
 // must agree on it, so that a store is never filled by two different commands.
 std::string job_digest(const std::filesystem::path& input_file, const io::Image& description, const PositionSource& positions,
-                       const SampleOptions& options) {
+                       const SampleOptions& options, const std::string& extra = {}) {
     std::uint64_t hash = 1469598103934665603ull;  // FNV-1a
     const auto mix = [&](const void* data, std::size_t bytes) {
         for (std::size_t i = 0; i < bytes; ++i) {
@@ -220,6 +222,7 @@ std::string job_digest(const std::filesystem::path& input_file, const io::Image&
     mix_value(options.padding);
     mix_value(options.align_corners);
     mix_value(options.fill);
+    mix(extra.data(), extra.size());
     const Shape& output = positions.output_shape();
     const std::size_t rank = output.size();
     std::vector<double> xyz(2 * rank);
@@ -236,15 +239,16 @@ std::string job_digest(const std::filesystem::path& input_file, const io::Image&
 
 }  // namespace
 
-void sample_by_tiles(const OutputArgument& output, const std::filesystem::path& input_file, const io::TileSource& tiles,
-                     const io::Image& description, const io::WriteOptions& write_options, const PositionSource& positions,
-                     const SampleOptions& options, const TilingFlags& flags, CommandProgress* progress) {
-    const int threads = options.threads > 0 ? options.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    const std::uint64_t cache_bytes = tile_cache_bytes(tiles.layout(), positions, options, flags.working_memory);
+namespace {
+
+void write_by_box_sampling(const OutputArgument& output, const std::filesystem::path& input_file, const io::TileSource& tiles,
+                           const io::Image& description, const io::WriteOptions& write_options, const BoxSampling& sampling, int threads,
+                           const TilingFlags& flags, const std::function<std::string()>& job, CommandProgress* progress) {
+    const std::uint64_t cache_bytes = tile_cache_bytes(tiles.layout(), description.spatial, sampling, flags.working_memory);
     // Each thread's box of input takes at most half of its share of what the cache leaves, the rest
     // room for the output tiles being encoded and written.
     const std::uint64_t box_budget = (flags.working_memory - cache_bytes) / 2 / static_cast<std::uint64_t>(threads);
-    const TileSampler sampler(input_file, tiles, positions, options, box_budget, cache_bytes);
+    const TileSampler sampler(input_file, tiles, sampling, box_budget, cache_bytes);
     const io::TileLayout& layout = tiles.layout();
     spdlog::debug("sampling by tiles: input tiles {}, {} thread(s), working memory {} MiB, {} MiB of it for input tiles",
                   shape_to_string(layout.tile), threads, flags.working_memory >> 20, cache_bytes >> 20);
@@ -255,7 +259,7 @@ void sample_by_tiles(const OutputArgument& output, const std::filesystem::path& 
         share.count = static_cast<std::int64_t>(parsed.count);
     }
     share.resume = flags.resume;
-    if (share.in_place()) share.job = job_digest(input_file, description, positions, options);
+    if (share.in_place()) share.job = job();
     if (progress) progress->phase("sampling by tiles", 1, 2);
     io::write_by_tiles(
         output.path, description, write_options, threads, [&](const Shape& start, const TensorView& pixels) { sampler.sample(start, pixels); },
@@ -268,6 +272,69 @@ void sample_by_tiles(const OutputArgument& output, const std::filesystem::path& 
     const std::string part = share.count > 1 ? fmt::format(", share {} of 0..{}", share.index, share.count - 1) : "";
     spdlog::info("wrote {} ({} {}, size {}, by tiles{})", output.string(), io::file_kind_name(description.kind), dtype_name(description.dtype()),
                  image_size_text(description.spatial), part);
+}
+
+int thread_count(const SampleOptions& options) {
+    return options.threads > 0 ? options.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+}  // namespace
+
+void sample_by_tiles(const OutputArgument& output, const std::filesystem::path& input_file, const io::TileSource& tiles,
+                     const io::Image& description, const io::WriteOptions& write_options, const PositionSource& positions,
+                     const SampleOptions& options, const TilingFlags& flags, CommandProgress* progress) {
+    SampleOptions one_thread = options;
+    one_thread.threads = 1;
+    const Shape& spatial = tiles.layout().spatial;
+    BoxSampling sampling;
+    sampling.box = [&](const Shape& start, const Shape& extent) {
+        return input_box_read(PositionWindow(positions, start, extent), spatial, one_thread);
+    };
+    sampling.sample = [&](const ConstTensorView& stored, const InputBox& box, const Shape& start, const TensorView& pixels) {
+        const Shape extent(pixels.shape.begin() + 2, pixels.shape.end());
+        const PositionWindow window(positions, start, extent);
+        grid_sample(stored, PositionsInBox(window, spatial, one_thread.align_corners, box), pixels, one_thread);
+    };
+    write_by_box_sampling(output, input_file, tiles, description, write_options, sampling, thread_count(options), flags,
+                          [&] { return job_digest(input_file, description, positions, options); }, progress);
+}
+
+bool shrinks_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, const SampleOptions& options, DType output_type,
+                      const Shape& output_spatial) {
+    const io::TileLayout& layout = tiles.layout();
+    const std::string required = !flags.tiles.empty() ? "--tiles" : flags.resume ? "--resume" : "--by-tiles always";
+    const bool always = flags.by_tiles == "always" || flags.in_place();
+    if (output_type != layout.dtype || !shrinks_onto_grid(options, layout.dtype)) {
+        if (always) throw std::invalid_argument(required + ": this shrink low-passes the whole input (--antialias off, or --mode linear or cubic)");
+        return false;
+    }
+    if (always) return true;
+    const auto bytes = [&](const Shape& spatial) {
+        unsigned __int128 total = static_cast<std::uint64_t>(layout.channels) * dtype_size(layout.dtype);
+        for (const auto extent : spatial) total *= static_cast<std::uint64_t>(extent);
+        return total;
+    };
+    return bytes(layout.spatial) + bytes(output_spatial) > flags.working_memory;
+}
+
+void shrink_by_tiles(const OutputArgument& output, const std::filesystem::path& input_file, const io::TileSource& tiles,
+                     const io::Image& description, const io::WriteOptions& write_options, const AxisAlignedMap& map,
+                     const std::vector<double>& factors, const PositionSource& positions, const SampleOptions& options, const TilingFlags& flags,
+                     CommandProgress* progress) {
+    SampleOptions one_thread = options;
+    one_thread.threads = 1;
+    const Shape& spatial = tiles.layout().spatial;
+    BoxSampling sampling;
+    sampling.box = [&](const Shape& start, const Shape& extent) { return shrink_input_box(spatial, map, factors, one_thread, start, extent); };
+    sampling.sample = [&](const ConstTensorView& stored, const InputBox& box, const Shape& start, const TensorView& pixels) {
+        shrink_onto_grid_in_box(stored, box.start, spatial, map, factors, one_thread, start, pixels);
+    };
+    const auto job = [&] {
+        std::string filtered = "shrink";
+        for (const double factor : factors) filtered += fmt::format(" {}", factor);
+        return job_digest(input_file, description, positions, options, filtered);
+    };
+    write_by_box_sampling(output, input_file, tiles, description, write_options, sampling, thread_count(options), flags, job, progress);
 }
 
 }  // namespace gridwarp::cli

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "gridwarp/antialias.hpp"
 #include "gridwarp/grid_sample.hpp"
 #include "gridwarp/io/tiles.hpp"
 #include "image_arguments.hpp"
@@ -47,5 +48,20 @@ bool samples_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, con
 void sample_by_tiles(const OutputArgument& output, const std::filesystem::path& input_file, const io::TileSource& tiles,
                      const io::Image& description, const io::WriteOptions& write_options, const PositionSource& positions,
                      const SampleOptions& options, const TilingFlags& flags, CommandProgress* progress);
+
+// Whether an anti-aliased shrink onto an axis-aligned grid (resize: shrink_onto_grid) runs by tiles:
+// into the input's type, where shrink_onto_grid serves the options; under auto, where the input
+// and the output together pass --working-memory. Under always (and --tiles, --resume) one that
+// cannot is refused (std::invalid_argument saying why).
+bool shrinks_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, const SampleOptions& options, DType output_type,
+                      const Shape& output_spatial);
+
+// shrink_onto_grid a tile of the output at a time, each from the input box its weights reach
+// (shrink_input_box): the values equal the whole computation's. `positions` are the map's, for
+// the job's digest.
+void shrink_by_tiles(const OutputArgument& output, const std::filesystem::path& input_file, const io::TileSource& tiles,
+                     const io::Image& description, const io::WriteOptions& write_options, const AxisAlignedMap& map,
+                     const std::vector<double>& factors, const PositionSource& positions, const SampleOptions& options, const TilingFlags& flags,
+                     CommandProgress* progress);
 
 }  // namespace gridwarp::cli

@@ -98,6 +98,22 @@ class ByTiles(FolderTestCase):
                     whole = self.warp(f"{source}.tif", "whole.tif", *options, by_tiles="never")
                     self.assertTrue(same_values(tiled, whole))
 
+    def test_resize_by_tiles_equals_the_whole_input_in_memory(self):
+        # Anti-aliased shrinks (the low-pass composed with the kind's taps, shrink_onto_grid), plain
+        # shrinks and enlargements; every padding, as resize takes them.
+        sizes = [["--scale", "25%"], ["--scale", "0.3", "--mode", "cubic"], ["--size", "700x"], ["--scale", "13%", "--padding", "reflection"],
+                 ["--scale", "0.45", "--mode", "lanczos", "--padding", "zeros"], ["--scale", "0.5", "--antialias", "off"], ["--scale", "1.7"]]
+        for source in ["rgb", "grey16", "float32", "strips"]:
+            for options in sizes:
+                with self.subTest(source=source, options=" ".join(options)):
+                    images = []
+                    for output, by_tiles in ("tiled.tif", "always"), ("whole.tif", "never"):
+                        result = run("resize", "-i", self.path(f"{source}.tif"), "-o", self.path(output), *options, "--by-tiles", by_tiles,
+                                     "--working-memory", "16M", "-q")
+                        self.assertEqual(result.returncode, 0, result.stderr)
+                        images.append(cv2.imread(self.path(output), cv2.IMREAD_UNCHANGED))
+                    self.assertTrue(same_values(*images))
+
     def test_output_is_a_tiled_deflate_tiff(self):
         self.warp("rgb.tif", "out.tif", "--rotate", "10")
         with tifffile.TiffFile(self.path("out.tif")) as tif:

@@ -229,6 +229,19 @@ class Zarr(FolderTestCase):
         self.assertIn(expect, result.stderr)
         self.assertFalse(os.path.exists(out))
 
+    def test_a_nan_fill_is_read_for_missing_float_chunks(self):
+        store = self.path("nan_fill.zarr")
+        data = self.volume.astype(np.float32)
+        write_store(store, data, (32, 32, 32), None, SPACE)
+        group = zarr.open_group(store, "r+")
+        group["0"].fill_value = np.nan  # zarr-python writes it as the string "NaN"
+        with open(os.path.join(store, "0", ".zarray")) as f:
+            self.assertEqual(json.load(f)["fill_value"], "NaN")
+        os.remove(os.path.join(store, "0", "1.1.1"))
+        read = self.read_back(store, 3)[0, 0]
+        self.assertTrue(np.isnan(read[32:64, 32:64, 32:64]).all())
+        self.assertTrue(np.array_equal(read[:32], data[:32]))
+
     def test_hostile_stores_are_refused(self):
         def attrs(store, edit):
             path = os.path.join(store, ".zattrs")
@@ -271,6 +284,13 @@ class Zarr(FolderTestCase):
             ("scale.zarr", lambda s: attrs(s, lambda m: m["multiscales"][0]["datasets"][0]["coordinateTransformations"][0].update(scale=[0, 1, 1])),
              "scales"),
             ("json.zarr", lambda s: open(os.path.join(s, "0", ".zarray"), "w").write("{"), "JSON"),
+            # Found by fuzz_zarr_store: numbers past 64 bits or with fractions, fills outside the
+            # dtype, and chunk extents whose product wraps 64 bits.
+            ("fraction.zarr", lambda s: zarray(s, lambda m: m.update(chunks=[32, 32.5, 32])), "whole numbers"),
+            ("past64.zarr", lambda s: zarray(s, lambda m: m.update(shape=[1e19, 90, 110])), "whole numbers"),
+            ("format.zarr", lambda s: zarray(s, lambda m: m.update(zarr_format=1e10)), "whole numbers"),
+            ("fill.zarr", lambda s: zarray(s, lambda m: m.update(fill_value=70000)), "fill_value"),
+            ("wrap.zarr", lambda s: zarray(s, lambda m: m.update(chunks=[2 ** 32, 2 ** 32, 2 ** 32])), "2^40"),
         ]
         for name, change, expect in cases:
             with self.subTest(name=name):

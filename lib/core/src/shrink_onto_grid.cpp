@@ -270,50 +270,107 @@ bool shrinks_onto_grid(const SampleOptions& options, DType pixels) {
     return real && composes(options.mode) && !options.generic_label && padding_reads_input;
 }
 
-void shrink_onto_grid(const ConstTensorView& input, const AxisAlignedMap& map, const std::vector<double>& factors,
-                      const SampleOptions& options, const Shape& window_start, const TensorView& output) {
-    const std::size_t rank = map.size.size();
-    if (!shrinks_onto_grid(options, input.dtype)) throw std::invalid_argument("shrink_onto_grid: these options need lowpass_for_shrink");
-    if (input.shape.size() != rank + 2 || output.shape.size() != rank + 2 || map.step.size() != rank || map.start.size() != rank ||
-        factors.size() != rank || window_start.size() != rank || rank == 0 || output.dtype != input.dtype ||
-        output.shape[0] != input.shape[0] || output.shape[1] != input.shape[1]) {
+namespace {
+
+void check_window(const AxisAlignedMap& map, const std::vector<double>& factors, std::size_t rank, const Shape& window_start,
+                  const Shape& window_extent) {
+    if (map.size.size() != rank || map.step.size() != rank || map.start.size() != rank || factors.size() != rank || window_start.size() != rank ||
+        window_extent.size() != rank || rank == 0) {
         throw std::invalid_argument("shrink_onto_grid: the input, map, factors and output window disagree in rank or shape");
     }
     for (std::size_t a = 0; a < rank; ++a) {
-        if (window_start[a] < 0 || window_start[a] + output.shape[a + 2] > map.size[a]) {
+        if (window_start[a] < 0 || window_extent[a] < 0 || window_start[a] + window_extent[a] > map.size[a]) {
             throw std::invalid_argument("shrink_onto_grid: the output window leaves the map's grid");
         }
     }
-    if (shape_numel(output.shape) == 0) return;
-    if (shape_numel(input.shape) == 0) {  // no input values: every tap reads the fill, 0
-        visit_dtype(output.dtype, [&](auto pixel) {
-            using S = typename decltype(pixel)::type;
-            if constexpr (std::is_arithmetic_v<S> || std::is_same_v<S, float16> || std::is_same_v<S, bfloat16>) {
-                const Tensor zeros(output.dtype, output.shape);
-                copy_elements(zeros.view(), output);
-            }
-        });
-        return;
+}
+
+// Each axis's weights for the output window, over an input of `input_spatial`.
+template <class C>
+std::vector<AxisWeights<C>> window_weights(const Shape& input_spatial, const AxisAlignedMap& map, const std::vector<double>& factors,
+                                           const SampleOptions& options, const Shape& window_start, const Shape& window_extent) {
+    std::vector<AxisWeights<C>> axes;
+    for (std::size_t a = 0; a < input_spatial.size(); ++a) {
+        axes.push_back(detail::visit_any_interpolation(options.mode, options.spline_order, [&](auto interp) {
+            return detail::visit_padding(options.padding, [&](auto pad) {
+                using I = typename decltype(interp)::type;
+                using P = typename decltype(pad)::type;
+                return compose_axis<C, I, P>(input_spatial[a], window_start[a], window_extent[a], map.step[a], map.start[a], factors[a],
+                                             options.align_corners);
+            });
+        }));
     }
+    return axes;
+}
+
+// The compute type's weights are the same for every pixel type of one compute type; the box only
+// needs the indices, which double weights give as well.
+InputBox box_of(const std::vector<AxisWeights<double>>& axes) {
+    InputBox box;
+    for (const AxisWeights<double>& axis : axes) {
+        std::int64_t lowest = std::numeric_limits<std::int64_t>::max(), highest = -1;
+        for (std::size_t o = 0; o < axis.first.size(); ++o) {
+            if (axis.count[o] == 0) continue;
+            lowest = std::min(lowest, axis.first[o]);
+            highest = std::max(highest, axis.first[o] + axis.count[o] - 1);
+        }
+        box.start.push_back(highest < 0 ? 0 : lowest);
+        box.extent.push_back(highest < 0 ? 0 : highest - lowest + 1);
+    }
+    return box;
+}
+
+}  // namespace
+
+InputBox shrink_input_box(const Shape& input_spatial, const AxisAlignedMap& map, const std::vector<double>& factors, const SampleOptions& options,
+                          const Shape& window_start, const Shape& window_extent) {
+    check_window(map, factors, input_spatial.size(), window_start, window_extent);
+    return box_of(window_weights<double>(input_spatial, map, factors, options, window_start, window_extent));
+}
+
+void shrink_onto_grid_in_box(const ConstTensorView& input, const Shape& box_start, const Shape& input_spatial, const AxisAlignedMap& map,
+                             const std::vector<double>& factors, const SampleOptions& options, const Shape& window_start, const TensorView& output) {
+    const std::size_t rank = map.size.size();
+    if (!shrinks_onto_grid(options, input.dtype)) throw std::invalid_argument("shrink_onto_grid: these options need lowpass_for_shrink");
+    if (input.shape.size() != rank + 2 || output.shape.size() != rank + 2 || box_start.size() != rank || input_spatial.size() != rank ||
+        output.dtype != input.dtype || output.shape[0] != input.shape[0] || output.shape[1] != input.shape[1]) {
+        throw std::invalid_argument("shrink_onto_grid: the input, map, factors and output window disagree in rank or shape");
+    }
+    const Shape window_extent(output.shape.begin() + 2, output.shape.end());
+    check_window(map, factors, rank, window_start, window_extent);
+    if (shape_numel(output.shape) == 0) return;
     const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
     visit_dtype(input.dtype, [&](auto pixel) {
         using S = typename decltype(pixel)::type;
         if constexpr (std::is_arithmetic_v<S> || std::is_same_v<S, float16> || std::is_same_v<S, bfloat16>) {
             using C = typename detail::compute_type<S>::type;
-            std::vector<AxisWeights<C>> axes;
+            std::vector<AxisWeights<C>> axes = window_weights<C>(input_spatial, map, factors, options, window_start, window_extent);
+            bool reads = shape_numel(input.shape) > 0;
             for (std::size_t a = 0; a < rank; ++a) {
-                axes.push_back(detail::visit_any_interpolation(options.mode, options.spline_order, [&](auto interp) {
-                    return detail::visit_padding(options.padding, [&](auto pad) {
-                        using I = typename decltype(interp)::type;
-                        using P = typename decltype(pad)::type;
-                        return compose_axis<C, I, P>(input.shape[a + 2], window_start[a], output.shape[a + 2], map.step[a], map.start[a],
-                                                     factors[a], options.align_corners);
-                    });
-                }));
+                for (std::size_t o = 0; o < axes[a].first.size(); ++o) {
+                    if (axes[a].count[o] == 0) continue;
+                    axes[a].first[o] -= box_start[a];
+                    if (axes[a].first[o] < 0 || axes[a].first[o] + axes[a].count[o] > input.shape[a + 2]) {
+                        throw std::invalid_argument("shrink_onto_grid: the input box does not hold what the window reads");
+                    }
+                }
+                reads = reads && std::any_of(axes[a].count.begin(), axes[a].count.end(), [](std::int64_t c) { return c > 0; });
+            }
+            if (!reads) {  // no input values: every tap reads the fill, 0
+                const Tensor zeros(output.dtype, output.shape);
+                copy_elements(zeros.view(), output);
+                return;
             }
             Reducer<S>(input, output, std::move(axes)).run(threads);
         }
     });
+}
+
+void shrink_onto_grid(const ConstTensorView& input, const AxisAlignedMap& map, const std::vector<double>& factors,
+                      const SampleOptions& options, const Shape& window_start, const TensorView& output) {
+    if (input.shape.size() < 2) throw std::invalid_argument("shrink_onto_grid: the input, map, factors and output window disagree in rank or shape");
+    const Shape input_spatial(input.shape.begin() + 2, input.shape.end());
+    shrink_onto_grid_in_box(input, Shape(input_spatial.size(), 0), input_spatial, map, factors, options, window_start, output);
 }
 
 }  // namespace gridwarp

@@ -63,6 +63,15 @@ bool shrinks_onto_grid(const SampleOptions& options, DType pixels);
 void shrink_onto_grid(const ConstTensorView& input, const AxisAlignedMap& map, const std::vector<double>& factors,
                       const SampleOptions& options, const Shape& window_start, const TensorView& output);
 
+// The box of an input of `input_spatial` that shrink_onto_grid reads for the output window at
+// `window_start` of `window_extent` (an axis read nowhere has extent 0), and shrink_onto_grid
+// computed from that box alone: `input` (N, C, box extents) holds the input's voxels from
+// `box_start` on. The weights are the whole input's, so the values equal the whole computation's.
+InputBox shrink_input_box(const Shape& input_spatial, const AxisAlignedMap& map, const std::vector<double>& factors, const SampleOptions& options,
+                          const Shape& window_start, const Shape& window_extent);
+void shrink_onto_grid_in_box(const ConstTensorView& input, const Shape& box_start, const Shape& input_spatial, const AxisAlignedMap& map,
+                             const std::vector<double>& factors, const SampleOptions& options, const Shape& window_start, const TensorView& output);
+
 // "Lanczos-3 low-pass along y (factor 4), x (factor 4)" or "none: no axis is shrunk", for --explain.
 std::string describe_antialias(const std::vector<double>& factors, const Shape& input_spatial);
 

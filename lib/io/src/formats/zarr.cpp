@@ -97,6 +97,54 @@ std::string zarr_dtype_code(DType dtype) {
 
 namespace {
 
+// A whole number from the metadata: a JSON integer (a number written with a fraction or an exponent,
+// or past 64 bits, is not one).
+std::int64_t json_whole_number(const json& value, const fs::path& store, const std::string& what) {
+    if (value.is_number_unsigned() && value.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+        return static_cast<std::int64_t>(value.get<std::uint64_t>());
+    }
+    if (value.is_number_integer() && !value.is_number_unsigned()) return value.get<std::int64_t>();
+    throw FileError(store, what + " must be whole numbers, got " + value.dump());
+}
+
+Shape json_whole_numbers(const json& values, const fs::path& store, const std::string& what) {
+    if (!values.is_array() || values.size() > kMostAxes) throw FileError(store, what + " must be a list of at most " + std::to_string(kMostAxes) + " whole numbers");
+    Shape shape;
+    for (const json& value : values) shape.push_back(json_whole_number(value, store, what));
+    return shape;
+}
+
+// The fill value as a double, checked against the dtype: a missing chunk holds it, so it must be
+// one of the dtype's values (zarr-python writes NaN and the infinities as strings, bools as bools).
+double fill_value(const json& fill, DType dtype, const fs::path& store) {
+    if (fill.is_null()) return 0.0;
+    if (fill.is_boolean()) return fill.get<bool>() ? 1.0 : 0.0;
+    const bool floating = dtype == DType::Float16 || dtype == DType::Float32 || dtype == DType::Float64;
+    if (fill.is_string() && floating) {
+        const std::string text = fill.get<std::string>();
+        if (text == "NaN") return std::numeric_limits<double>::quiet_NaN();
+        if (text == "Infinity") return std::numeric_limits<double>::infinity();
+        if (text == "-Infinity") return -std::numeric_limits<double>::infinity();
+    }
+    if (!fill.is_number()) throw FileError(store, "its fill_value " + fill.dump() + " is not a number");
+    const double value = fill.get<double>();
+    if (floating) return value;
+    double lowest = 0, highest = 1;
+    visit_dtype(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+            lowest = static_cast<double>(std::numeric_limits<T>::lowest());
+            highest = static_cast<double>(std::numeric_limits<T>::max());
+        }
+    });
+    // (2^63 and 2^64 are what int64's and uint64's largest values round to: not below them.)
+    if (!(value == std::floor(value) && value >= lowest && value <= highest && value < 18446744073709551616.0 &&
+          (lowest == 0 || value < 9223372036854775808.0))) {
+        throw FileError(store, "its fill_value " + fill.dump() + " is not a value of its dtype " + std::string(dtype_name(dtype)));
+    }
+    return value;
+}
+
 // A dataset path from the metadata: relative, without "..", within the store.
 fs::path dataset_folder(const fs::path& store, const std::string& path) {
     const fs::path relative(path);
@@ -137,9 +185,9 @@ ZarrArray open_array(const fs::path& store, std::size_t level, const ReadOptions
     }
     const json meta = read_json(array.folder / ".zarray", store);
     try {
-        if (meta.at("zarr_format").get<int>() != 2) throw FileError(store, "only Zarr format 2 arrays are read");
-        array.shape = meta.at("shape").get<Shape>();
-        array.chunks = meta.at("chunks").get<Shape>();
+        if (json_whole_number(meta.at("zarr_format"), store, "zarr_format") != 2) throw FileError(store, "only Zarr format 2 arrays are read");
+        array.shape = json_whole_numbers(meta.at("shape"), store, "its shape");
+        array.chunks = json_whole_numbers(meta.at("chunks"), store, "its chunks");
         if (meta.value("order", std::string("C")) != "C") throw FileError(store, "only C-ordered chunks are read (order \"F\" is not)");
         if (meta.contains("filters") && !meta.at("filters").is_null() && !meta.at("filters").empty()) {
             throw FileError(store, "chunk filters are not read");
@@ -150,8 +198,7 @@ ZarrArray open_array(const fs::path& store, std::size_t level, const ReadOptions
         const std::string separator = meta.value("dimension_separator", std::string("."));
         if (separator != "." && separator != "/") throw FileError(store, "the dimension separator must be \".\" or \"/\"");
         array.separator = separator[0];
-        const json& fill = meta.at("fill_value");
-        array.fill = fill.is_number() ? fill.get<double>() : 0.0;
+        array.fill = fill_value(meta.at("fill_value"), array.dtype, store);
         const json& compressor = meta.at("compressor");
         if (!compressor.is_null()) {
             const std::string id = compressor.at("id").get<std::string>();
@@ -191,9 +238,10 @@ ZarrArray open_array(const fs::path& store, std::size_t level, const ReadOptions
         throw FileError(store, "2 or 3 spatial axes are read, after an optional channel axis");
     }
     // A chunk is decoded whole: its size is what the header declares.
-    std::uint64_t chunk_values = 1;
-    for (const auto extent : array.chunks) chunk_values = std::min<std::uint64_t>(chunk_values * static_cast<std::uint64_t>(extent), std::uint64_t{1} << 62);
-    check_memory_budget(store, "a chunk", chunk_values, dtype_size(array.dtype), options.memory);
+    unsigned __int128 chunk_values = 1;
+    for (const auto extent : array.chunks) chunk_values = std::min<unsigned __int128>(chunk_values * static_cast<std::uint64_t>(extent), std::uint64_t{1} << 62);
+    if (chunk_values > (std::uint64_t{1} << 40)) throw FileError(store, "a chunk of more than 2^40 values is not read");
+    check_memory_budget(store, "a chunk", static_cast<std::uint64_t>(chunk_values), dtype_size(array.dtype), options.memory);
     if (!array.scale.empty() && array.scale.size() != rank) throw FileError(store, "a scale needs a value per axis");
     if (!array.translation.empty() && array.translation.size() != rank) throw FileError(store, "a translation needs a value per axis");
     for (const double v : array.scale) {
