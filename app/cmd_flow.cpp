@@ -9,6 +9,7 @@
 #include "image_arguments.hpp"
 #include "messages.hpp"
 #include "sample_and_write.hpp"
+#include "tiled_sampling.hpp"
 #include "gridwarp/flow.hpp"
 #include "gridwarp/io/flow_io.hpp"
 #include "gridwarp/io/image.hpp"
@@ -24,6 +25,7 @@ struct FlowCommand {
     std::string units = "pixels";
     bool absolute = false;
     SamplingFlags sampling;
+    TilingFlags tiling;
     VolumeFlags volume;
     CommonOptions common;
 
@@ -72,7 +74,10 @@ void run_flow(const FlowCommand& command) {
     check_output_differs(command.output, files_of({&command.input, &command.flow}));
 
     const io::ReadOptions read_options = to_read_options(command.volume, command.common);
-    const std::shared_ptr<const io::Image> loaded_input = load_image(command.input, read_options);
+    // A tiled input is described from its header first; it is read whole only if it is not sampled by tiles.
+    const std::unique_ptr<io::TileSource> tiles = open_input_tiles(command.input, command.output, command.tiling, read_options);
+    const std::shared_ptr<const io::Image> loaded_input =
+        tiles ? std::make_shared<const io::Image>(tiles->describe()) : load_image(command.input, read_options);
     const io::Image& input = *loaded_input;
     report_warnings(input);
     warn_if_label_map(command.input.path, input, options);
@@ -120,12 +125,22 @@ void run_flow(const FlowCommand& command) {
                                        command.units + (command.absolute ? ", absolute positions" : ", displacements") + ")");
         explanation.add("sampling", describe_sampling(options));
         explanation.add("anti-aliasing", antialias.explanation);
+        if (tiles) {
+            const bool by_tiles = samples_by_tiles(*tiles, command.tiling, options, antialias.filters, input.dtype(), positions);
+            explanation.add("tiles", by_tiles ? "the output a tile at a time, within --working-memory" : "none: the input is read whole");
+        }
         explanation.add("output", command.output.string() + ", size " + image_size_text(output_spatial));
         explanation.print();
         return;
     }
+    if (tiles && samples_by_tiles(*tiles, command.tiling, options, antialias.filters, input.dtype(), positions)) {
+        sample_by_tiles(command.output, command.input.path, *tiles, description, to_write_options(command.volume, command.common), positions,
+                        options, command.tiling, &progress);
+        return;
+    }
+    const std::shared_ptr<const io::Image> whole_input = tiles ? load_image(command.input, read_options) : loaded_input;
     Tensor filtered;
-    const ConstTensorView pixels = input_to_sample(input.nchw(), antialias, options, false, command.input.path,
+    const ConstTensorView pixels = input_to_sample(whole_input->nchw(), antialias, options, false, command.input.path,
                                                    to_memory_budget(command.volume.memory), filtered);
     sample_and_write(command.output, std::move(description), to_write_options(command.volume, command.common), pixels, positions, options,
                      &progress);
@@ -145,6 +160,7 @@ CommandBinding register_flow_command(CLI::App& app) {
     sub->add_flag("--absolute", command->absolute, "The flow holds sampling positions, not displacements");
     add_sampling_options(*sub, command->sampling);
     add_antialias_option(*sub, command->sampling, "off");
+    add_tiling_options(*sub, command->tiling);
     add_volume_options(*sub, command->volume, true);
     add_common_options(*sub, command->common);
     sub->footer(

@@ -114,6 +114,24 @@ class ByTiles(FolderTestCase):
                         images.append(cv2.imread(self.path(output), cv2.IMREAD_UNCHANGED))
                     self.assertTrue(same_values(*images))
 
+    def test_flow_by_tiles_equals_the_whole_input_in_memory(self):
+        # Each output tile reads the input box its displacements reach (their extremes over the tile).
+        y, x = np.mgrid[0:1500, 0:2100].astype(np.float32)
+        flow = np.stack([np.sin(y / 90) * 60 + 3, np.cos(x / 70) * 45 - 2], -1).astype(np.float32)
+        np.save(self.path("flow.npy"), flow[None])
+        flow[400:420, 700:720] = np.nan  # points without a position take the fill
+        np.save(self.path("holes.npy"), flow[None])
+        for field in "flow.npy", "holes.npy":
+            for options in [["--mode", "linear"], ["--mode", "cubic", "--padding", "border"], ["--mode", "nearest", "--fill", "9"]]:
+                with self.subTest(field=field, options=" ".join(options)):
+                    images = []
+                    for output, by_tiles in ("tiled.tif", "always"), ("whole.tif", "never"):
+                        result = run("flow", "-i", self.path("rgb.tif"), "-f", self.path(field), "-o", self.path(output), *options,
+                                     "--by-tiles", by_tiles, "--working-memory", "16M", "-q")
+                        self.assertEqual(result.returncode, 0, result.stderr)
+                        images.append(cv2.imread(self.path(output), cv2.IMREAD_UNCHANGED))
+                    self.assertTrue(same_values(*images))
+
     def test_output_is_a_tiled_deflate_tiff(self):
         self.warp("rgb.tif", "out.tif", "--rotate", "10")
         with tifffile.TiffFile(self.path("out.tif")) as tif:
