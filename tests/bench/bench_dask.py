@@ -3,12 +3,12 @@
 
 A SIZE x SIZE RGB tiled TIFF (512 x 512 tiles, uncompressed, smooth content with noise) is turned
 10 degrees into an OME-Zarr store (bilinear, Blosc LZ4 chunks) by gridwarp.dask.affine on a
-LocalCluster of W worker processes of one thread each, W = 1 and 2, shares = 4 per worker. The
+LocalCluster of W worker processes of one thread each, W = 1 and 2 (gridwarp.dask's default shares). The
 clusters are started before the clock; each run writes a fresh store. Runs alternate between the
 two clusters --runs times after a warm-up; the table gives medians and output pixels per second per
 worker, and the ratio of the two (1.00: two workers each as fast as one alone).
 
-    PYTHONPATH=build/python /usr/bin/python3 tests/bench/bench_dask.py [--size 8000] [--runs 5]
+    PYTHONPATH=build/python /usr/bin/python3 tests/bench/bench_dask.py [--size 12000] [--runs 5]
 """
 import argparse
 import os
@@ -26,8 +26,9 @@ import gridwarp.dask
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--size", type=int, default=8000)
+    parser.add_argument("--size", type=int, default=12000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--shares-per-worker", type=int, default=0, help="0: gridwarp.dask's default")
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="gridwarp-bench-dask-")
     try:
@@ -53,7 +54,8 @@ def main():
                 out = os.path.join(folder, f"out_{workers}.zarr")
                 shutil.rmtree(out, ignore_errors=True)
                 start = time.perf_counter()
-                gridwarp.dask.affine(source, out, rotate=10, client=client, shares=4 * workers)
+                shares = args.shares_per_worker * workers if args.shares_per_worker else None
+                gridwarp.dask.affine(source, out, rotate=10, client=client, shares=shares)
                 if run > 0:
                     times[workers].append(time.perf_counter() - start)
         for _, (cluster, client) in clusters.items():

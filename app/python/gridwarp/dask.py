@@ -43,8 +43,9 @@ def _run_shares(command, files, output, options, client, shares):
             client = default_client()
         except (ImportError, ValueError):
             client = None
-    # A few shares per worker thread, so that a worker that finishes early takes another.
-    count = int(shares) if shares is not None else 4 * _worker_threads(client)
+    # Two shares per worker thread: a worker that finishes early takes another, and each share's
+    # fixed costs (opening the input, its boundary tiles) stay small.
+    count = int(shares) if shares is not None else 2 * _worker_threads(client)
     if count < 1:
         raise ValueError(f"shares: at least 1, got {count}")
     # Each task runs on one core unless threads= says otherwise: the cluster gives the parallelism.
@@ -67,7 +68,7 @@ def affine(input, output, client=None, shares=None, **options):
     Options are gridwarp.affine's (matrix=, rotate=, scale=, shift=, size=, mode=, padding=, fill=,
     pyramid=True, chunk_codec=, working_memory=, ...). client: a dask.distributed Client; None uses
     the current one, or Dask's default scheduler where there is none. shares: how many tasks (by
-    default four per worker thread). Returns the output's path once every share is written.
+    default two per worker thread). Returns the output's path once every share is written.
     """
     return _run_shares("affine", {"input": _os.fspath(input)}, output, options, client, shares)
 
