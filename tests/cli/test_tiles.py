@@ -5,12 +5,14 @@ path for every map, interpolation and padding it serves; the output is a tiled, 
 TIFF that tifffile and OpenCV read; values agree with OpenCV's warpAffine; what cannot run by tiles
 is refused under --by-tiles always and read whole under auto. With --large: a generated 40000 x
 40000 RGB BigTIFF is rotated with a peak RSS under 1 GiB, random windows agreeing with OpenCV's
-warpAffine of the matching input region.
+warpAffine of the matching input region, and a generated 1024^3 uint16 OME-Zarr volume is turned
+within 1 GiB, random chunks agreeing with scipy's map_coordinates on the matching sub-volume.
 
     /usr/bin/python3 tests/cli/test_tiles.py --gridwarp build/app/gridwarp [--large]
 """
 import math
 import os
+import shutil
 import resource
 import subprocess
 import sys
@@ -202,7 +204,8 @@ class ByTiles(FolderTestCase):
 
 
 class LargerThanMemory(FolderTestCase):
-    """A 40000 x 40000 RGB BigTIFF (4.8 GB of pixels), rotated within 1 GiB."""
+    """A 40000 x 40000 RGB BigTIFF (4.8 GB of pixels) and a 1024^3 uint16 OME-Zarr volume (2 GiB),
+    each turned within 1 GiB."""
 
     SIZE = 40000
     TILE = 512
@@ -259,6 +262,58 @@ class LargerThanMemory(FolderTestCase):
             expected = cv2.warpAffine(region, shifted, (256, 256), flags=cv2.INTER_LINEAR)
             self.assertLessEqual(np.abs(window.astype(int) - expected.astype(int)).max(), 1, f"window at ({ox}, {oy})")
         store.close()
+
+    def test_volume_resampled_within_a_gibibyte(self):
+        import zarr
+        from scipy.ndimage import map_coordinates
+        n, chunk = 1024, 128
+
+        def volume(z, y, x):
+            return (30000 + 9000 * (np.sin(x / 37.0) + np.cos(y / 53.0)) + 7000 * np.sin(z / 29.0) + 40 * ((x * 7 + y * 3 + z) % 11)).astype(np.uint16)
+
+        source = self.path("large.zarr")
+        group = zarr.open_group(source, "w")
+        array = group.create_dataset("0", shape=(n, n, n), chunks=(chunk,) * 3, dtype=np.uint16)
+        for z0 in range(0, n, chunk):
+            for y0 in range(0, n, chunk):
+                z, y, x = np.ogrid[z0:z0 + chunk, y0:y0 + chunk, 0:n]
+                array[z0:z0 + chunk, y0:y0 + chunk, :] = volume(z, y, x)
+        group.attrs["multiscales"] = [{"version": "0.4", "axes": [{"name": a, "type": "space", "unit": "micrometer"} for a in "zyx"],
+                                       "datasets": [{"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [1.0, 1.0, 1.0]}]}]}]
+        # Output voxel (x, y, z) reads input voxel m @ (x, y, z, 1): a turn about z and a tilt, about the centre.
+        a, b = np.radians(10), np.radians(4)
+        turn = np.array([[np.cos(a), -np.sin(a), 0], [np.sin(a), np.cos(a), 0], [0, 0, 1]]) @ \
+            np.array([[1, 0, 0], [0, np.cos(b), -np.sin(b)], [0, np.sin(b), np.cos(b)]])
+        centre = np.full(3, (n - 1) / 2)
+        m = np.hstack([turn, (centre - turn @ centre)[:, None]])
+        np.savetxt(self.path("turn3.txt"), m)
+        output = self.path("large_turned.zarr")
+        process = subprocess.Popen([gridwarp(), "affine", "-i", source, "-o", output, "--matrix", self.path("turn3.txt"), "--mode", "linear",
+                                    "-q"], stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(process.pid, 0)
+        stderr = process.stderr.read().decode()
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0, stderr)
+        peak_mib = usage.ru_maxrss / 1024
+        print(f"1024^3 uint16: peak RSS {peak_mib:.0f} MiB", file=sys.stderr)
+        self.assertLess(peak_mib, 1024)
+        shutil.rmtree(source)  # the chunks' input regions are computed, not read
+        turned = zarr.open_group(output, "r")["0"]
+        self.assertEqual(turned.shape, (n, n, n))
+        for _ in range(4):
+            z0, y0, x0 = (int(v) * chunk for v in RNG.integers(1, n // chunk - 1, 3))
+            got = turned[z0:z0 + chunk, y0:y0 + chunk, x0:x0 + chunk].astype(float)
+            z, y, x = np.mgrid[z0:z0 + chunk, y0:y0 + chunk, x0:x0 + chunk].astype(float)
+            p = [m[k, 0] * x + m[k, 1] * y + m[k, 2] * z + m[k, 3] for k in range(3)]  # x, y, z
+            low = [int(np.floor(c.min())) - 2 for c in p]
+            high = [int(np.ceil(c.max())) + 3 for c in p]
+            zz, yy, xx = np.ogrid[low[2]:high[2], low[1]:high[1], low[0]:high[0]]
+            region = volume(zz, yy, xx).astype(float)
+            expected = map_coordinates(region, [p[2] - low[2], p[1] - low[1], p[0] - low[0]], order=1, mode="nearest")
+            inside = (p[0] >= 0) & (p[0] <= n - 1) & (p[1] >= 0) & (p[1] <= n - 1) & (p[2] >= 0) & (p[2] <= n - 1)
+            # Rounded to the nearest integer after float32 arithmetic (the sampler's for 16-bit voxels).
+            self.assertLessEqual(np.abs(got - expected)[inside].max(), 0.52, f"chunk at ({x0}, {y0}, {z0})")
+            outside = (np.minimum(np.minimum(p[0], p[1]), p[2]) <= -1) | (np.maximum(np.maximum(p[0], p[1]), p[2]) >= n)
+            self.assertTrue((got[outside] == 0).all())
 
 
 if __name__ == "__main__":
