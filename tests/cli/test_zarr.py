@@ -53,6 +53,7 @@ class Zarr(FolderTestCase):
         np.savetxt(cls.path("identity3.txt"), np.eye(3, 4))
         np.savetxt(cls.path("identity2.txt"), np.eye(2, 3))
         np.savetxt(cls.path("turn3.txt"), [[0.98, 0.17, 0.02, -10], [-0.17, 0.98, 0.05, 12], [0, -0.05, 1.0, 3]])
+        np.savetxt(cls.path("turn2.txt"), [[0.98, 0.17, -10], [-0.17, 0.98, 12]])
 
     def read_back(self, store, rank):
         """What gridwarp reads from `store`, as the (1, C, ...) it writes to .npy."""
@@ -189,6 +190,30 @@ class Zarr(FolderTestCase):
         self.assertEqual(result.returncode, 1)
         self.assertIn("values unscaled", result.stderr)
         self.assertFalse(os.path.exists(self.path("scaled_out.zarr")))
+
+    def test_npy_inputs_by_tiles_equal_the_whole(self):
+        image = (RNG.random((1, 3, 700, 900)) * 255).astype(np.uint8)
+        np.save(self.path("image.npy"), image)
+        np.save(self.path("volume_f4.npy"), self.volume[None, None].astype(np.float32) / 7)
+        np.save(self.path("fortran.npy"), np.asfortranarray(image))
+        for source, rank in ("image.npy", 2), ("volume_f4.npy", 3), ("fortran.npy", 2):
+            for ending in ".zarr", ".npy":
+                with self.subTest(source=source, output=ending):
+                    outputs = []
+                    for kind, by_tiles in ("tiled", "always"), ("whole", "never"):
+                        out = self.path(kind + ending)
+                        shutil.rmtree(out, ignore_errors=True)
+                        result = run("affine", "-i", self.path(source), "-o", out, "--matrix", self.path(f"turn{rank}.txt"), "--mode", "cubic",
+                                     "--by-tiles", by_tiles, "--working-memory", "16M", "-q")
+                        if source == "fortran.npy" and by_tiles == "always":
+                            # Fortran order is read whole: not by tiles.
+                            self.assertEqual(result.returncode, 1)
+                            self.assertIn("not read by tiles", result.stderr)
+                            break
+                        self.assertEqual(result.returncode, 0, result.stderr)
+                        outputs.append(zarr.open_group(out, "r")["0"][:] if ending == ".zarr" else np.load(out))
+                    if len(outputs) == 2:
+                        self.assertTrue(np.array_equal(outputs[0], outputs[1], equal_nan=True))
 
     def test_nearest_ties_fall_as_in_the_whole_input(self):
         # Every output point lies half-way between input voxels: each box's start must keep the

@@ -137,7 +137,7 @@ void write_npy_tiles(const StagedFile& staged, const Image& description, const W
 // One row per format. Rows with suffixes come before the row for every other name.
 const FormatHandler kFormats[] = {
     {.name = "NumPy", .kind = FileKind::Tensor, .suffixes = {".npy"}, .read = read_npy_image, .write = write_npy_image,
-     .map_output = map_npy_output, .write_tiles = write_npy_tiles},
+     .map_output = map_npy_output, .open_tiles = open_npy_tiles, .write_tiles = write_npy_tiles},
     {.name = "NIfTI", .kind = FileKind::Volume, .suffixes = {".nii", ".nii.gz", ".hdr", ".hdr.gz", ".img", ".img.gz"},
      .read = read_nifti, .write = write_nifti_image, .files_read = nifti_files_read, .files_written = nifti_files_written,
      .channel_layout = ChannelLayout::Planar, .stores_value_scaling = true, .map_output = map_one_nifti_output, .streams = nifti_output_streams, .stream = stream_nifti_output,

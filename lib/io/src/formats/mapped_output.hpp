@@ -22,6 +22,10 @@ struct MappedOutput {
 // becomes planar.
 std::optional<MappedOutput> map_npy_output(const StagedFile& staged, const Image& description);
 
+// A .npy of one (1, C, H, W) or (1, C, D, H, W) tensor of numbers, little-endian in C order, as
+// tiles (512^2 or 128^3) copied out of its memory map; nullptr for any other .npy (read whole).
+std::unique_ptr<TileSource> open_npy_tiles(const std::filesystem::path& file, const ReadOptions& options);
+
 // Fills a mapped output (map_nifti_output, map_npy_output: nullopt is an error naming the target)
 // a region at a time (write_by_tiles): regions of 512^2 or 128^3 in Z-order on `threads` threads,
 // each sampled by `produce` straight into the mapped pages; then the file is closed.

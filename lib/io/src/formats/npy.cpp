@@ -12,6 +12,7 @@
 #include "files/mapped_file.hpp"
 #include "files/output_file.hpp"
 #include "formats/mapped_output.hpp"
+#include "gridwarp/io/tiles.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 
@@ -598,6 +599,100 @@ std::optional<MappedOutput> map_npy_output(const StagedFile& staged, const Image
     output.image.pixels = Tensor::adopt(description.dtype(), shape, std::shared_ptr<void>(mapped->file.bytes, mapped->data));
     output.closers = std::move(mapped->file.closers);
     return output;
+}
+
+}  // namespace detail
+
+namespace detail {
+
+namespace {
+
+// A .npy tensor (1, C, D1..Dr) of numbers, little-endian in C order, as tiles copied out of its
+// memory map, channels interleaved.
+class NpyTileSource final : public TileSource {
+public:
+    NpyTileSource(std::shared_ptr<MappedFile> file, const std::uint8_t* data, Shape shape, DType dtype)
+        : file_(std::move(file)), data_(data), shape_(std::move(shape)) {
+        layout_.spatial.assign(shape_.begin() + 2, shape_.end());
+        layout_.tile = Shape(layout_.spatial.size(), layout_.spatial.size() == 2 ? 512 : 128);
+        for (std::size_t a = 0; a < layout_.spatial.size(); ++a) layout_.tile[a] = std::min(layout_.tile[a], layout_.spatial[a]);
+        layout_.channels = shape_[1];
+        layout_.dtype = dtype;
+    }
+
+    Image describe() const override {
+        Image image;
+        image.kind = FileKind::Tensor;
+        image.format = "npy";
+        image.batch = 1;
+        image.channels = shape_[1];
+        image.spatial = layout_.spatial;
+        image.layout = ChannelLayout::Planar;
+        image.pixels = Tensor(layout_.dtype, Shape{0});
+        return image;
+    }
+
+    void read_tile(const Shape& index, std::uint8_t* out) const override {
+        const std::size_t rank = layout_.spatial.size();
+        const std::size_t value_bytes = dtype_size(layout_.dtype);
+        const auto channels = static_cast<std::size_t>(layout_.channels);
+        Shape start(rank), extent(rank);
+        for (std::size_t a = 0; a < rank; ++a) {
+            start[a] = index[a] * layout_.tile[a];
+            extent[a] = std::min(layout_.tile[a], layout_.spatial[a] - start[a]);
+        }
+        if (extent != layout_.tile) std::memset(out, 0, static_cast<std::size_t>(layout_.tile_bytes()));
+        const auto plane = static_cast<std::size_t>(shape_numel(layout_.spatial));
+        const auto row = static_cast<std::size_t>(extent[rank - 1]);
+        Shape at(rank, 0);  // the row within the tile; at[rank - 1] stays 0
+        for (;;) {
+            std::size_t in_file = 0, in_tile = 0;
+            for (std::size_t a = 0; a < rank; ++a) {
+                in_file = in_file * static_cast<std::size_t>(layout_.spatial[a]) + static_cast<std::size_t>(start[a] + at[a]);
+                in_tile = in_tile * static_cast<std::size_t>(layout_.tile[a]) + static_cast<std::size_t>(at[a]);
+            }
+            for (std::size_t c = 0; c < channels; ++c) {
+                const std::uint8_t* from = data_ + (c * plane + in_file) * value_bytes;
+                std::uint8_t* to = out + (in_tile * channels + c) * value_bytes;
+                if (channels == 1) {
+                    std::memcpy(to, from, row * value_bytes);
+                    continue;
+                }
+                for (std::size_t x = 0; x < row; ++x) std::memcpy(to + x * channels * value_bytes, from + x * value_bytes, value_bytes);
+            }
+            std::size_t a = rank - 1;
+            while (a-- > 0) {
+                if (++at[a] < extent[a]) break;
+                at[a] = 0;
+            }
+            if (a == static_cast<std::size_t>(-1)) break;
+        }
+    }
+
+private:
+    std::shared_ptr<MappedFile> file_;
+    const std::uint8_t* data_;
+    Shape shape_;
+};
+
+}  // namespace
+
+std::unique_ptr<TileSource> open_npy_tiles(const std::filesystem::path& file, const ReadOptions&) {
+    require_readable_file(file);
+    auto mapped = std::make_shared<MappedFile>(file);
+    const std::vector<std::uint8_t> start = mapped->read_prefix(12);
+    const auto span = npy_header_span(std::string_view(reinterpret_cast<const char*>(start.data()), start.size()));
+    if (!span) return nullptr;  // read_image says what is wrong
+    const std::vector<std::uint8_t> prefix = mapped->read_prefix(span->start + span->length);
+    const NpyLayout layout = parse_npy_layout(std::string_view(reinterpret_cast<const char*>(prefix.data()), prefix.size()), mapped->size(), file);
+    const DType dtype = layout.descr.dtype;
+    const std::size_t rank = layout.shape.size();
+    if (rank < 4 || rank > 5 || layout.shape[0] != 1 || layout.count == 0 || layout.fortran_order || needs_swap(layout) ||
+        dtype == DType::String || dtype == DType::Bool || is_complex(dtype) || layout.data_offset % swap_unit(dtype, layout.descr.item_size) != 0) {
+        return nullptr;
+    }
+    const std::uint8_t* data = mapped->map(false) + layout.data_offset;
+    return std::make_unique<NpyTileSource>(std::move(mapped), data, layout.shape, dtype);
 }
 
 }  // namespace detail

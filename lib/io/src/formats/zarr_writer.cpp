@@ -132,6 +132,7 @@ struct StorePlan {
     DType dtype = DType::UInt8;
     std::size_t value_bytes = 1;
     bool raster = true;
+    bool bgr = true;  // an image's colours, BGR(A) in memory, stored as RGB(A); a tensor's channels as they are
     std::int64_t side = 512;  // chunk side; even, so that a chunk's 2x reduction is half a chunk
     Codec codec = Codec::Blosc;
     int codec_level = 5;
@@ -157,6 +158,7 @@ StorePlan plan_store(const fs::path& target, const Image& description, const Wri
     plan.channels = description.channels;
     plan.value_bytes = dtype_size(plan.dtype);
     plan.raster = plan.rank == 2;
+    plan.bgr = description.kind == FileKind::Raster;
     plan.side = plan.raster ? 512 : 128;
     plan.codec = codec_named(options.chunk_codec, target);
     plan.codec_level = options.compression_level >= 0 ? options.compression_level : plan.codec == Codec::Zstd ? 3 : 5;
@@ -392,7 +394,7 @@ private:
         thread_local std::vector<std::uint8_t> plane;
         plane.resize(channels > 1 ? voxels * value_bytes : 0);
         for (std::int64_t c = 0; c < channels; ++c) {
-            const std::int64_t source = zarr_stored_channel(c, channels, plan_.raster);
+            const std::int64_t source = zarr_stored_channel(c, channels, plan_.bgr);
             for (std::size_t v = 0; v < voxels && channels > 1; ++v) {
                 std::memcpy(plane.data() + v * value_bytes, pixels.data() + (v * static_cast<std::size_t>(channels) + static_cast<std::size_t>(source)) * value_bytes,
                             value_bytes);
@@ -605,6 +607,14 @@ void write_zarr_tiles(const StagedFile& staged, const Image& description, const 
             const Shape index = unravel(order[static_cast<std::size_t>(i)], blocks.counts);
             std::vector<std::uint8_t> pixels(plan.chunk_bytes(blocks_level));
             source->read_tile(index, pixels.data());
+            if (plan.raster && !plan.bgr && plan.channels >= 3) {
+                // The reader gives a 2-D store's colours in BGR(A) order; a tensor's are written as they are.
+                const std::size_t step = static_cast<std::size_t>(plan.channels) * plan.value_bytes;
+                for (std::size_t at = 0; at < pixels.size(); at += step) {
+                    std::swap_ranges(pixels.begin() + static_cast<std::ptrdiff_t>(at), pixels.begin() + static_cast<std::ptrdiff_t>(at + plan.value_bytes),
+                                     pixels.begin() + static_cast<std::ptrdiff_t>(at + 2 * plan.value_bytes));
+                }
+            }
             // What lies past the level's edge is zero in a written chunk, and the reduction reads
             // only inside the edge: the decoded chunk is passed on as it is.
             upper.reduce_into_parent(blocks_level, index, pixels);
