@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <cctype>
 #include <thread>
 #include <vector>
@@ -144,9 +145,15 @@ public:
             sample(second_start, second);
             return;
         }
-        thread_local std::vector<std::uint8_t> box_pixels;
-        box_pixels.resize(box_bytes);
-        if (box_bytes > 0) cache_.read_region(box.start, box.extent, box_pixels.data());
+        // Every byte of the box is copied in: the buffer, kept between tiles, is not cleared.
+        thread_local std::unique_ptr<std::uint8_t[]> box_buffer;
+        thread_local std::uint64_t box_capacity = 0;
+        if (box_bytes > box_capacity) {
+            box_buffer = std::make_unique_for_overwrite<std::uint8_t[]>(box_bytes);
+            box_capacity = box_bytes;
+        }
+        std::uint8_t* box_pixels = box_buffer.get();
+        if (box_bytes > 0) cache_.read_region(box.start, box.extent, box_pixels);
         const std::int64_t c = layout_.channels;
         Shape shape{1, c}, strides(box.extent.size() + 2);
         shape.insert(shape.end(), box.extent.begin(), box.extent.end());
@@ -157,7 +164,7 @@ public:
         }
         strides[1] = 1;
         strides[0] = stride;
-        sampling_.sample(ConstTensorView(layout_.dtype, box_pixels.data(), shape, strides), box, start, pixels);
+        sampling_.sample(ConstTensorView(layout_.dtype, box_pixels, shape, strides), box, start, pixels);
     }
 
     std::uint64_t tiles_decoded() const { return cache_.tiles_decoded(); }

@@ -70,7 +70,7 @@ struct TileCache::State {
         std::condition_variable decoded;
         bool ready = false;
         std::exception_ptr error;
-        std::vector<std::uint8_t> pixels;
+        std::unique_ptr<std::uint8_t[]> pixels;  // every byte written by read_tile: not cleared first
     };
     const TileSource& source;
     std::uint64_t max_bytes;
@@ -109,7 +109,7 @@ struct TileCache::State {
         }
         if (decode) {
             try {
-                tile->pixels.resize(source.layout().tile_bytes());
+                tile->pixels = std::make_unique_for_overwrite<std::uint8_t[]>(source.layout().tile_bytes());
                 const TileLayout& layout = source.layout();
                 const Shape counts = layout.tile_counts();
                 Shape tile_index(counts.size());
@@ -118,7 +118,7 @@ struct TileCache::State {
                     tile_index[a] = rest % counts[a];
                     rest /= counts[a];
                 }
-                source.read_tile(tile_index, tile->pixels.data());
+                source.read_tile(tile_index, tile->pixels.get());
             } catch (...) {
                 tile->error = std::current_exception();
             }
@@ -187,7 +187,7 @@ void TileCache::read_region(const Shape& start, const Shape& extent, std::uint8_
                 in_tile = in_tile * layout.tile[a] + (at[a] - tile_index[a] * layout.tile[a]);
                 in_region = in_region * extent[a] + (at[a] - start[a]);
             }
-            std::memcpy(out + static_cast<std::size_t>(in_region) * voxel_bytes, tile->pixels.data() + static_cast<std::size_t>(in_tile) * voxel_bytes,
+            std::memcpy(out + static_cast<std::size_t>(in_region) * voxel_bytes, tile->pixels.get() + static_cast<std::size_t>(in_tile) * voxel_bytes,
                         row_bytes);
             std::size_t a = rank - 1;
             while (a-- > 0) {

@@ -15,6 +15,7 @@
 #include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -296,7 +297,7 @@ std::vector<std::uint8_t> read_chunk_file(const ZarrArray& array, const Shape& i
 }
 
 // Decodes `encoded` into exactly `out.size()` bytes; false when it does not decode to that size.
-bool decode_chunk(Codec codec, const std::vector<std::uint8_t>& encoded, std::vector<std::uint8_t>& out) {
+bool decode_chunk(Codec codec, const std::vector<std::uint8_t>& encoded, std::span<std::uint8_t> out) {
     std::size_t got = 0;
     switch (codec) {
         case Codec::None:
@@ -411,7 +412,13 @@ public:
         const std::size_t value_bytes = dtype_size(layout_.dtype);
         const auto tile_voxels = static_cast<std::size_t>(shape_numel(layout_.tile));
         const std::int64_t channel_chunk = array_.channel_axis == 0 ? array_.chunks[0] : 1;
-        std::vector<std::uint8_t> chunk(static_cast<std::size_t>(channel_chunk) * tile_voxels * value_bytes);
+        // One channel decodes straight into the tile; several into a buffer of this thread's, kept
+        // between tiles, then interleaved.
+        const std::size_t chunk_bytes = static_cast<std::size_t>(channel_chunk) * tile_voxels * value_bytes;
+        thread_local std::vector<std::uint8_t> buffer;
+        const bool in_place = channels == 1 && channel_chunk == 1;
+        if (!in_place && buffer.size() < chunk_bytes) buffer.resize(chunk_bytes);
+        const std::span<std::uint8_t> chunk(in_place ? out : buffer.data(), chunk_bytes);
         for (std::int64_t first = 0; first < channels; first += channel_chunk) {
             Shape chunk_index;
             if (array_.channel_axis == 0) chunk_index.push_back(first / channel_chunk);
@@ -431,6 +438,7 @@ public:
             for (std::int64_t c = 0; c < count; ++c) {
                 const std::int64_t target = zarr_stored_channel(first + c, channels, raster_);
                 const std::uint8_t* plane = chunk.data() + static_cast<std::size_t>(c) * tile_voxels * value_bytes;
+                if (in_place) continue;
                 if (channels == 1) {
                     std::memcpy(out, plane, tile_voxels * value_bytes);
                     continue;
