@@ -76,6 +76,20 @@ std::unique_ptr<io::TileSource> open_input_tiles(const ImageArgument& input, con
     return tiles;
 }
 
+namespace {
+
+// Whether the input and an output of `output_spatial` in its type take more than `working_memory`.
+bool passes_working_memory(const io::TileLayout& layout, const Shape& output_spatial, std::uint64_t working_memory) {
+    const auto bytes = [&](const Shape& spatial) {
+        unsigned __int128 total = static_cast<std::uint64_t>(layout.channels) * dtype_size(layout.dtype);
+        for (const auto extent : spatial) total *= static_cast<std::uint64_t>(extent);
+        return total;
+    };
+    return bytes(layout.spatial) + bytes(output_spatial) > working_memory;
+}
+
+}  // namespace
+
 bool samples_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, const SampleOptions& options, bool filters_input,
                       DType output_type, const PositionSource& positions) {
     const Shape& output_spatial = positions.output_shape();
@@ -96,13 +110,7 @@ bool samples_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, con
         if (always) throw std::invalid_argument(required + ": " + why_not);
         return false;
     }
-    if (always) return true;
-    const auto bytes = [&](const Shape& spatial) {
-        unsigned __int128 total = static_cast<std::uint64_t>(layout.channels) * dtype_size(layout.dtype);
-        for (const auto extent : spatial) total *= static_cast<std::uint64_t>(extent);
-        return total;
-    };
-    return bytes(layout.spatial) + bytes(output_spatial) > flags.working_memory;
+    return always || passes_working_memory(layout, output_spatial, flags.working_memory);
 }
 
 namespace {
@@ -315,13 +323,7 @@ bool shrinks_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, con
         if (always) throw std::invalid_argument(required + ": this shrink low-passes the whole input (--antialias off, or --mode linear or cubic)");
         return false;
     }
-    if (always) return true;
-    const auto bytes = [&](const Shape& spatial) {
-        unsigned __int128 total = static_cast<std::uint64_t>(layout.channels) * dtype_size(layout.dtype);
-        for (const auto extent : spatial) total *= static_cast<std::uint64_t>(extent);
-        return total;
-    };
-    return bytes(layout.spatial) + bytes(output_spatial) > flags.working_memory;
+    return always || passes_working_memory(layout, output_spatial, flags.working_memory);
 }
 
 void shrink_by_tiles(const OutputArgument& output, const std::filesystem::path& input_file, const io::TileSource& tiles,

@@ -13,7 +13,6 @@ within 1 GiB, random chunks agreeing with scipy's map_coordinates on the matchin
 import math
 import os
 import shutil
-import resource
 import subprocess
 import sys
 
@@ -214,6 +213,16 @@ class LargerThanMemory(FolderTestCase):
         if not arguments().large:
             self.skipTest("--large not given")
 
+    def run_within_a_gibibyte(self, what, *args):
+        """gridwarp ARGS, which must succeed with a peak RSS under 1 GiB."""
+        process = subprocess.Popen([gridwarp(), *args, "-q"], stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(process.pid, 0)
+        stderr = process.stderr.read().decode()
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0, stderr)
+        peak_mib = usage.ru_maxrss / 1024
+        print(f"{what}: peak RSS {peak_mib:.0f} MiB", file=sys.stderr)
+        self.assertLess(peak_mib, 1024)
+
     def test_rotated_within_a_gibibyte(self):
         size, tile = self.SIZE, self.TILE
         source = self.path("large.tif")
@@ -233,14 +242,8 @@ class LargerThanMemory(FolderTestCase):
         matrix[:, 2] = [centre, centre] - matrix[:, :2] @ [centre, centre]  # about the centre
         np.savetxt(self.path("forward.txt"), matrix)
         output = self.path("large_rotated.tif")
-        process = subprocess.Popen([gridwarp(), "affine", "-i", source, "-o", output, "--matrix", self.path("forward.txt"),
-                                    "--inverse", "--compression-level", "1", "-q"], stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(process.pid, 0)
-        stderr = process.stderr.read().decode()
-        self.assertEqual(os.waitstatus_to_exitcode(status), 0, stderr)
-        peak_mib = usage.ru_maxrss / 1024
-        print(f"peak RSS {peak_mib:.0f} MiB", file=sys.stderr)
-        self.assertLess(peak_mib, 1024)
+        self.run_within_a_gibibyte("40000^2 RGB", "affine", "-i", source, "-o", output, "--matrix", self.path("forward.txt"), "--inverse",
+                                   "--compression-level", "1")
         os.remove(source)  # the windows' input regions are computed, not read
 
         import zarr
@@ -288,14 +291,7 @@ class LargerThanMemory(FolderTestCase):
         m = np.hstack([turn, (centre - turn @ centre)[:, None]])
         np.savetxt(self.path("turn3.txt"), m)
         output = self.path("large_turned.zarr")
-        process = subprocess.Popen([gridwarp(), "affine", "-i", source, "-o", output, "--matrix", self.path("turn3.txt"), "--mode", "linear",
-                                    "-q"], stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(process.pid, 0)
-        stderr = process.stderr.read().decode()
-        self.assertEqual(os.waitstatus_to_exitcode(status), 0, stderr)
-        peak_mib = usage.ru_maxrss / 1024
-        print(f"1024^3 uint16: peak RSS {peak_mib:.0f} MiB", file=sys.stderr)
-        self.assertLess(peak_mib, 1024)
+        self.run_within_a_gibibyte("1024^3 uint16", "affine", "-i", source, "-o", output, "--matrix", self.path("turn3.txt"), "--mode", "linear")
         shutil.rmtree(source)  # the chunks' input regions are computed, not read
         turned = zarr.open_group(output, "r")["0"]
         self.assertEqual(turned.shape, (n, n, n))

@@ -8,8 +8,6 @@ part way and run again with --resume gives the same bytes; misuse is refused in 
 
     /usr/bin/python3 tests/cli/test_zarr_shares.py --gridwarp build/app/gridwarp
 """
-import filecmp
-import json
 import os
 import shutil
 import signal
@@ -22,7 +20,7 @@ import tifffile
 import zarr
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from script_support import FolderTestCase, gridwarp, main, run  # noqa: E402
+from script_support import FolderTestCase, assert_same_files, gridwarp, main, run, store_files  # noqa: E402
 
 RNG = np.random.default_rng(63)
 
@@ -47,13 +45,6 @@ def halve(level):
     return mean.astype(level.dtype)
 
 
-def store_files(store):
-    names = []
-    for folder, _, files in os.walk(store):
-        names += [os.path.relpath(os.path.join(folder, f), store) for f in files]
-    return sorted(names)
-
-
 class ZarrShares(FolderTestCase):
     @classmethod
     def setUpClass(cls):
@@ -72,11 +63,6 @@ class ZarrShares(FolderTestCase):
             self.assertIn(phrase, lines[0])
         if output:
             self.assertFalse(os.path.exists(output), output)
-
-    def assert_same_store(self, a, b):
-        self.assertEqual(store_files(a), store_files(b))
-        for name in store_files(a):
-            self.assertTrue(filecmp.cmp(os.path.join(a, name), os.path.join(b, name), shallow=False), name)
 
     def warp(self, out, *extra, wait=True):
         args = ["affine", "-i", self.path("photo.tif"), "-o", out, "--matrix", self.path("turn2.txt"), "--pyramid", "-q", *extra]
@@ -162,7 +148,7 @@ class ZarrShares(FolderTestCase):
                                 "--tiles", "slurm"]
                         result = subprocess.run([gridwarp(), *args], capture_output=True, text=True, env=environment, timeout=120)
                         self.assertEqual(result.returncode, 0, result.stderr)
-                self.assert_same_store(single, out)
+                assert_same_files(self, single, out)
                 self.assertEqual(run("info", out).returncode, 0)
 
     def test_a_killed_run_resumed_gives_the_same_bytes(self):
@@ -190,7 +176,7 @@ class ZarrShares(FolderTestCase):
             self.assert_refused(run("info", resumed), "still being written", "--resume")
         result = run("affine", *common, "-o", resumed, "--resume")
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assert_same_store(whole, resumed)
+        assert_same_files(self, whole, resumed)
 
     def test_misuse_is_refused(self):
         photo, turn = self.path("photo.tif"), self.path("turn2.txt")

@@ -6,7 +6,6 @@ Dask's default scheduler does the same without a cluster; outputs that are not s
 
     PYTHONPATH=build/python /usr/bin/python3 tests/dask/test_dask.py --gridwarp build/app/gridwarp
 """
-import filecmp
 import os
 import sys
 
@@ -15,16 +14,9 @@ import tifffile
 import zarr
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from script_support import FolderTestCase, main, run  # noqa: E402
+from script_support import FolderTestCase, assert_same_files, main, run  # noqa: E402
 
 import gridwarp.dask  # noqa: E402
-
-
-def store_files(store):
-    names = []
-    for folder, _, files in os.walk(store):
-        names += [os.path.relpath(os.path.join(folder, f), store) for f in files]
-    return sorted(names)
 
 
 class Dask(FolderTestCase):
@@ -53,26 +45,21 @@ class Dask(FolderTestCase):
             result = run(*args, "--by-tiles", "always", "-q")
             assert result.returncode == 0, result.stderr
 
-    def assert_same_store(self, a, b):
-        self.assertEqual(store_files(a), store_files(b))
-        for name in store_files(a):
-            self.assertTrue(filecmp.cmp(os.path.join(a, name), os.path.join(b, name), shallow=False), name)
-
     def test_a_local_cluster_of_two_workers_writes_the_single_run_bytes(self):
         from dask.distributed import Client, LocalCluster
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(cluster) as client:
             out = os.path.join(self.path("cluster"), "photo.zarr")
             self.assertEqual(gridwarp.dask.affine(self.path("photo.tif"), out, rotate=10, pyramid=True, client=client), out)
-            self.assert_same_store(self.single_photo, out)
+            assert_same_files(self, self.single_photo, out)
             out = os.path.join(self.path("cluster"), "volume.zarr")
             gridwarp.dask.resample(self.path("volume.zarr"), out, reference=self.path("volume.zarr"), transforms=[self.path("turn.txt") + ",ras"],
                                    mode="cubic", client=client, shares=5)
-            self.assert_same_store(self.single_volume, out)
+            assert_same_files(self, self.single_volume, out)
 
     def test_the_default_scheduler_writes_the_single_run_bytes(self):
         out = os.path.join(self.path("default"), "photo.zarr")
         gridwarp.dask.affine(self.path("photo.tif"), out, rotate=10, pyramid=True, shares=3)
-        self.assert_same_store(self.single_photo, out)
+        assert_same_files(self, self.single_photo, out)
 
     def test_outputs_that_are_not_stores_are_refused(self):
         with self.assertRaisesRegex(ValueError, r"\.zarr"):

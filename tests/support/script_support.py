@@ -121,6 +121,22 @@ def fsl_scaled_voxels(img):
     return scale
 
 
+def store_files(folder):
+    """The files under `folder` (a Zarr store), as sorted paths relative to it."""
+    names = []
+    for parent, _, files in os.walk(folder):
+        names += [os.path.relpath(os.path.join(parent, f), folder) for f in files]
+    return sorted(names)
+
+
+def assert_same_files(test, a, b):
+    """`test` fails unless folders a and b hold the same files with the same bytes."""
+    import filecmp
+    test.assertEqual(store_files(a), store_files(b))
+    for name in store_files(a):
+        test.assertTrue(filecmp.cmp(os.path.join(a, name), os.path.join(b, name), shallow=False), name)
+
+
 def main(add_arguments=None):
     """Parses --gridwarp (and what add_arguments(parser) adds, which the tests read with
     arguments()), runs the script's tests, and exits 0 only if they were all run and passed."""

@@ -212,6 +212,29 @@ bool writes_tiles(const fs::path& file) {
 
 namespace detail {
 
+void run_tasks_in_order(std::int64_t count, int threads, const std::function<void(std::int64_t)>& work) {
+    std::atomic<std::int64_t> next{0};
+    std::atomic<bool> failed{false};
+    std::mutex mutex;
+    std::exception_ptr failure;
+    const auto worker = [&] {
+        try {
+            for (std::int64_t i; !failed && (i = next++) < count;) work(i);
+        } catch (...) {
+            const std::lock_guard lock(mutex);
+            if (!failure) failure = std::current_exception();
+            failed = true;
+        }
+    };
+    const int workers = std::max(1, std::min<int>(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()),
+                                                  static_cast<int>(std::min<std::int64_t>(count, 256))));
+    std::vector<std::thread> pool;
+    for (int t = 1; t < workers; ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& thread : pool) thread.join();
+    if (failure) std::rethrow_exception(failure);
+}
+
 void write_mapped_tiles(const StagedFile& staged, const Image& description, std::optional<MappedOutput> output, int threads,
                         const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done) {
     if (!output) {
@@ -227,44 +250,27 @@ void write_mapped_tiles(const StagedFile& staged, const Image& description, std:
     const auto total = static_cast<std::int64_t>(order.size());
     try {
         const TensorView whole = output->image.nchw();
-        std::atomic<std::int64_t> next{0}, written{0};
-        std::atomic<bool> failed{false};
+        std::atomic<std::int64_t> written{0};
         std::mutex mutex;
-        std::exception_ptr failure;
-        const auto work = [&] {
-            try {
-                for (std::int64_t taken; !failed && (taken = next++) < total;) {
-                    std::int64_t rest = order[static_cast<std::size_t>(taken)];
-                    Shape start(rank);
-                    TensorView region = whole;
-                    auto* byte = static_cast<std::uint8_t*>(whole.data);
-                    for (std::size_t a = rank; a-- > 0;) {
-                        start[a] = (rest % counts[a]) * tile[a];
-                        rest /= counts[a];
-                        region.shape[a + 2] = std::min(tile[a], description.spatial[a] - start[a]);
-                        byte += start[a] * whole.strides[a + 2] * static_cast<std::int64_t>(dtype_size(whole.dtype));
-                    }
-                    region.data = byte;
-                    produce(start, region);
-                    const std::int64_t count = ++written;
-                    if (done) {
-                        const std::lock_guard lock(mutex);
-                        done(count, total);
-                    }
-                }
-            } catch (...) {
-                const std::lock_guard lock(mutex);
-                if (!failure) failure = std::current_exception();
-                failed = true;
+        run_tasks_in_order(total, threads, [&](std::int64_t taken) {
+            std::int64_t rest = order[static_cast<std::size_t>(taken)];
+            Shape start(rank);
+            TensorView region = whole;
+            auto* byte = static_cast<std::uint8_t*>(whole.data);
+            for (std::size_t a = rank; a-- > 0;) {
+                start[a] = (rest % counts[a]) * tile[a];
+                rest /= counts[a];
+                region.shape[a + 2] = std::min(tile[a], description.spatial[a] - start[a]);
+                byte += start[a] * whole.strides[a + 2] * static_cast<std::int64_t>(dtype_size(whole.dtype));
             }
-        };
-        const int workers = std::max(1, std::min<int>(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()),
-                                                      static_cast<int>(std::min<std::int64_t>(total, 256))));
-        std::vector<std::thread> pool;
-        for (int t = 1; t < workers; ++t) pool.emplace_back(work);
-        work();
-        for (auto& thread : pool) thread.join();
-        if (failure) std::rethrow_exception(failure);
+            region.data = byte;
+            produce(start, region);
+            const std::int64_t count = ++written;
+            if (done) {
+                const std::lock_guard lock(mutex);
+                done(count, total);
+            }
+        });
     } catch (...) {
         output->image.pixels = Tensor();
         output->closers.abandon();

@@ -736,32 +736,12 @@ public:
     }
 
     void read_tile(const Shape& index, std::uint8_t* out) const override {
-        const std::size_t rank = layout_.spatial.size();
         const std::size_t value_bytes = dtype_size(layout_.dtype);
-        Shape start(rank), extent(rank);
-        for (std::size_t a = 0; a < rank; ++a) {
-            start[a] = index[a] * layout_.tile[a];
-            extent[a] = std::min(layout_.tile[a], layout_.spatial[a] - start[a]);
-        }
-        if (extent != layout_.tile) std::memset(out, 0, static_cast<std::size_t>(layout_.tile_bytes()));
-        const auto row_bytes = static_cast<std::size_t>(extent[rank - 1]) * value_bytes;
-        Shape at(rank, 0);  // the row within the tile; at[rank - 1] stays 0
-        for (;;) {
-            std::int64_t in_file = 0, in_tile = 0;
-            for (std::size_t a = 0; a < rank; ++a) {
-                in_file = in_file * layout_.spatial[a] + start[a] + at[a];
-                in_tile = in_tile * layout_.tile[a] + at[a];
-            }
-            std::uint8_t* row = out + static_cast<std::size_t>(in_tile) * value_bytes;
-            std::memcpy(row, voxels_ + static_cast<std::size_t>(in_file) * value_bytes, row_bytes);
-            if (swap_) swap_elements(row, static_cast<std::size_t>(extent[rank - 1]), value_bytes);
-            std::size_t a = rank - 1;
-            while (a-- > 0) {
-                if (++at[a] < extent[a]) break;
-                at[a] = 0;
-            }
-            if (a == static_cast<std::size_t>(-1)) break;
-        }
+        for_each_tile_row(layout_, index, out, [&](std::size_t in_file, std::size_t in_tile, std::size_t voxels) {
+            std::uint8_t* row = out + in_tile * value_bytes;
+            std::memcpy(row, voxels_ + in_file * value_bytes, voxels * value_bytes);
+            if (swap_) swap_elements(row, voxels, value_bytes);
+        });
     }
 
 private:

@@ -633,40 +633,20 @@ public:
     }
 
     void read_tile(const Shape& index, std::uint8_t* out) const override {
-        const std::size_t rank = layout_.spatial.size();
         const std::size_t value_bytes = dtype_size(layout_.dtype);
         const auto channels = static_cast<std::size_t>(layout_.channels);
-        Shape start(rank), extent(rank);
-        for (std::size_t a = 0; a < rank; ++a) {
-            start[a] = index[a] * layout_.tile[a];
-            extent[a] = std::min(layout_.tile[a], layout_.spatial[a] - start[a]);
-        }
-        if (extent != layout_.tile) std::memset(out, 0, static_cast<std::size_t>(layout_.tile_bytes()));
         const auto plane = static_cast<std::size_t>(shape_numel(layout_.spatial));
-        const auto row = static_cast<std::size_t>(extent[rank - 1]);
-        Shape at(rank, 0);  // the row within the tile; at[rank - 1] stays 0
-        for (;;) {
-            std::size_t in_file = 0, in_tile = 0;
-            for (std::size_t a = 0; a < rank; ++a) {
-                in_file = in_file * static_cast<std::size_t>(layout_.spatial[a]) + static_cast<std::size_t>(start[a] + at[a]);
-                in_tile = in_tile * static_cast<std::size_t>(layout_.tile[a]) + static_cast<std::size_t>(at[a]);
-            }
+        for_each_tile_row(layout_, index, out, [&](std::size_t in_file, std::size_t in_tile, std::size_t voxels) {
             for (std::size_t c = 0; c < channels; ++c) {
                 const std::uint8_t* from = data_ + (c * plane + in_file) * value_bytes;
                 std::uint8_t* to = out + (in_tile * channels + c) * value_bytes;
                 if (channels == 1) {
-                    std::memcpy(to, from, row * value_bytes);
+                    std::memcpy(to, from, voxels * value_bytes);
                     continue;
                 }
-                for (std::size_t x = 0; x < row; ++x) std::memcpy(to + x * channels * value_bytes, from + x * value_bytes, value_bytes);
+                for (std::size_t x = 0; x < voxels; ++x) std::memcpy(to + x * channels * value_bytes, from + x * value_bytes, value_bytes);
             }
-            std::size_t a = rank - 1;
-            while (a-- > 0) {
-                if (++at[a] < extent[a]) break;
-                at[a] = 0;
-            }
-            if (a == static_cast<std::size_t>(-1)) break;
-        }
+        });
     }
 
 private:

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "files/output_file.hpp"
+#include "formats/mapped_output.hpp"
 #include "formats/zarr.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
@@ -421,31 +422,6 @@ private:
     std::map<std::pair<std::size_t, std::int64_t>, std::shared_ptr<Pending>> pending_;
 };
 
-// Runs `work(i)` for i in [0, count) on `threads` threads, taking i in order; the first exception
-// stops the rest and is rethrown.
-void run_in_order(std::int64_t count, int threads, const std::function<void(std::int64_t)>& work) {
-    std::atomic<std::int64_t> next{0};
-    std::atomic<bool> failed{false};
-    std::mutex mutex;
-    std::exception_ptr failure;
-    const auto worker = [&] {
-        try {
-            for (std::int64_t i; !failed && (i = next++) < count;) work(i);
-        } catch (...) {
-            const std::lock_guard lock(mutex);
-            if (!failure) failure = std::current_exception();
-            failed = true;
-        }
-    };
-    const int workers = std::max(1, std::min<int>(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()),
-                                                  static_cast<int>(std::min<std::int64_t>(count, 256))));
-    std::vector<std::thread> pool;
-    for (int t = 1; t < workers; ++t) pool.emplace_back(worker);
-    worker();
-    for (auto& thread : pool) thread.join();
-    if (failure) std::rethrow_exception(failure);
-}
-
 // The level up to which a share builds the pyramid from its own chunks: each chunk of that level
 // (a block of first-level chunks) belongs to one share. A whole run builds every level; shares and
 // resumed runs stop where there are 16 blocks a share, and the levels above are made from that one
@@ -570,7 +546,7 @@ void write_zarr_tiles(const StagedFile& staged, const Image& description, const 
     if (done && skipped > 0) done(skipped, total);
 
     const std::size_t chunk_bytes = plan.chunk_bytes(0);
-    run_in_order(static_cast<std::int64_t>(chunks.size()), threads, [&](std::int64_t i) {
+    run_tasks_in_order(static_cast<std::int64_t>(chunks.size()), threads, [&](std::int64_t i) {
         const Shape& index = chunks[static_cast<std::size_t>(i)];
         Shape start(rank);
         const Shape extent = first.valid(index);
@@ -603,7 +579,7 @@ void write_zarr_tiles(const StagedFile& staged, const Image& description, const 
         const auto source = open_zarr_level(staged.target, blocks_level, ReadOptions{}, true);
         LevelWriter upper(plan, staged.file, staged.target, true, plan.levels.size() - 1);
         const std::vector<std::int64_t> order = tiles_in_z_order(blocks.counts);
-        run_in_order(static_cast<std::int64_t>(order.size()), threads, [&](std::int64_t i) {
+        run_tasks_in_order(static_cast<std::int64_t>(order.size()), threads, [&](std::int64_t i) {
             const Shape index = unravel(order[static_cast<std::size_t>(i)], blocks.counts);
             std::vector<std::uint8_t> pixels(plan.chunk_bytes(blocks_level));
             source->read_tile(index, pixels.data());
