@@ -63,8 +63,8 @@ def main():
             cluster.close()
         pixels = size * size
         per_worker = {w: pixels / statistics.median(t) / w for w, t in times.items()}
-        print(f"| workers | median s | best s | Mpixel/s per worker |")
-        print(f"|---|---|---|---|")
+        print("| workers | median s | best s | Mpixel/s per worker |")
+        print("|---|---|---|---|")
         for w, t in times.items():
             print(f"| {w} | {statistics.median(t):.2f} | {min(t):.2f} | {per_worker[w] / 1e6:.1f} |")
         print(f"\nthroughput per worker, 2 workers / 1 worker: {per_worker[2] / per_worker[1]:.2f} ({size}^2 RGB, {os.cpu_count()} cores)")
