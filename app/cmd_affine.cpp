@@ -348,7 +348,7 @@ void run_affine(const AffineCommand& command) {
         explanation.add("sampling", describe_sampling(options));
         explanation.add("anti-aliasing", antialias.explanation);
         if (tiles) {
-            const bool by_tiles = samples_by_tiles(*tiles, command.tiling, options, antialias.filters, input.dtype(), *positions);
+            const bool by_tiles = samples_by_tiles(*tiles, command.tiling, options, antialias, input.dtype(), *positions);
             explanation.add("tiles", by_tiles ? "the output a tile at a time, within --working-memory" : "none: the input is read whole");
         }
         explanation.add("output", command.output.string() + ", size " + image_size_text(output_spatial));
@@ -356,9 +356,9 @@ void run_affine(const AffineCommand& command) {
         explanation.print();
         return;
     }
-    if (tiles && samples_by_tiles(*tiles, command.tiling, options, antialias.filters, input.dtype(), *positions)) {
+    if (tiles && samples_by_tiles(*tiles, command.tiling, options, antialias, input.dtype(), *positions)) {
         sample_by_tiles(command.output, command.input.path, *tiles, description, to_write_options(command.volume, command.common), *positions,
-                        options, command.tiling, &progress);
+                        options, antialias, command.tiling, &progress);
         return;
     }
     const std::shared_ptr<const io::Image> whole_input = tiles ? load_image(command.input, read_options) : loaded_input;

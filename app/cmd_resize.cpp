@@ -214,7 +214,7 @@ void run_resize(const ResizeCommand& command) {
         if (antialias.filters && shrinks_onto_grid(options, input.dtype())) {
             return shrinks_by_tiles(*tiles, command.tiling, options, input.dtype(), output_spatial);
         }
-        return samples_by_tiles(*tiles, command.tiling, options, antialias.filters, input.dtype(), positions);
+        return samples_by_tiles(*tiles, command.tiling, options, antialias, input.dtype(), positions);
     };
     if (command.sampling.explain) {
         Explanation explanation("resize");
@@ -239,7 +239,7 @@ void run_resize(const ResizeCommand& command) {
                             antialias.factors, positions, options, command.tiling, &progress);
         } else {
             sample_by_tiles(command.output, command.input.path, *tiles, description, to_write_options(command.volume, command.common), positions,
-                            options, command.tiling, &progress);
+                            options, antialias, command.tiling, &progress);
         }
         return;
     }

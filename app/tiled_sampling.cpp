@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <cctype>
+#include <cmath>
 #include <thread>
 #include <vector>
 
@@ -90,7 +91,7 @@ bool passes_working_memory(const io::TileLayout& layout, const Shape& output_spa
 
 }  // namespace
 
-bool samples_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, const SampleOptions& options, bool filters_input,
+bool samples_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, const SampleOptions& options, const AntialiasPlan& antialias,
                       DType output_type, const PositionSource& positions) {
     const Shape& output_spatial = positions.output_shape();
     const io::TileLayout& layout = tiles.layout();
@@ -99,8 +100,6 @@ bool samples_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, con
     std::string why_not;
     if (!reads_near_positions(options)) {
         why_not = std::string(interpolation_name(options.mode)) + " reads beyond a fixed reach of its positions";
-    } else if (filters_input) {
-        why_not = "anti-aliasing low-passes the whole input (--antialias off, or gridwarp resize)";
     } else if (options.padding == Padding::Reflection) {
         why_not = "reflection padding folds positions across the whole input";
     } else if (output_type != layout.dtype) {
@@ -120,6 +119,8 @@ struct BoxSampling {
     std::function<InputBox(const Shape& start, const Shape& extent)> box;
     // `stored`: the box's voxels, (1, C, box extents); `pixels`: the output box at `start`.
     std::function<void(const ConstTensorView& stored, const InputBox& box, const Shape& start, const TensorView& pixels)> sample;
+    // Bytes of memory a byte of the box takes while sampled (its low-passed copy too).
+    std::uint64_t bytes_per_box_byte = 1;
 };
 
 // One output tile's work: the input box it reads, assembled from the cache, then sampled.
@@ -135,7 +136,7 @@ public:
         const Shape extent(pixels.shape.begin() + 2, pixels.shape.end());
         const InputBox box = sampling_.box(start, extent);
         const std::uint64_t box_bytes = static_cast<std::uint64_t>(shape_numel(box.extent) * layout_.channels) * dtype_size(layout_.dtype);
-        if (box_bytes > box_budget_) {
+        if (box_bytes * sampling_.bytes_per_box_byte > box_budget_) {
             std::size_t axis = 0;
             while (axis < extent.size() && extent[axis] < 2) ++axis;
             if (axis == extent.size()) {
@@ -297,21 +298,56 @@ int thread_count(const SampleOptions& options) {
 
 void sample_by_tiles(const OutputArgument& output, const std::filesystem::path& input_file, const io::TileSource& tiles,
                      const io::Image& description, const io::WriteOptions& write_options, const PositionSource& positions,
-                     const SampleOptions& options, const TilingFlags& flags, CommandProgress* progress) {
+                     const SampleOptions& options, const AntialiasPlan& antialias, const TilingFlags& flags, CommandProgress* progress) {
     SampleOptions one_thread = options;
     one_thread.threads = 1;
     const Shape& spatial = tiles.layout().spatial;
+    // The low-pass reaches 3 k voxels along an axis shrunk by k: a box read that much wider holds
+    // every voxel its interior's filtered values read (a box edge that is not the input's is never
+    // within reach of the voxels sampled).
+    Shape margin(spatial.size(), 0);
+    if (antialias.filters) {
+        for (std::size_t a = 0; a < spatial.size(); ++a) {
+            const double factor = std::min(antialias.factors[a], kMaxLowpassFactor);
+            if (antialias.factors[a] > kShrinkTolerance) margin[a] = static_cast<std::int64_t>(std::ceil(3 * factor)) + 1;
+        }
+    }
     BoxSampling sampling;
+    if (antialias.filters) {
+        const std::size_t stored = dtype_size(tiles.layout().dtype), filtered = dtype_size(lowpass_dtype(tiles.layout().dtype));
+        sampling.bytes_per_box_byte = 1 + (filtered + stored - 1) / stored;
+    }
     sampling.box = [&](const Shape& start, const Shape& extent) {
-        return input_box_read(PositionWindow(positions, start, extent), spatial, one_thread);
+        InputBox box = input_box_read(PositionWindow(positions, start, extent), spatial, one_thread);
+        for (std::size_t a = 0; a < spatial.size(); ++a) {
+            const std::int64_t first = std::max<std::int64_t>(0, box.start[a] - margin[a]);
+            const std::int64_t end = std::min(spatial[a], box.start[a] + box.extent[a] + margin[a]);
+            box.start[a] = first;
+            box.extent[a] = end - first;
+        }
+        return box;
     };
     sampling.sample = [&](const ConstTensorView& stored, const InputBox& box, const Shape& start, const TensorView& pixels) {
         const Shape extent(pixels.shape.begin() + 2, pixels.shape.end());
         const PositionWindow window(positions, start, extent);
-        grid_sample(stored, PositionsInBox(window, spatial, one_thread.align_corners, box), pixels, one_thread);
+        const PositionsInBox in_box(window, spatial, one_thread.align_corners, box);
+        if (!antialias.filters) {
+            grid_sample(stored, in_box, pixels, one_thread);
+            return;
+        }
+        // As the whole path: sampled in the low-passed copy's type, then converted.
+        const Tensor filtered = lowpass_for_shrink(stored, antialias.factors, 1);
+        if (filtered.dtype() == pixels.dtype) {
+            grid_sample(filtered.view(), in_box, pixels, one_thread);
+            return;
+        }
+        const Tensor sampled = grid_sample(filtered.view(), in_box, one_thread);
+        copy_elements(convert_to(sampled.view(), pixels.dtype).view(), pixels);
     };
+    std::string lowpass;
+    for (const double factor : antialias.factors) lowpass += antialias.filters ? fmt::format(" {}", factor) : "";
     write_by_box_sampling(output, input_file, tiles, description, write_options, sampling, thread_count(options), flags,
-                          [&] { return job_digest(input_file, description, positions, options); }, progress);
+                          [&] { return job_digest(input_file, description, positions, options, lowpass); }, progress);
 }
 
 bool shrinks_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, const SampleOptions& options, DType output_type,

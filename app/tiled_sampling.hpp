@@ -12,6 +12,7 @@
 #include "gridwarp/io/tiles.hpp"
 #include "image_arguments.hpp"
 #include "messages.hpp"
+#include "sampling_options.hpp"
 
 namespace gridwarp::cli {
 
@@ -34,20 +35,20 @@ std::unique_ptr<io::TileSource> open_input_tiles(const ImageArgument& input, con
 
 // Whether sampling from `tiles` at `positions` runs by tiles: under auto, where
 // the input and the output together pass --working-memory; and only where every point reads input
-// near its position (reads_near_positions), without a low-passed copy of the input, into the input's
-// type. Under always (and --tiles, --resume) a sampling that cannot is refused
+// near its position (reads_near_positions), into the input's type. Under always (and --tiles, --resume) a sampling that cannot is refused
 // (std::invalid_argument saying why).
-bool samples_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, const SampleOptions& options, bool filters_input,
+bool samples_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, const SampleOptions& options, const AntialiasPlan& antialias,
                       DType output_type, const PositionSource& positions);
 
 // Samples the input at `positions` into `output` a tile at a time: each output tile reads the box
 // of input its positions reach (input_box_read) through a cache of decoded input tiles, so that
 // memory stays within --working-memory whatever the image's size; the values equal sampling the
-// whole input in memory. Under --tiles and --resume, only this share's tiles (io::TileShare).
+// whole input in memory. An anti-aliased map low-passes each box, read with the low-pass's
+// margin, as lowpass_for_shrink low-passes the whole input: the values are the same. Under --tiles and --resume, only this share's tiles (io::TileShare).
 // Logs "wrote FILE (...)".
 void sample_by_tiles(const OutputArgument& output, const std::filesystem::path& input_file, const io::TileSource& tiles,
                      const io::Image& description, const io::WriteOptions& write_options, const PositionSource& positions,
-                     const SampleOptions& options, const TilingFlags& flags, CommandProgress* progress);
+                     const SampleOptions& options, const AntialiasPlan& antialias, const TilingFlags& flags, CommandProgress* progress);
 
 // Whether an anti-aliased shrink onto an axis-aligned grid (resize: shrink_onto_grid) runs by tiles:
 // into the input's type, where shrink_onto_grid serves the options; under auto, where the input
