@@ -8,20 +8,14 @@
 #include <zstd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
-#include <exception>
 #include <limits>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "files/output_file.hpp"
-#include "formats/raster_pixels.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 
