@@ -214,6 +214,17 @@ class Zarr(FolderTestCase):
                         outputs.append(zarr.open_group(out, "r")["0"][:] if ending == ".zarr" else np.load(out))
                     if len(outputs) == 2:
                         self.assertTrue(np.array_equal(outputs[0], outputs[1], equal_nan=True))
+        # A .npy cut short is refused by the tile reader as by the whole one: one line, no output.
+        with open(self.path("image.npy"), "rb") as f:
+            whole = f.read()
+        with open(self.path("short.npy"), "wb") as f:
+            f.write(whole[:len(whole) // 2])
+        result = run("affine", "-i", self.path("short.npy"), "-o", self.path("short.zarr"), "--matrix", self.path("turn2.txt"),
+                     "--by-tiles", "always", "-q")
+        self.assertEqual(result.returncode, 1)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+        self.assertIn("short.npy", result.stderr)
+        self.assertFalse(os.path.exists(self.path("short.zarr")))
 
     def test_nearest_ties_fall_as_in_the_whole_input(self):
         # Every output point lies half-way between input voxels: each box's start must keep the
