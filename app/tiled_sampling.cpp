@@ -330,18 +330,18 @@ void sample_by_tiles(const OutputArgument& output, const std::filesystem::path& 
     sampling.sample = [&](const ConstTensorView& stored, const InputBox& box, const Shape& start, const TensorView& pixels) {
         const Shape extent(pixels.shape.begin() + 2, pixels.shape.end());
         const PositionWindow window(positions, start, extent);
-        const PositionsInBox in_box(window, spatial, one_thread.align_corners, box);
         if (!antialias.filters) {
-            grid_sample(stored, in_box, pixels, one_thread);
+            grid_sample_in_box(stored, box, spatial, window, pixels, one_thread);
             return;
         }
         // As the whole path: sampled in the low-passed copy's type, then converted.
         const Tensor filtered = lowpass_for_shrink(stored, antialias.factors, 1);
         if (filtered.dtype() == pixels.dtype) {
-            grid_sample(filtered.view(), in_box, pixels, one_thread);
+            grid_sample_in_box(filtered.view(), box, spatial, window, pixels, one_thread);
             return;
         }
-        const Tensor sampled = grid_sample(filtered.view(), in_box, one_thread);
+        Tensor sampled(filtered.dtype(), pixels.shape);
+        grid_sample_in_box(filtered.view(), box, spatial, window, sampled.view(), one_thread);
         copy_elements(convert_to(sampled.view(), pixels.dtype).view(), pixels);
     };
     std::string lowpass;

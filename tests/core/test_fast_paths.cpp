@@ -14,6 +14,9 @@
 #include <optional>
 #include <string>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "gridwarp/physical.hpp"
 #include "gridwarp/positions.hpp"
 #include "gridwarp/simd.hpp"
@@ -896,6 +899,129 @@ TEST_CASE("zero-weight taps: fast paths equal the reference path where weights a
                                                                           : positions == &affine32 ? "affine float32"
                                                                                                    : "affine float64"));
                                     CHECK(compare_exact(grid_sample(x.view(), *positions, fast).view(), expected.view()) == "");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+namespace {
+
+// A buffer of `bytes` readable bytes inside a reservation that faults on any access to the
+// `before` bytes before them or the `after` bytes after them (beyond the page the buffer shares
+// with its readable neighbours: the buffer ends at a page's end, or starts at a page's start).
+class GuardedBuffer {
+public:
+    GuardedBuffer(std::size_t before, std::size_t bytes, std::size_t after, bool flush_with_end) {
+        const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+        const auto pages = [&](std::size_t n) { return (n + page - 1) / page * page; };
+        const std::size_t readable_at = pages(before) + page, readable = pages(bytes);
+        size_ = readable_at + readable + pages(after) + page;
+        void* reserved = mmap(nullptr, size_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        REQUIRE(reserved != MAP_FAILED);
+        base_ = static_cast<std::uint8_t*>(reserved);
+        REQUIRE(mprotect(base_ + readable_at, readable, PROT_READ | PROT_WRITE) == 0);
+        data_ = base_ + readable_at + (flush_with_end ? readable - bytes : 0);
+    }
+    ~GuardedBuffer() { munmap(base_, size_); }
+    GuardedBuffer(const GuardedBuffer&) = delete;
+    GuardedBuffer& operator=(const GuardedBuffer&) = delete;
+    std::uint8_t* data() const { return data_; }
+
+private:
+    std::uint8_t* base_ = nullptr;
+    std::uint8_t* data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+// (N, C, spatial) strides of pixels stored channel after channel of each voxel (as tiles are).
+Shape interleaved_strides(std::int64_t channels, const Shape& spatial) {
+    Shape strides(spatial.size() + 2);
+    std::int64_t stride = channels;
+    for (std::size_t a = spatial.size(); a-- > 0;) {
+        strides[a + 2] = stride;
+        stride *= spatial[a];
+    }
+    strides[1] = 1;
+    strides[0] = stride;
+    return strides;
+}
+
+}  // namespace
+
+TEST_CASE("a box of the input read alone samples as the whole input, and nothing outside it is read", "[fast][box]") {
+    std::mt19937 rng(6301);
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+    for (const std::string& isa : kIsas) {
+        const IsaScope scope(isa);
+        for (const Shape& spatial : {Shape{12, 30, 50}, Shape{40, 70}}) {
+            const auto rank = static_cast<std::int64_t>(spatial.size());
+            const std::int64_t channels = rank == 2 ? 3 : 1;
+            std::vector<double> matrix;  // turned, shrunk a little, moved so that some points fall outside
+            for (std::int64_t k = 0; k < rank; ++k) {
+                for (std::int64_t j = 0; j <= rank; ++j) matrix.push_back(j == k ? 0.93 : j == rank ? -2.5 + k : (j + k) % 2 ? 0.21 : -0.17);
+            }
+            const AffinePositions affine32(matrix, 1, spatial, false, DType::Float32, CoordinateSpace::Pixel);
+            const AffinePositions affine64(matrix, 1, spatial, false, DType::Float64, CoordinateSpace::Pixel);
+            Tensor grid = normalized_grid_of(affine32, spatial, spatial, false, rng);
+            float* g = grid.view().typed<float>();
+            const std::int64_t points = shape_numel(spatial);
+            for (const double special : {nan, inf, -inf, 1e30, -1.0, 1.0, nan}) {
+                g[std::uniform_int_distribution<std::int64_t>(0, points * rank - 1)(rng)] = static_cast<float>(special);
+            }
+            const GridPositions stored(grid.view());
+            const std::vector<std::pair<const char*, const PositionSource*>> sources = {
+                {"affine float32", &affine32}, {"affine float64", &affine64}, {"grid", &stored}};
+            for (const DType dtype : {DType::UInt8, DType::Int16, DType::Float32, DType::Float64}) {
+                Shape stored_shape{1};
+                stored_shape.insert(stored_shape.end(), spatial.begin(), spatial.end());
+                stored_shape.push_back(channels);
+                const Tensor values = input_of(dtype, stored_shape, rng);
+                Shape shape{1, channels};
+                shape.insert(shape.end(), spatial.begin(), spatial.end());
+                const ConstTensorView whole(dtype, values.view().data, shape, interleaved_strides(channels, spatial));
+                const std::size_t element = dtype_size(dtype);
+                for (const auto& [name, source] : sources) {
+                    for (const auto mode : kModes) {
+                        for (const auto padding : kPaddings) {
+                            const SampleOptions options = options_for(mode, padding, false);
+                            int window_count = 0;
+                            for (std::int64_t z = 0; z < (rank == 3 ? spatial[0] : 1); z += 5) {
+                                for (std::int64_t y = 0; y < spatial[rank - 2]; y += 17) {
+                                    for (std::int64_t x = 0; x < spatial[rank - 1]; x += 23) {
+                                        Shape start{y, x}, extent{std::min<std::int64_t>(17, spatial[rank - 2] - y), std::min<std::int64_t>(23, spatial[rank - 1] - x)};
+                                        if (rank == 3) {
+                                            start.insert(start.begin(), z);
+                                            extent.insert(extent.begin(), std::min<std::int64_t>(5, spatial[0] - z));
+                                        }
+                                        INFO(isa << " " << name << " " << dtype_name(dtype) << " " << interpolation_name(mode) << " "
+                                                 << padding_name(padding) << " window at " << shape_to_string(start));
+                                        const PositionWindow window(*source, start, extent);
+                                        const Tensor expected = grid_sample(whole, window, options);
+                                        const InputBox box = input_box_read(window, spatial, options);
+                                        // The box alone, with the whole input's bytes before and after it out of reach.
+                                        const Shape box_strides = interleaved_strides(channels, box.extent);
+                                        const std::size_t box_bytes = static_cast<std::size_t>(box_strides[0]) * element;
+                                        std::size_t before = 0;
+                                        for (std::int64_t a = 0; a < rank; ++a) before += static_cast<std::size_t>(box.start[a] * box_strides[a + 2]) * element;
+                                        const GuardedBuffer buffer(before, box_bytes, static_cast<std::size_t>(whole.strides[0]) * element, ++window_count % 2 == 0);
+                                        Shape box_shape{1, channels};
+                                        box_shape.insert(box_shape.end(), box.extent.begin(), box.extent.end());
+                                        const TensorView box_pixels(dtype, buffer.data(), box_shape, box_strides);
+                                        ConstTensorView source_box = whole;
+                                        source_box.shape = box_shape;
+                                        std::int64_t offset = 0;
+                                        for (std::int64_t a = 0; a < rank; ++a) offset += box.start[a] * whole.strides[a + 2];
+                                        source_box.data = static_cast<const std::uint8_t*>(whole.data) + offset * static_cast<std::int64_t>(element);
+                                        copy_elements(source_box, box_pixels);
+                                        Tensor part(dtype, expected.shape());
+                                        grid_sample_in_box(box_pixels, box, spatial, window, part.view(), options);
+                                        CHECK(compare_exact(part.view(), expected.view()) == "");
+                                    }
                                 }
                             }
                         }

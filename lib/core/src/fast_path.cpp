@@ -346,6 +346,7 @@ FastKernels<S, C> choose_fast_kernels(const Task& task, int rank) {
 
     kernels.input_span = 1 + (input.shape[1] - 1) * input.strides[1];
     for (int a = 0; a < rank; ++a) kernels.input_span += (kernels.geometry.extent[a] - 1) * kernels.geometry.stride[a];
+    if (task.readable_span >= 0) kernels.input_span = std::min(kernels.input_span, task.readable_span);
     if constexpr (kInteriorPassPixel<S>) {
         kernels.interior_pass = select_interior_pass<S, C>(options.mode, kernels.geometry, fast_output, kernels.byte_layout);
     }

@@ -110,8 +110,10 @@ Shape grid_sample_output_shape(const ConstTensorView& input, const PositionSourc
     return shape;
 }
 
-void grid_sample(const ConstTensorView& input, const PositionSource& positions, const TensorView& output,
-                 const SampleOptions& options) {
+namespace {
+
+// A call's requirements; whether it has any point to sample.
+bool check_call(const ConstTensorView& input, const PositionSource& positions, const TensorView& output, const SampleOptions& options) {
     const Shape expected = grid_sample_output_shape(input, positions);
     if (output.dtype != input.dtype || output.shape != expected) {
         throw std::invalid_argument("grid_sample(): output must be " + std::string(dtype_name(input.dtype)) + " " +
@@ -147,13 +149,54 @@ void grid_sample(const ConstTensorView& input, const PositionSource& positions, 
     }
     check_strides("input", input.strides);
     check_strides("output", output.strides);
-    if (shape_numel(expected) == 0) return;
+    return shape_numel(expected) > 0;
+}
 
+}  // namespace
+
+void grid_sample(const ConstTensorView& input, const PositionSource& positions, const TensorView& output,
+                 const SampleOptions& options) {
+    if (!check_call(input, positions, output, options)) return;
     if (needs_prefilter(options.mode, options.spline_order)) {
         sample_coefficients(input, positions, output, options);
         return;
     }
     sample(Task{input, positions, output, options});
+}
+
+void grid_sample_in_box(const ConstTensorView& box_pixels, const InputBox& box, const Shape& input_spatial, const PositionSource& positions,
+                        const TensorView& output, const SampleOptions& options) {
+    const std::size_t rank = input_spatial.size();
+    if (box_pixels.rank() != static_cast<std::int64_t>(rank + 2) || box.start.size() != rank || box.extent.size() != rank) {
+        throw std::invalid_argument("grid_sample_in_box(): the box's pixels, start and extent must have the input's spatial rank");
+    }
+    check_strides("input", box_pixels.strides);
+    std::int64_t before = 0, box_span = 1;  // elements of a batch item before the box's first voxel, and the box's
+    for (std::size_t a = 0; a < rank; ++a) {
+        if (box.extent[a] != box_pixels.shape[a + 2] || box.start[a] < 0 || box.extent[a] < 1 || box.start[a] + box.extent[a] > input_spatial[a]) {
+            throw std::invalid_argument("grid_sample_in_box(): a box of " + shape_to_string(box_pixels.shape) + " at " +
+                                        shape_to_string(box.start) + " is not inside an input of " + shape_to_string(input_spatial));
+        }
+        before += box.start[a] * box_pixels.strides[a + 2];
+        box_span += (box.extent[a] - 1) * box_pixels.strides[a + 2];
+    }
+    box_span += (box_pixels.shape[1] - 1) * box_pixels.strides[1];
+    // The whole input's view of the box's memory: its strides, its origin moved back by the box's
+    // start, so that positions, taps and weights are the whole input's; only the box is read.
+    Shape shape{box_pixels.shape[0], box_pixels.shape[1]};
+    shape.insert(shape.end(), input_spatial.begin(), input_spatial.end());
+    const auto origin = reinterpret_cast<std::uintptr_t>(box_pixels.data) - static_cast<std::uintptr_t>(before) * dtype_size(box_pixels.dtype);
+    const ConstTensorView whole(box_pixels.dtype, reinterpret_cast<const void*>(origin), shape, box_pixels.strides);
+    if (!check_call(whole, positions, output, options)) return;
+    const Task task{whole, positions, output, options, before + box_span};
+
+    const InterpolationKind kind = interpolation_kind(options.mode);
+    if (kind.onnx && !options.generic_label && !options.outside_tap_value && box_pixels.dtype != DType::String && fast_path_serves(task)) {
+        sample_by_fast_path(task);
+        return;
+    }
+    // The other paths see the box alone, the positions moved into it.
+    grid_sample(box_pixels, PositionsInBox(positions, input_spatial, options.align_corners, box), output, options);
 }
 
 namespace {

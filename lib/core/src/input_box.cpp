@@ -52,11 +52,13 @@ InputBox input_box_read(const PositionSource& positions, const Shape& input_spat
             for (std::size_t k = 0; k < rank; ++k) {  // x first
                 const std::size_t axis = rank - 1 - k;
                 double u = xyz[static_cast<std::size_t>(p) * rank + k];
-                if (!std::isfinite(u)) continue;
                 if (normalized) {
                     const auto d = static_cast<double>(input_spatial[axis]);
                     u = options.align_corners ? (u + 1) / 2 * (d - 1) : ((u + 1) * d - 1) / 2;
                 }
+                // The samplers read a non-finite position's stand-in at an edge: NaN and -inf at
+                // the first voxel, +inf at the last.
+                if (!std::isfinite(u)) u = u > 0 ? static_cast<double>(input_spatial[axis]) : -1.0;
                 low[axis] = std::min(low[axis], u);
                 high[axis] = std::max(high[axis], u);
             }

@@ -193,6 +193,14 @@ HWY_INLINE hn::Vec<D> load_first(D d, const hn::TFromD<D>* from, int lanes) {
 #endif
 }
 
+// The same with the lanes past `lanes` set to `spare`.
+template <class D>
+HWY_INLINE hn::Vec<D> load_first_or(D d, const hn::TFromD<D>* from, int lanes, hn::TFromD<D> spare) {
+    constexpr int N = static_cast<int>(hn::MaxLanes(D()));
+    if (lanes >= N) return hn::LoadU(d, from);
+    return hn::IfThenElse(hn::FirstN(d, static_cast<std::size_t>(std::max(lanes, 0))), load_first(d, from, lanes), hn::Set(d, spare));
+}
+
 template <class D>
 HWY_INLINE void store_first(D d, hn::Vec<D> v, hn::TFromD<D>* to, int lanes) {
     constexpr int N = static_cast<int>(hn::MaxLanes(D()));
@@ -289,27 +297,32 @@ HWY_INLINE void read_coordinates(const CoordinateReader<C>& reader, std::int64_t
         if (lanes >= N) {
             deinterleave(reader.xyz + p * Rank);
         } else {
-            HWY_ALIGN C staged[Rank * N] = {};
+            // Lanes past `lanes` are read at their stand-ins: they take point 0's coordinates, so
+            // that they read only what the row's points read (a box of the input may be all there is).
+            HWY_ALIGN C staged[Rank * N];
+            for (int lane = 0; lane < N; ++lane) std::memcpy(staged + lane * Rank, reader.xyz, sizeof(C) * Rank);
             if (lanes > 0) std::memcpy(staged, reader.xyz + p * Rank, sizeof(C) * static_cast<std::size_t>(lanes * Rank));
             deinterleave(staged);
         }
         return;
     }
-    // An affine row: slope * base + offset in double, as AffinePositions::row computes it.
+    // An affine row: slope * base + offset in double, as AffinePositions::row computes it (lanes
+    // past `lanes` at point 0, as above).
     const LinearRow& row = *reader.linear;
     const std::int64_t index = reader.first_index + p;
+    const double spare = row.base[reader.first_index];
     const PlanD<double> dd;
     const auto coordinate_of = [&](hn::Vec<decltype(dd)> base, int k) {
         return hn::Add(hn::Mul(hn::Set(dd, row.slope[k]), base), hn::Set(dd, row.offset[k]));
     };
     if constexpr (std::is_same_v<C, double>) {
-        const auto base = load_first(dd, row.base + index, lanes);
+        const auto base = load_first_or(dd, row.base + index, lanes, spare);
         for (int k = 0; k < Rank; ++k) coordinate[k] = coordinate_of(base, k);
     } else {
         // float32 coordinates: computed in double and rounded to float.
         constexpr int H = kPlanLanes<double>;
         const hn::Half<GroupFloats> dh;
-        const auto low = load_first(dd, row.base + index, lanes), high = load_first(dd, row.base + index + H, lanes - H);
+        const auto low = load_first_or(dd, row.base + index, lanes, spare), high = load_first_or(dd, row.base + index + H, lanes - H, spare);
         for (int k = 0; k < Rank; ++k) {
             coordinate[k] = combine_halves(d, hn::DemoteTo(dh, coordinate_of(high, k)), hn::DemoteTo(dh, coordinate_of(low, k)));
         }
@@ -982,6 +995,9 @@ GRIDWARP_STAGE unsigned sample_near_group(const CoordinateReader<C>& reader, std
         }
     }
     [[maybe_unused]] const auto taken = hn::RebindMask(di, mask_of_bits(df, take));  // (border and reflection)
+    // Lanes that read nothing gather a taken lane's tap instead, which lies where the point reads
+    // (a box of the input may be all there is).
+    const auto spare_lane = static_cast<std::size_t>(__builtin_ctz(take));
     for (std::int64_t c = 0; c < out.channels; ++c) {
         const float* in = input + c * out.input_channel_stride;
         FloatVec sum = hn::Zero(df);
@@ -995,12 +1011,14 @@ GRIDWARP_STAGE unsigned sample_near_group(const CoordinateReader<C>& reader, std
                 FloatVec v;
                 if constexpr (std::is_same_v<Pad, ZerosPadding>) {
                     const auto reads = mask_of_bits(df, take & tap_inside & inside[Rank - 1][k]);
-                    // (Lanes not read gather offset 0, inside the input, and take the fill value.)
-                    const IntVec at = hn::IfThenElseZero(hn::RebindMask(di, reads), offset[o][k]);
+                    // (Lanes not read gather the spare tap and take the fill value.)
+                    const IntVec spare = hn::Set(di, hn::ExtractLane(offset[o][k], spare_lane));
+                    const IntVec at = hn::IfThenElse(hn::RebindMask(di, reads), offset[o][k], spare);
                     v = hn::IfThenElse(reads, hn::GatherIndex(df, in, at), hn::Set(df, out.fill_value));
                 } else {
-                    // Every tap of a taken lane is read; the other lanes gather offset 0 and are not stored.
-                    v = hn::GatherIndex(df, in, hn::IfThenElseZero(taken, offset[o][k]));
+                    // Every tap of a taken lane is read; the other lanes gather the spare tap and are not stored.
+                    const IntVec spare = hn::Set(di, hn::ExtractLane(offset[o][k], spare_lane));
+                    v = hn::GatherIndex(df, in, hn::IfThenElse(taken, offset[o][k], spare));
                 }
                 if constexpr (K == 1) {
                     sum = v;

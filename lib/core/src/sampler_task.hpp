@@ -23,6 +23,9 @@ struct Task {
     const PositionSource& positions;
     const TensorView& output;
     const SampleOptions& options;
+    // Elements of a batch item, from its start, that may be read; -1: all the input view spans. A
+    // view that places a box of the input in the whole (grid_sample_in_box) holds less.
+    std::int64_t readable_span = -1;
 };
 
 template <class S>

@@ -107,5 +107,11 @@ bool reads_near_positions(const SampleOptions& options);
 // whole input writes, under zeros and border padding (and reflection for pixel positions). Throws
 // std::invalid_argument where reads_near_positions is false.
 InputBox input_box_read(const PositionSource& positions, const Shape& input_spatial, const SampleOptions& options);
+// grid_sample of the whole input from `box_pixels` (N, C, box extents), the voxels of `box` in an
+// input of spatial shape `input_spatial`: `positions` are the whole input's, and only the box is
+// read, so it must hold every voxel they read (input_box_read's box does). The output equals
+// sampling the whole input bit for bit.
+void grid_sample_in_box(const ConstTensorView& box_pixels, const InputBox& box, const Shape& input_spatial, const PositionSource& positions,
+                        const TensorView& output, const SampleOptions& options);
 
 }  // namespace gridwarp

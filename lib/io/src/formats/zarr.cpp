@@ -248,9 +248,11 @@ ZarrArray open_array(const fs::path& store, std::size_t level, const ReadOptions
     return array;
 }
 
-// The bytes of a chunk file (empty when it is missing: the chunk is all fill), opened without
+// The bytes of a chunk file, read into `buffer` (grown as needed, never shrunk, so that a thread
+// keeps one between chunks); empty when it is missing: the chunk is all fill. Opened without
 // following a link, each folder of its path a real folder inside the array's.
-std::vector<std::uint8_t> read_chunk_file(const ZarrArray& array, const Shape& index, const fs::path& store, std::uint64_t most_bytes) {
+std::span<const std::uint8_t> read_chunk_file(const ZarrArray& array, const Shape& index, const fs::path& store, std::uint64_t most_bytes,
+                                              std::vector<std::uint8_t>& buffer) {
     std::string name;
     for (std::size_t a = 0; a < index.size(); ++a) {
         if (a > 0) name += array.separator;
@@ -269,13 +271,14 @@ std::vector<std::uint8_t> read_chunk_file(const ZarrArray& array, const Shape& i
         if (errno == ENOENT) return {};
         throw FileError(store, "cannot open chunk " + name + ": " + std::strerror(errno));
     }
-    std::vector<std::uint8_t> bytes;
     struct stat info {};
     if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || static_cast<std::uint64_t>(info.st_size) > most_bytes) {
         ::close(fd);
         throw FileError(store, "chunk " + name + " is not a regular file of at most " + std::to_string(most_bytes) + " bytes");
     }
-    bytes.resize(static_cast<std::size_t>(info.st_size));
+    const auto size = static_cast<std::size_t>(info.st_size);
+    if (buffer.size() < size) buffer.resize(size);
+    const std::span<std::uint8_t> bytes(buffer.data(), size);
     std::size_t done = 0;
     while (done < bytes.size()) {
         const ssize_t got = ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
@@ -291,7 +294,7 @@ std::vector<std::uint8_t> read_chunk_file(const ZarrArray& array, const Shape& i
 }
 
 // Decodes `encoded` into exactly `out.size()` bytes; false when it does not decode to that size.
-bool decode_chunk(Codec codec, const std::vector<std::uint8_t>& encoded, std::span<std::uint8_t> out) {
+bool decode_chunk(Codec codec, std::span<const std::uint8_t> encoded, std::span<std::uint8_t> out) {
     std::size_t got = 0;
     switch (codec) {
         case Codec::None:
@@ -417,7 +420,8 @@ public:
             Shape chunk_index;
             if (array_.channel_axis == 0) chunk_index.push_back(first / channel_chunk);
             chunk_index.insert(chunk_index.end(), index.begin(), index.end());
-            const std::vector<std::uint8_t> encoded = read_chunk_file(array_, chunk_index, store_, chunk_budget_);
+            thread_local std::vector<std::uint8_t> file_bytes;
+            const std::span<const std::uint8_t> encoded = read_chunk_file(array_, chunk_index, store_, chunk_budget_, file_bytes);
             if (encoded.empty()) {
                 fill_values(layout_.dtype, chunk.data(), chunk.size() / value_bytes, array_.fill);
             } else if (!decode_chunk(array_.codec, encoded, chunk)) {

@@ -10,7 +10,9 @@
 #include <exception>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <span>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -52,8 +54,18 @@ json compressor_json(Codec codec, int level) {
     return nullptr;
 }
 
-std::vector<std::uint8_t> encode_chunk(Codec codec, int level, const std::vector<std::uint8_t>& raw, std::size_t value_bytes) {
-    std::vector<std::uint8_t> out;
+// The chunk `raw` as stored: `raw` itself, or its encoding in a buffer of the calling thread's,
+// kept between chunks (valid until the thread's next call).
+std::span<const std::uint8_t> encode_chunk(Codec codec, int level, std::span<const std::uint8_t> raw, std::size_t value_bytes) {
+    thread_local std::unique_ptr<std::uint8_t[]> buffer;
+    thread_local std::size_t capacity = 0;
+    const auto room = [&](std::size_t bytes) {
+        if (bytes > capacity) {
+            buffer = std::make_unique_for_overwrite<std::uint8_t[]>(bytes);
+            capacity = bytes;
+        }
+        return buffer.get();
+    };
     switch (codec) {
         case Codec::None: return raw;
         case Codec::Zlib:
@@ -61,31 +73,29 @@ std::vector<std::uint8_t> encode_chunk(Codec codec, int level, const std::vector
             libdeflate_compressor* deflater = libdeflate_alloc_compressor(std::clamp(level, 0, 12));
             if (!deflater) throw std::bad_alloc();
             const std::size_t bound = codec == Codec::Zlib ? libdeflate_zlib_compress_bound(deflater, raw.size()) : libdeflate_gzip_compress_bound(deflater, raw.size());
-            out.resize(bound);
-            const std::size_t size = codec == Codec::Zlib ? libdeflate_zlib_compress(deflater, raw.data(), raw.size(), out.data(), out.size())
-                                                          : libdeflate_gzip_compress(deflater, raw.data(), raw.size(), out.data(), out.size());
+            std::uint8_t* out = room(bound);
+            const std::size_t size = codec == Codec::Zlib ? libdeflate_zlib_compress(deflater, raw.data(), raw.size(), out, bound)
+                                                          : libdeflate_gzip_compress(deflater, raw.data(), raw.size(), out, bound);
             libdeflate_free_compressor(deflater);
             if (size == 0) throw std::runtime_error("deflate failed");
-            out.resize(size);
-            return out;
+            return {out, size};
         }
         case Codec::Zstd: {
-            out.resize(ZSTD_compressBound(raw.size()));
-            const std::size_t size = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(), level);
+            const std::size_t bound = ZSTD_compressBound(raw.size());
+            std::uint8_t* out = room(bound);
+            const std::size_t size = ZSTD_compress(out, bound, raw.data(), raw.size(), level);
             if (ZSTD_isError(size)) throw std::runtime_error("zstd failed");
-            out.resize(size);
-            return out;
+            return {out, size};
         }
         case Codec::Blosc: {
-            out.resize(raw.size() + BLOSC_MAX_OVERHEAD);
-            const int size = blosc_compress_ctx(std::clamp(level, 0, 9), BLOSC_SHUFFLE, value_bytes, raw.size(), raw.data(), out.data(), out.size(),
-                                                "lz4", 0, 1);
+            const std::size_t bound = raw.size() + BLOSC_MAX_OVERHEAD;
+            std::uint8_t* out = room(bound);
+            const int size = blosc_compress_ctx(std::clamp(level, 0, 9), BLOSC_SHUFFLE, value_bytes, raw.size(), raw.data(), out, bound, "lz4", 0, 1);
             if (size <= 0) throw std::runtime_error("blosc failed");
-            out.resize(static_cast<std::size_t>(size));
-            return out;
+            return {out, static_cast<std::size_t>(size)};
         }
     }
-    return out;
+    return {};
 }
 
 void write_bytes(const fs::path& file, const fs::path& target, std::span<const std::uint8_t> bytes) {
@@ -400,7 +410,7 @@ private:
                 std::memcpy(plane.data() + v * value_bytes, pixels.data() + (v * static_cast<std::size_t>(channels) + static_cast<std::size_t>(source)) * value_bytes,
                             value_bytes);
             }
-            const std::vector<std::uint8_t> encoded = encode_chunk(plan_.codec, plan_.codec_level, channels > 1 ? plane : pixels, value_bytes);
+            const std::span<const std::uint8_t> encoded = encode_chunk(plan_.codec, plan_.codec_level, channels > 1 ? plane : pixels, value_bytes);
             const fs::path file = chunk_file(level, c, index);
             std::error_code error;
             fs::create_directories(file.parent_path(), error);
