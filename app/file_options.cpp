@@ -31,8 +31,8 @@ void add_volume_options(CLI::App& command, VolumeFlags& flags, bool writes) {
         command.add_option("--chunk-codec", flags.chunk_codec, "OME-Zarr outputs: the chunks' compressor, blosc (LZ4; default), zstd, zlib, gzip or none")
             ->check(CLI::IsMember({"blosc", "zstd", "zlib", "gzip", "none"}));
         command.add_flag("--pyramid", flags.pyramid,
-                         "OME-Zarr outputs: also write halved levels (each voxel the mean of a 2x2 or 2x2x2 block), down to one chunk");
-        command.add_option("--pyramid-levels", flags.pyramid_levels, "OME-Zarr outputs: write this many halved levels (--pyramid with a count)")
+                         "OME-Zarr and TIFF outputs: also write halved levels (each voxel the mean of a 2x2 or 2x2x2 block), down to one chunk or tile");
+        command.add_option("--pyramid-levels", flags.pyramid_levels, "OME-Zarr and TIFF outputs: write this many halved levels (--pyramid with a count)")
             ->check(CLI::Range(1, 40));
     }
 }

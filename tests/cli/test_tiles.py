@@ -21,7 +21,7 @@ import numpy as np
 import tifffile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from script_support import FolderTestCase, arguments, gridwarp, main, run  # noqa: E402
+from script_support import FolderTestCase, arguments, gridwarp, halve, main, run  # noqa: E402
 
 RNG = np.random.default_rng(63)
 
@@ -146,6 +146,43 @@ class ByTiles(FolderTestCase):
         self.warp("rgb.tif", "stored.tif", "--rotate", "10", "--compression-level", "0")
         with tifffile.TiffFile(self.path("stored.tif")) as tif:
             self.assertEqual(int(tif.pages[0].compression), 1)
+
+    def test_pyramid_levels_are_2x2_means_in_subifds(self):
+        # Each reduced level sits in a SubIFD of the page, tiled as the page is, and is the 2x2 mean
+        # of the level below it (odd edges over what there is, integers rounded half to even); the
+        # page is the output without --pyramid. Written by tiles and whole alike, at any thread count.
+        cases = [("rgb", ["--pyramid"], "always", [(1500, 2100), (750, 1050), (375, 525), (188, 263)]),
+                 ("grey16", ["--pyramid-levels", "2"], "never", [(1300, 900), (650, 450), (325, 225)]),
+                 ("float32", ["--pyramid"], "always", [(1000, 1200), (500, 600), (250, 300)])]
+        for source, pyramid, by_tiles, sizes in cases:
+            with self.subTest(source=source, by_tiles=by_tiles):
+                outputs = []
+                for output, threads, extra in ("one.tif", "1", pyramid), ("two.tif", "2", pyramid), ("flat.tif", "2", []):
+                    result = run("affine", "-i", self.path(f"{source}.tif"), "-o", self.path(output), "--rotate", "8", *extra,
+                                 "--by-tiles", by_tiles, "--working-memory", "16M", "--threads", threads, "-q")
+                    self.assertEqual(result.returncode, 0, result.stderr)
+                    with open(self.path(output), "rb") as f:
+                        outputs.append(f.read())
+                self.assertEqual(outputs[0], outputs[1])
+                with tifffile.TiffFile(self.path("one.tif")) as tif:
+                    self.assertEqual(len(tif.pages), 1)
+                    self.assertEqual(len(tif.pages[0].subifds), len(sizes) - 1)
+                    levels = [level.asarray() for level in tif.series[0].levels]
+                    self.assertTrue(all(page.is_tiled and page.is_reduced for page in tif.series[0].levels[1].pages))
+                self.assertEqual([level.shape[:2] for level in levels], sizes)
+                flat = cv2.imread(self.path("flat.tif"), cv2.IMREAD_UNCHANGED)  # (LZW strips when written whole)
+                self.assertTrue(same_values(levels[0], flat[..., ::-1] if flat.ndim == 3 else flat))
+                for finer, coarser in zip(levels, levels[1:]):
+                    channels_first = finer.reshape(finer.shape[:2] + (-1,)).transpose(2, 0, 1)
+                    expected = halve(channels_first).transpose(1, 2, 0).reshape(coarser.shape)
+                    self.assertTrue(same_values(expected, coarser))
+                # libvips finds the same levels through the SubIFDs.
+                subprocess.run(["vips", "copy", self.path("one.tif") + f"[subifd={len(sizes) - 2}]", self.path("vips.tif")], check=True)
+                self.assertTrue(same_values(tifffile.imread(self.path("vips.tif")), levels[-1]))
+        # A stack or a format without levels is refused before any work.
+        result = run("affine", "-i", self.path("rgb.tif"), "-o", self.path("out.png"), "--pyramid", "--rotate", "8")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("TIFFs (.tif)", result.stderr)
 
     def test_tiles_are_written_in_the_same_order_whatever_the_threads(self):
         one = run("affine", "-i", self.path("rgb.tif"), "-o", self.path("one.tif"), "--rotate", "7", "--by-tiles", "always", "--threads", "1")

@@ -137,6 +137,26 @@ def assert_same_files(test, a, b):
         test.assertTrue(filecmp.cmp(os.path.join(a, name), os.path.join(b, name), shallow=False), name)
 
 
+def halve(level):
+    """The next level of `level` (C, ...spatial): each voxel the mean of its 2x2(x2) block, an odd
+    edge over what there is; integers rounded to nearest, ties to even (NumPy's rounding)."""
+    values = level.astype(np.float64)
+    total = np.zeros((values.shape[0],) + tuple((n + 1) // 2 if n > 1 else 1 for n in values.shape[1:]))
+    count = np.zeros(total.shape[1:])
+    spatial = values.shape[1:]
+    offsets = np.stack(np.meshgrid(*[[0, 1] if n > 1 else [0] for n in spatial], indexing="ij"), -1).reshape(-1, len(spatial))
+    for offset in offsets:
+        index = tuple(slice(o, None, 2 if n > 1 else 1) for o, n in zip(offset, spatial))
+        part = values[(slice(None),) + index]
+        target = tuple(slice(0, s) for s in part.shape[1:])
+        total[(slice(None),) + target] += part
+        count[target] += 1
+    mean = total / count
+    if np.issubdtype(level.dtype, np.integer):
+        return np.round(mean).astype(level.dtype)
+    return mean.astype(level.dtype)
+
+
 def main(add_arguments=None):
     """Parses --gridwarp (and what add_arguments(parser) adds, which the tests read with
     arguments()), runs the script's tests, and exits 0 only if they were all run and passed."""

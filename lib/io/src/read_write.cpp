@@ -90,7 +90,7 @@ void check_write_options(const fs::path& target, const detail::FormatHandler& fo
                                     ", not " + std::to_string(options.compression_level));
     }
     if (options.pyramid_levels != 0 && !format.writes_pyramids) {
-        throw FileError(target, "a pyramid is written into OME-Zarr stores (.zarr), not a ." + extension + " file");
+        throw FileError(target, "a pyramid is written into OME-Zarr stores (.zarr) and TIFFs (.tif), not a ." + extension + " file");
     }
     // Names no row of the format table claims go to OpenCV: refused here, before any work, where it
     // has no encoder either, listing what gridwarp writes.

@@ -212,6 +212,19 @@ bool writes_tiles(const fs::path& file) {
 
 namespace detail {
 
+TileProducer copy_tiles_from(const ConstTensorView& whole) {
+    return [whole](const Shape& start, const TensorView& pixels) {
+        ConstTensorView box = whole;
+        const auto* byte = static_cast<const std::uint8_t*>(whole.data);
+        for (std::size_t a = 0; a < start.size(); ++a) {
+            byte += start[a] * whole.strides[a + 2] * static_cast<std::int64_t>(dtype_size(whole.dtype));
+            box.shape[a + 2] = pixels.shape[a + 2];
+        }
+        box.data = byte;
+        copy_elements(box, pixels);
+    };
+}
+
 void run_tasks_in_order(std::int64_t count, int threads, const std::function<void(std::int64_t)>& work) {
     std::atomic<std::int64_t> next{0};
     std::atomic<bool> failed{false};

@@ -5,6 +5,7 @@
 #include "formats/bmp.hpp"
 #include "formats/dicom.hpp"
 #include "formats/jpeg.hpp"
+#include "formats/mapped_output.hpp"
 #include "formats/mgh.hpp"
 #include "formats/mif.hpp"
 #include "formats/nifti.hpp"
@@ -113,8 +114,21 @@ void write_bmp_image(const fs::path& target, const Image& image, const WriteOpti
     });
 }
 
-void write_tiff_image(const fs::path& target, const Image& image, const WriteOptions&) {
-    write_path_atomically(target, [&](const StagedFile& staged) { write_tiff(staged, image); });
+void write_tiff_image(const fs::path& target, const Image& image, const WriteOptions& options) {
+    if (options.pyramid_levels == 0) {
+        write_path_atomically(target, [&](const StagedFile& staged) { write_tiff(staged, image); });
+        return;
+    }
+    // A pyramid is made as tiles are written: the image is handed over tile by tile.
+    if (image.batch != 1 || image.spatial.size() != 2) {
+        throw FileError(target, "a TIFF pyramid holds one 2-D page, got size " + image_size_text(image.spatial));
+    }
+    const ConstTensorView whole = image.nchw();
+    write_path_atomically(target, [&](const StagedFile& staged) {
+        write_tiff_tiles(
+            staged, Image::describe_like(image, image.spatial), options, options.threads,
+            copy_tiles_from(whole), nullptr, TileShare{});
+    });
 }
 
 // A NIfTI file holds one image (N = 1) in its mapped pages.
@@ -158,7 +172,8 @@ const FormatHandler kFormats[] = {
     {.name = "JPEG", .kind = FileKind::Raster, .suffixes = {".jpg", ".jpeg"}, .sniff = is_jpeg, .read = read_raster_image,
      .decode = decode_jpeg, .quality_suffixes = {".jpg", ".jpeg"}, .write = write_jpeg_image},
     {.name = "TIFF", .kind = FileKind::Raster, .suffixes = {".tif", ".tiff"}, .sniff = has_tiff_signature, .read = read_raster_image,
-     .decode = decode_tiff, .write = write_tiff_image, .open_tiles = open_tiff_tiles, .write_tiles = write_tiff_tiles},
+     .decode = decode_tiff, .write = write_tiff_image, .open_tiles = open_tiff_tiles, .write_tiles = write_tiff_tiles,
+     .writes_pyramids = true},
     {.name = "BMP", .kind = FileKind::Raster, .suffixes = {".bmp", ".dib"}, .sniff = is_bmp, .read = read_raster_image,
      .decode = decode_bmp, .write = write_bmp_image},
     {.name = "WebP", .kind = FileKind::Raster, .suffixes = {".webp"}, .sniff = is_webp, .read = read_raster_image,

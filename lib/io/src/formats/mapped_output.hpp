@@ -62,6 +62,9 @@ std::unique_ptr<TileSource> open_npy_tiles(const std::filesystem::path& file, co
 // first exception stops the rest and is rethrown.
 void run_tasks_in_order(std::int64_t count, int threads, const std::function<void(std::int64_t)>& work);
 
+// A producer that copies each tile out of an image held whole (`whole`: (1, C, spatial...)).
+TileProducer copy_tiles_from(const ConstTensorView& whole);
+
 // Fills a mapped output (map_nifti_output, map_npy_output: nullopt is an error naming the target)
 // a region at a time (write_by_tiles): regions of 512^2 or 128^3 in Z-order on `threads` threads,
 // each sampled by `produce` straight into the mapped pages; then the file is closed.

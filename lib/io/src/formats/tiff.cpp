@@ -11,14 +11,20 @@
 #include <vector>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <libdeflate.h>
 
 #include "files/output_file.hpp"
+#include "formats/halving.hpp"
 #include "formats/raster_pixels.hpp"
 #include "gridwarp/io/error.hpp"
 #include "gridwarp/io/tiles.hpp"
@@ -770,13 +776,151 @@ void difference_tile(DType dtype, std::uint8_t* bytes, std::size_t rows, std::si
 constexpr std::uint32_t kWrittenTileSide = 512;
 constexpr int kDefaultTileLevel = 4;
 
+// One level of a tiled page: its size and its tiles' grid.
+struct TiledLevel {
+    std::uint32_t width = 0, height = 0;
+    std::int64_t columns = 0, rows = 0;
+    explicit TiledLevel(std::uint32_t w, std::uint32_t h)
+        : width(w), height(h), columns((w + kWrittenTileSide - 1) / kWrittenTileSide), rows((h + kWrittenTileSide - 1) / kWrittenTileSide) {}
+};
+
+// The full page and the halved levels asked for (--pyramid: until a level fits in one tile; a
+// count: that many, fewer where the page runs out of pixels to halve first).
+std::vector<TiledLevel> tiled_levels(std::uint32_t width, std::uint32_t height, int pyramid_levels) {
+    std::vector<TiledLevel> levels{TiledLevel(width, height)};
+    for (int made = 0; pyramid_levels < 0 ? levels.back().columns * levels.back().rows > 1 : made < pyramid_levels; ++made) {
+        const TiledLevel& last = levels.back();
+        if (last.width == 1 && last.height == 1) break;
+        levels.emplace_back((last.width + 1) / 2, (last.height + 1) / 2);
+    }
+    return levels;
+}
+
+// The reduced levels of a tiled page, made as its tiles are: a tile of level l + 1 holds the 2x2
+// means of the four tiles of level l under it, made once they are in, encoded at once and kept in
+// a spill file (a level of a large page does not fit in memory), from which the levels' SubIFDs
+// are copied in order once the page is written.
+class TiffPyramid {
+public:
+    using Encode = std::function<std::span<const std::uint8_t>(std::uint8_t* tile)>;
+
+    TiffPyramid(std::vector<TiledLevel> levels, DType dtype, std::uint16_t channels, const fs::path& spill, const fs::path& target)
+        : levels_(std::move(levels)), dtype_(dtype), channels_(channels), target_(target), tiles_(levels_.size()) {
+        for (std::size_t l = 1; l < levels_.size(); ++l) tiles_[l].resize(static_cast<std::size_t>(levels_[l].columns * levels_[l].rows));
+        if (levels_.size() > 1) {
+            spill_ = ::open(spill.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+            if (spill_ < 0) throw FileError(target_, "cannot create the pyramid's spill file: " + std::string(std::strerror(errno)));
+            ::unlink(spill.c_str());  // kept open: gone with the process whatever happens
+        }
+    }
+    ~TiffPyramid() {
+        if (spill_ >= 0) ::close(spill_);
+    }
+    TiffPyramid(const TiffPyramid&) = delete;
+    TiffPyramid& operator=(const TiffPyramid&) = delete;
+
+    std::size_t reduced_levels() const { return levels_.size() - 1; }
+
+    // Tile (row, column) of `level`, finished (side x side, channels interleaved, zero past the
+    // level's edges), into its quarter of the tile above; `encode` (the calling thread's) encodes a
+    // tile of a reduced level in place.
+    void add(std::size_t level, std::int64_t row, std::int64_t column, const std::uint8_t* tile, const Encode& encode) {
+        if (level + 1 >= levels_.size()) return;
+        const TiledLevel& from = levels_[level];
+        const TiledLevel& to = levels_[level + 1];
+        const std::int64_t side = kWrittenTileSide;
+        const std::int64_t parent_row = row / 2, parent_column = column / 2, parent = parent_row * to.columns + parent_column;
+        const std::int64_t parts = (std::min<std::int64_t>(2 * parent_row + 2, from.rows) - 2 * parent_row) *
+                                   (std::min<std::int64_t>(2 * parent_column + 2, from.columns) - 2 * parent_column);
+        std::shared_ptr<Pending> pending;
+        {
+            const std::lock_guard lock(mutex_);
+            auto& slot = pending_[{level + 1, parent}];
+            if (!slot) slot = std::make_shared<Pending>(Pending{std::vector<std::uint8_t>(tile_bytes(), 0), 0});
+            pending = slot;
+        }
+        HalvedBlock block;
+        block.in[1] = std::min<std::int64_t>(side, from.height - row * side);
+        block.in[2] = std::min<std::int64_t>(side, from.width - column * side);
+        block.in_chunk[1] = block.out_chunk[1] = side;
+        block.in_chunk[2] = block.out_chunk[2] = side;
+        block.step[1] = from.height == 1 ? 1 : 2;
+        block.step[2] = from.width == 1 ? 1 : 2;
+        block.offset[1] = block.step[1] == 2 ? (row % 2) * (side / 2) : 0;
+        block.offset[2] = block.step[2] == 2 ? (column % 2) * (side / 2) : 0;
+        visit_dtype(dtype_, [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, float16>) {
+                halve_block<T>(block, channels_, reinterpret_cast<const T*>(tile), reinterpret_cast<T*>(pending->pixels.data()));
+            }
+        });
+        {
+            const std::lock_guard lock(mutex_);
+            if (++pending->parts < parts) return;
+            pending_.erase({level + 1, parent});
+        }
+        add(level + 1, parent_row, parent_column, pending->pixels.data(), encode);
+        const std::span<const std::uint8_t> encoded = encode(pending->pixels.data());
+        const std::lock_guard lock(spill_mutex_);
+        write_spill(encoded);
+        tiles_[level + 1][static_cast<std::size_t>(parent)] = {spill_end_, encoded.size()};
+        spill_end_ += encoded.size();
+    }
+
+    // The reduced levels as SubIFDs of the page just written (`tags` sets a level's tags).
+    void write_levels(TIFF* tif, const std::function<bool(const TiledLevel&)>& tags, const std::function<FileError()>& failed) const {
+        std::vector<std::uint8_t> bytes;
+        for (std::size_t l = 1; l < levels_.size(); ++l) {
+            if (!tags(levels_[l]) || !TIFFSetField(tif, TIFFTAG_SUBFILETYPE, FILETYPE_REDUCEDIMAGE)) throw failed();
+            for (std::size_t t = 0; t < tiles_[l].size(); ++t) {
+                const auto [offset, size] = tiles_[l][t];
+                if (size == 0) throw std::logic_error("a tile of a TIFF pyramid level was never made");
+                bytes.resize(size);
+                if (::pread(spill_, bytes.data(), size, static_cast<off_t>(offset)) != static_cast<ssize_t>(size)) {
+                    throw FileError(target_, "cannot read the pyramid's spill file back: " + std::string(std::strerror(errno)));
+                }
+                if (TIFFWriteRawTile(tif, static_cast<std::uint32_t>(t), bytes.data(), static_cast<tmsize_t>(size)) < 0) throw failed();
+            }
+            if (!TIFFWriteDirectory(tif)) throw failed();
+        }
+    }
+
+private:
+    struct Pending {
+        std::vector<std::uint8_t> pixels;
+        std::int64_t parts = 0;
+    };
+
+    std::size_t tile_bytes() const { return std::size_t{kWrittenTileSide} * kWrittenTileSide * channels_ * dtype_size(dtype_); }
+
+    void write_spill(std::span<const std::uint8_t> bytes) {
+        std::size_t done = 0;
+        while (done < bytes.size()) {
+            const ssize_t wrote = ::pwrite(spill_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(spill_end_ + done));
+            if (wrote <= 0) throw FileError(target_, "cannot write the pyramid's spill file: " + std::string(std::strerror(errno)));
+            done += static_cast<std::size_t>(wrote);
+        }
+    }
+
+    std::vector<TiledLevel> levels_;
+    DType dtype_;
+    std::uint16_t channels_;
+    fs::path target_;
+    int spill_ = -1;
+    std::uint64_t spill_end_ = 0;
+    std::vector<std::vector<std::pair<std::uint64_t, std::size_t>>> tiles_;  // per level: each tile's place in the spill
+    std::mutex mutex_, spill_mutex_;
+    std::map<std::pair<std::size_t, std::int64_t>, std::shared_ptr<Pending>> pending_;
+};
+
 }  // namespace
 
 void write_tiff_tiles(const StagedFile& staged, const Image& description, const WriteOptions& options, int threads,
                       const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done, const TileShare&) {
     const std::string extension = lowercase_filename(staged.target.extension());
     if (description.spatial.size() != 2 || description.batch != 1) {
-        throw FileError(staged.target, "a TIFF written by tiles holds one 2-D page, got size " + image_size_text(description.spatial));
+        throw FileError(staged.target, std::string(options.pyramid_levels != 0 ? "a TIFF pyramid" : "a TIFF written by tiles") +
+                                           " holds one 2-D page, got size " + image_size_text(description.spatial));
     }
     const DType dtype = description.dtype();
     const auto sample_format = tiff_sample_format(dtype);
@@ -796,7 +940,12 @@ void write_tiff_tiles(const StagedFile& staged, const Image& description, const 
     const int level = options.compression_level < 0 ? kDefaultTileLevel : std::min(options.compression_level, 12);
     const bool compressed = level > 0;
     const bool integers = *sample_format != SAMPLEFORMAT_IEEEFP;
-    const std::uint64_t all_bytes = std::uint64_t{width} * height * channels * value_bytes;
+    TiffPyramid pyramid(tiled_levels(width, height, options.pyramid_levels), dtype, channels,
+                        staged.file.parent_path() / (staged.file.filename().string() + ".levels"), staged.target);
+    std::uint64_t all_bytes = 0;
+    for (std::uint32_t w = width, h = height, l = 0; l <= pyramid.reduced_levels(); ++l, w = (w + 1) / 2, h = (h + 1) / 2) {
+        all_bytes += std::uint64_t{w} * h * channels * value_bytes;
+    }
 
     TiffReport report;
     OpenOptions open_options;
@@ -808,11 +957,20 @@ void write_tiff_tiles(const StagedFile& staged, const Image& description, const 
     if (!handle.tif) throw failed();
     TIFF* tif = handle.tif;
     const bool colour = channels >= 3;
-    bool set = set_pixel_tags(tif, width, height, channels, value_bytes, *sample_format) &&
-               TIFFSetField(tif, TIFFTAG_COMPRESSION, compressed ? COMPRESSION_ADOBE_DEFLATE : COMPRESSION_NONE) &&
-               TIFFSetField(tif, TIFFTAG_TILEWIDTH, side) && TIFFSetField(tif, TIFFTAG_TILELENGTH, side);
-    if (compressed) set = set && TIFFSetField(tif, TIFFTAG_PREDICTOR, integers ? PREDICTOR_HORIZONTAL : PREDICTOR_NONE);
-    if (!set) throw failed();
+    const auto set_level_tags = [&](const TiledLevel& at) {
+        bool set = set_pixel_tags(tif, at.width, at.height, channels, value_bytes, *sample_format) &&
+                   TIFFSetField(tif, TIFFTAG_COMPRESSION, compressed ? COMPRESSION_ADOBE_DEFLATE : COMPRESSION_NONE) &&
+                   TIFFSetField(tif, TIFFTAG_TILEWIDTH, side) && TIFFSetField(tif, TIFFTAG_TILELENGTH, side);
+        if (compressed) set = set && TIFFSetField(tif, TIFFTAG_PREDICTOR, integers ? PREDICTOR_HORIZONTAL : PREDICTOR_NONE);
+        return set;
+    };
+    if (!set_level_tags(TiledLevel(width, height))) throw failed();
+    // The reduced levels go into SubIFDs of the page (as OME-TIFF and GDAL keep a pyramid): libtiff
+    // links the directories written after the page to it and fills in their offsets.
+    std::vector<toff_t> subifd_offsets(pyramid.reduced_levels(), 0);
+    if (!subifd_offsets.empty() && !TIFFSetField(tif, TIFFTAG_SUBIFD, static_cast<std::uint16_t>(subifd_offsets.size()), subifd_offsets.data())) {
+        throw failed();
+    }
 
     const std::int64_t tile_columns = (width + side - 1) / side, tile_rows = (height + side - 1) / side;
     const std::vector<std::int64_t> order = tiles_in_z_order(Shape{tile_rows, tile_columns});
@@ -830,6 +988,17 @@ void write_tiff_tiles(const StagedFile& staged, const Image& description, const 
     const auto work = [&] {
         try {
             TileCompressor compressor(std::max(level, 1));
+            std::vector<std::uint8_t> encoded_buffer;
+            // A finished tile as stored, in place: BGR(A) -> RGB(A), differenced, deflated.
+            const TiffPyramid::Encode encode = [&](std::uint8_t* tile) -> std::span<const std::uint8_t> {
+                if (colour) swap_first_and_third(tile, tile_bytes / (value_bytes * channels), channels, value_bytes);
+                if (!compressed) return {tile, tile_bytes};
+                if (integers) difference_tile(dtype, tile, side, tile_row_values, channels);
+                encoded_buffer.resize(libdeflate_zlib_compress_bound(compressor.compressor, tile_bytes));
+                const std::size_t size = libdeflate_zlib_compress(compressor.compressor, tile, tile_bytes, encoded_buffer.data(), encoded_buffer.size());
+                if (size == 0) throw std::runtime_error("deflate failed");
+                return {encoded_buffer.data(), size};
+            };
             std::vector<std::uint8_t> buffer(tile_bytes);
             for (;;) {
                 std::int64_t index = 0;
@@ -846,23 +1015,15 @@ void write_tiff_tiles(const StagedFile& staged, const Image& description, const 
                 const TensorView pixels(dtype, buffer.data(), Shape{1, channels, rows, columns},
                                         Shape{static_cast<std::int64_t>(tile_row_values) * rows, 1, static_cast<std::int64_t>(tile_row_values), channels});
                 produce(Shape{y, x}, pixels);
-                if (colour) swap_first_and_third(buffer.data(), tile_bytes / (value_bytes * channels), channels, value_bytes);  // BGR(A) -> RGB(A)
-                std::vector<std::uint8_t> encoded;
-                if (compressed) {
-                    if (integers) difference_tile(dtype, buffer.data(), side, tile_row_values, channels);
-                    encoded.resize(libdeflate_zlib_compress_bound(compressor.compressor, tile_bytes));
-                    const std::size_t size = libdeflate_zlib_compress(compressor.compressor, buffer.data(), tile_bytes, encoded.data(), encoded.size());
-                    if (size == 0) throw std::runtime_error("deflate failed");
-                    encoded.resize(size);
-                } else {
-                    encoded = buffer;
-                }
+                pyramid.add(0, tile / tile_columns, tile % tile_columns, buffer.data(), encode);
+                const std::span<const std::uint8_t> bytes = encode(buffer.data());
+                std::vector<std::uint8_t> encoded(bytes.begin(), bytes.end());
                 std::unique_lock lock(mutex);
                 finished.emplace(index, std::move(encoded));
                 while (!finished.empty() && finished.begin()->first == next_written) {
-                    const std::vector<std::uint8_t>& bytes = finished.begin()->second;
-                    if (TIFFWriteRawTile(tif, static_cast<std::uint32_t>(order[static_cast<std::size_t>(next_written)]), const_cast<std::uint8_t*>(bytes.data()),
-                                         static_cast<tmsize_t>(bytes.size())) < 0) {
+                    std::vector<std::uint8_t>& written = finished.begin()->second;
+                    if (TIFFWriteRawTile(tif, static_cast<std::uint32_t>(order[static_cast<std::size_t>(next_written)]), written.data(),
+                                         static_cast<tmsize_t>(written.size())) < 0) {
                         throw failed();
                     }
                     finished.erase(finished.begin());
@@ -883,6 +1044,7 @@ void write_tiff_tiles(const StagedFile& staged, const Image& description, const 
     for (auto& thread : pool) thread.join();
     if (error) std::rethrow_exception(error);
     if (!TIFFWriteDirectory(tif)) throw failed();
+    pyramid.write_levels(tif, set_level_tags, failed);
     TIFFClose(tif);
     handle.tif = nullptr;
     if (!report.error.empty()) throw failed();

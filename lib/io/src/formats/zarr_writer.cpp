@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "files/output_file.hpp"
+#include "formats/halving.hpp"
 #include "formats/mapped_output.hpp"
 #include "formats/zarr.hpp"
 #include "gridwarp/io/atomic_file.hpp"
@@ -264,67 +265,22 @@ void write_metadata(const fs::path& folder, const fs::path& target, const StoreP
 }
 
 // The mean of each 2x2(x2) block of a chunk of level l, into its part of the chunk of level l + 1.
-// An integer mean is rounded to the nearest value, ties to even.
 template <class T>
 void reduce_chunk(const StorePlan& plan, std::size_t level, const Shape& index, const std::uint8_t* child_bytes, std::uint8_t* parent_bytes) {
     const Level& from = plan.levels[level];
     const Level& to = plan.levels[level + 1];
     const Shape valid = from.valid(index);
-    // Both as three axes, a raster's outermost of length 1.
-    std::int64_t in[3] = {1, 1, 1}, in_chunk[3] = {1, 1, 1}, out[3] = {1, 1, 1}, out_chunk[3] = {1, 1, 1}, offset[3] = {0, 0, 0}, step[3] = {1, 1, 1};
+    // As three axes, a raster's outermost of length 1.
+    HalvedBlock block;
     for (std::size_t a = 0; a < plan.rank; ++a) {
         const std::size_t k = 3 - plan.rank + a;
-        in[k] = valid[a];
-        in_chunk[k] = from.chunk[a];
-        out_chunk[k] = to.chunk[a];
-        step[k] = from.spatial[a] == 1 ? 1 : 2;  // an axis 1 long is not halved
-        out[k] = (in[k] + step[k] - 1) / step[k];
-        offset[k] = step[k] == 2 ? (index[a] % 2) * (plan.side / 2) : 0;
+        block.in[k] = valid[a];
+        block.in_chunk[k] = from.chunk[a];
+        block.out_chunk[k] = to.chunk[a];
+        block.step[k] = from.spatial[a] == 1 ? 1 : 2;  // an axis 1 long is not halved
+        block.offset[k] = block.step[k] == 2 ? (index[a] % 2) * (plan.side / 2) : 0;
     }
-    const std::int64_t channels = plan.channels;
-    const T* child = reinterpret_cast<const T*>(child_bytes);
-    T* parent = reinterpret_cast<T*>(parent_bytes);
-    using Sum = std::conditional_t<std::is_floating_point_v<T> || std::is_same_v<T, float16>, double, __int128>;
-    for (std::int64_t z = 0; z < out[0]; ++z) {
-        for (std::int64_t y = 0; y < out[1]; ++y) {
-            for (std::int64_t x = 0; x < out[2]; ++x) {
-                T* target = parent + (((offset[0] + z) * out_chunk[1] + offset[1] + y) * out_chunk[2] + offset[2] + x) * channels;
-                for (std::int64_t c = 0; c < channels; ++c) {
-                    Sum sum = 0;
-                    std::int64_t count = 0;
-                    for (std::int64_t dz = 0; dz < step[0] && z * step[0] + dz < in[0]; ++dz) {
-                        for (std::int64_t dy = 0; dy < step[1] && y * step[1] + dy < in[1]; ++dy) {
-                            for (std::int64_t dx = 0; dx < step[2] && x * step[2] + dx < in[2]; ++dx) {
-                                const T value = child[(((z * step[0] + dz) * in_chunk[1] + y * step[1] + dy) * in_chunk[2] + x * step[2] + dx) * channels + c];
-                                if constexpr (std::is_same_v<T, float16>) {
-                                    sum += static_cast<double>(static_cast<float>(value));
-                                } else {
-                                    sum += static_cast<Sum>(value);
-                                }
-                                ++count;
-                            }
-                        }
-                    }
-                    if constexpr (std::is_same_v<Sum, double>) {
-                        const double mean = sum / static_cast<double>(count);
-                        if constexpr (std::is_same_v<T, float16>) {
-                            target[c] = float16(static_cast<float>(mean));
-                        } else {
-                            target[c] = static_cast<T>(mean);
-                        }
-                    } else {
-                        Sum quotient = sum / count, remainder = sum % count;
-                        if (remainder < 0) {  // floor division
-                            quotient -= 1;
-                            remainder += count;
-                        }
-                        if (2 * remainder > count || (2 * remainder == count && (quotient & 1) != 0)) quotient += 1;
-                        target[c] = static_cast<T>(quotient);
-                    }
-                }
-            }
-        }
-    }
+    halve_block<T>(block, plan.channels, reinterpret_cast<const T*>(child_bytes), reinterpret_cast<T*>(parent_bytes));
 }
 
 // Writes the chunks of a store and builds the coarser levels from them as they come: a finished
@@ -617,17 +573,7 @@ void write_zarr_image(const fs::path& target, const Image& image, const WriteOpt
     write_path_atomically(target, [&](const StagedFile& staged) {
         write_zarr_tiles(
             staged, description, options, options.threads,
-            [&](const Shape& start, const TensorView& pixels) {
-                ConstTensorView box = whole;
-                const auto* byte = static_cast<const std::uint8_t*>(whole.data);
-                for (std::size_t a = 0; a < start.size(); ++a) {
-                    byte += start[a] * whole.strides[a + 2] * static_cast<std::int64_t>(dtype_size(whole.dtype));
-                    box.shape[a + 2] = pixels.shape[a + 2];
-                }
-                box.data = byte;
-                copy_elements(box, pixels);
-            },
-            nullptr, TileShare{});
+            copy_tiles_from(whole), nullptr, TileShare{});
     });
 }
 
