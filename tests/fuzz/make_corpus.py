@@ -399,7 +399,9 @@ def tiff_tile_seeds():
     image = (np.arange(40 * 48 * 3).reshape(40, 48, 3) * 7 % 256).astype(np.uint8)
     forms = {"rgb_tiles_zlib": dict(data=image, tile=(16, 16), compression="zlib", photometric="rgb"),
              "grey16_tiles": dict(data=image[..., 0].astype(np.uint16) * 257, tile=(16, 32)),
-             "rgb_strips": dict(data=image, rowsperstrip=5, photometric="rgb")}
+             "rgb_strips": dict(data=image, rowsperstrip=5, photometric="rgb"),
+             "rgb_ome_nm": dict(data=image, tile=(16, 16), photometric="rgb", ome=True,
+                                metadata={"axes": "YXS", "PhysicalSizeX": 250, "PhysicalSizeXUnit": "nm", "PhysicalSizeY": 0.5})}
     for name, form in forms.items():
         out = io.BytesIO()
         tifffile.imwrite(out, **form)

@@ -4,6 +4,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <optional>
+#include <string_view>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -359,6 +364,82 @@ void present_pixels(const PageLayout& page, std::uint8_t* page_pixels, std::size
     }
 }
 
+// ---- OME-TIFF: the OME-XML in the first page's ImageDescription.
+
+// The value of attribute `name` in the first <Pixels> element of an OME-XML document.
+std::optional<std::string> ome_pixels_attribute(std::string_view xml, std::string_view name) {
+    std::size_t at = xml.find("<Pixels");
+    if (at == std::string_view::npos) at = xml.find(":Pixels");  // a namespace prefix
+    if (at == std::string_view::npos) return std::nullopt;
+    const std::size_t end = xml.find('>', at);
+    const std::string_view element = xml.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
+    for (std::size_t from = 0;;) {
+        const std::size_t found = element.find(name, from);
+        if (found == std::string_view::npos) return std::nullopt;
+        from = found + name.size();
+        const bool whole_name = found > 0 && std::isspace(static_cast<unsigned char>(element[found - 1])) && element.substr(from).starts_with("=");
+        if (!whole_name || from + 1 >= element.size()) continue;
+        const char quote = element[from + 1];
+        if (quote != '"' && quote != '\'') continue;
+        const std::size_t close = element.find(quote, from + 2);
+        if (close == std::string_view::npos) return std::nullopt;
+        return std::string(element.substr(from + 2, close - from - 2));
+    }
+}
+
+// Millimetres per unit of OME's UnitsLength that a pixel size is given in.
+std::optional<double> ome_millimetres_per(std::string_view unit) {
+    static const std::pair<std::string_view, double> kUnits[] = {
+        {"m", 1e3}, {"dm", 1e2}, {"cm", 1e1}, {"mm", 1.0}, {"\xC2\xB5m", 1e-3}, {"\xCE\xBCm", 1e-3}, {"um", 1e-3}, {"nm", 1e-6}, {"pm", 1e-9}, {"\xC3\x85", 1e-7}};
+    for (const auto& [name, millimetres] : kUnits) {
+        if (unit == name) return millimetres;
+    }
+    return std::nullopt;
+}
+
+// The pixel size an OME-TIFF's first image states (PhysicalSizeX/Y, micrometres unless a unit is
+// given), as a 2-D geometry in millimetres; nullopt for a TIFF without OME-XML or without a size.
+// A size that cannot be used (an unknown unit, not a positive number, an image of another size
+// than the page) is left out with a warning.
+std::optional<Geometry> ome_pixel_geometry(TIFF* tif, const PageLayout& page, std::vector<std::string>& warnings) {
+    const char* description = nullptr;
+    if (!TIFFGetField(tif, TIFFTAG_IMAGEDESCRIPTION, &description) || description == nullptr) return std::nullopt;
+    const std::string_view xml(description);
+    if (xml.find("<OME") == std::string_view::npos && xml.find(":OME") == std::string_view::npos) return std::nullopt;
+    const auto size_x = ome_pixels_attribute(xml, "PhysicalSizeX"), size_y = ome_pixels_attribute(xml, "PhysicalSizeY");
+    if (!size_x && !size_y) return std::nullopt;
+    const auto left_out = [&](const std::string& why) {
+        warnings.push_back("its OME-XML pixel size is left out: " + why);
+        return std::nullopt;
+    };
+    if (!size_x || !size_y) return left_out("it gives PhysicalSize" + std::string(size_x ? "X" : "Y") + " alone");
+    const auto whole_number = [](const std::optional<std::string>& text) {
+        std::int64_t value = -1;
+        if (text) std::from_chars(text->data(), text->data() + text->size(), value);
+        return value;
+    };
+    const std::int64_t width = whole_number(ome_pixels_attribute(xml, "SizeX")), height = whole_number(ome_pixels_attribute(xml, "SizeY"));
+    if (width != page.width || height != page.height) {
+        return left_out("it describes a " + std::to_string(width) + " x " + std::to_string(height) + " image, the page is " +
+                        std::to_string(page.width) + " x " + std::to_string(page.height));
+    }
+    Geometry geometry = Geometry::identity(2);
+    const std::pair<const std::optional<std::string>&, const char*> sizes[] = {{size_x, "X"}, {size_y, "Y"}};
+    for (std::size_t axis = 0; axis < 2; ++axis) {
+        const auto& [text, name] = sizes[axis];
+        double value = 0;
+        const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
+        if (error != std::errc() || end != text->data() + text->size() || !std::isfinite(value) || value <= 0) {
+            return left_out(std::string("PhysicalSize") + name + " is '" + *text + "', not a positive number");
+        }
+        const std::string unit = ome_pixels_attribute(xml, std::string("PhysicalSize") + name + "Unit").value_or("\xC2\xB5m");
+        const auto millimetres = ome_millimetres_per(unit);
+        if (!millimetres) return left_out("the unit '" + unit + "' is not a length gridwarp knows");
+        geometry.spacing[axis] = value * *millimetres;
+    }
+    return geometry;
+}
+
 bool is_reduced_resolution(TIFF* tif) {
     std::uint32_t subfile_type = 0;
     return TIFFGetField(tif, TIFFTAG_SUBFILETYPE, &subfile_type) && (subfile_type & FILETYPE_REDUCEDIMAGE) != 0;
@@ -392,6 +473,8 @@ std::optional<Image> read_tiff(const fs::path& file, const ReadOptions& options)
     // The pages: every directory but the reduced-resolution ones, each of the first page's image.
     std::vector<tdir_t> directories;
     std::optional<PageLayout> first;
+    std::optional<Geometry> ome_geometry;
+    std::vector<std::string> ome_warnings;
     for (tdir_t directory = 0;; ++directory) {
         if (!is_reduced_resolution(tif)) {
             const std::size_t number = directories.size() + 1;
@@ -409,7 +492,10 @@ std::optional<Image> read_tiff(const fs::path& file, const ReadOptions& options)
             // A strip or tile is decoded whole into a buffer of its own: a header can declare any size.
             const std::uint64_t chunk_bytes = page->tiled ? TIFFTileSize64(tif) : TIFFStripSize64(tif);
             check_memory_budget(file, "a strip or tile of page " + std::to_string(directories.size() + 1), chunk_bytes, 1, options.memory);
-            if (!first) first = page;
+            if (!first) {
+                first = page;
+                ome_geometry = ome_pixel_geometry(tif, *page, ome_warnings);
+            }
             directories.push_back(directory);
         }
         report.error.clear();  // what libtiff said and then recovered from concerns no later call
@@ -432,6 +518,11 @@ std::optional<Image> read_tiff(const fs::path& file, const ReadOptions& options)
 
     Image image = decoded_raster(first->dtype, first->height, first->width, first->channels, pages);
     image.exif_orientation = first->orientation;
+    // An OME-TIFF's pixel size, for a single image as the pixels are stored (a turned one's axes differ).
+    if (pages == 1 && (options.keep_orientation || first->orientation <= 1)) {
+        image.geometry = ome_geometry;
+        image.warnings = ome_warnings;
+    }
     auto* pixels = static_cast<std::uint8_t*>(image.pixels.data());
     const std::size_t page_bytes = page_values * dtype_size(first->dtype);
     // Read again from the first directory, in order: libtiff finds a directory by walking the chain.
@@ -545,6 +636,67 @@ bool set_pixel_tags(TIFF* tif, std::uint32_t width, std::uint32_t height, std::u
     return set && (channels % 2 == 1 || TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, 1, &extra));
 }
 
+// The shortest text that reads back as `value`.
+std::string shortest(double value) {
+    char text[32];
+    const auto [end, error] = std::to_chars(text, text + sizeof text, value);
+    return error == std::errc() ? std::string(text, end) : std::to_string(value);
+}
+
+std::string xml_escaped(std::string_view text) {
+    std::string out;
+    for (const char c : text) {
+        switch (c) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
+// The OME-XML of an OME-TIFF output (named .ome.tif or .ome.tiff), for its first page's
+// ImageDescription: size, channels (interleaved samples of one plane), type, the pixel size in
+// micrometres where the image has one, and a plane per page; "" for any other name.
+std::string ome_xml_for(const fs::path& target, const Image& image, std::int64_t pages) {
+    const std::string name = lowercase_filename(target.filename());
+    const std::size_t suffix = name.ends_with(".ome.tif") ? 8 : name.ends_with(".ome.tiff") ? 9 : 0;
+    if (suffix == 0) return {};
+    const char* type = nullptr;
+    switch (image.dtype()) {
+        case DType::UInt8: type = "uint8"; break;
+        case DType::Int8: type = "int8"; break;
+        case DType::UInt16: type = "uint16"; break;
+        case DType::Int16: type = "int16"; break;
+        case DType::UInt32: type = "uint32"; break;
+        case DType::Int32: type = "int32"; break;
+        case DType::Float32: type = "float"; break;
+        case DType::Float64: type = "double"; break;
+        default:
+            throw FileError(target, "an OME-TIFF cannot hold " + std::string(dtype_name(image.dtype())) + " pixels (write .tif, .npy or .nii)");
+    }
+    const std::string title = target.filename().string().substr(0, target.filename().string().size() - suffix);
+    std::string physical;
+    if (image.geometry && image.geometry->dimension() == 2) {
+        physical = " PhysicalSizeX=\"" + shortest(image.geometry->spacing[0] * 1e3) + "\" PhysicalSizeXUnit=\"\xC2\xB5m\" PhysicalSizeY=\"" +
+                   shortest(image.geometry->spacing[1] * 1e3) + "\" PhysicalSizeYUnit=\"\xC2\xB5m\"";
+    }
+    const std::string channels = std::to_string(image.channels);
+    return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+           "<OME xmlns=\"http://www.openmicroscopy.org/Schemas/OME/2016-06\" xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+           "xsi:schemaLocation=\"http://www.openmicroscopy.org/Schemas/OME/2016-06 http://www.openmicroscopy.org/Schemas/OME/2016-06/ome.xsd\" "
+           "Creator=\"gridwarp\">"
+           "<Image ID=\"Image:0\" Name=\"" + xml_escaped(title) + "\">"
+           "<Pixels ID=\"Pixels:0\" DimensionOrder=\"XYCZT\" Type=\"" + type + "\" SizeX=\"" + std::to_string(image.spatial[1]) +
+           "\" SizeY=\"" + std::to_string(image.spatial[0]) + "\" SizeC=\"" + channels + "\" SizeZ=\"1\" SizeT=\"" + std::to_string(pages) + "\"" +
+           physical + ">"
+           "<Channel ID=\"Channel:0:0\" SamplesPerPixel=\"" + channels + "\"><LightPath/></Channel>"
+           "<TiffData IFD=\"0\" PlaneCount=\"" + std::to_string(pages) + "\"/>"
+           "</Pixels></Image></OME>";
+}
+
 }  // namespace
 
 void write_tiff(const StagedFile& staged, const Image& image) {
@@ -583,6 +735,7 @@ void write_tiff(const StagedFile& staged, const Image& image) {
     TIFF* tif = handle.tif;
     const bool colour = channels >= 3;
     std::vector<std::uint8_t> strip(row_bytes * rows_per_strip);
+    const std::string ome_xml = ome_xml_for(staged.target, image, image.batch);
     for (std::int64_t page = 0; page < image.batch; ++page) {
         bool set = set_pixel_tags(tif, width, height, channels, value_bytes, *sample_format) &&
                    TIFFSetField(tif, TIFFTAG_COMPRESSION, COMPRESSION_LZW) &&
@@ -593,6 +746,7 @@ void write_tiff(const StagedFile& staged, const Image& image) {
                   TIFFSetField(tif, TIFFTAG_PAGENUMBER, static_cast<std::uint16_t>(std::min<std::int64_t>(page, 65535)),
                                static_cast<std::uint16_t>(std::min<std::int64_t>(image.batch, 65535)));
         }
+        if (page == 0 && !ome_xml.empty()) set = set && TIFFSetField(tif, TIFFTAG_IMAGEDESCRIPTION, ome_xml.c_str());
         if (!set) throw failed();
         const std::uint8_t* page_pixels = pixels + page_bytes * static_cast<std::size_t>(page);
         for (std::uint32_t y = 0; y < height; y += rows_per_strip) {
@@ -624,8 +778,9 @@ struct TilePageHandle {
 
 class TiffTileSource final : public TileSource {
 public:
-    TiffTileSource(fs::path file, const PageLayout& page, std::uint64_t max_allocation)
-        : file_(std::move(file)), page_(page), max_allocation_(max_allocation) {
+    TiffTileSource(fs::path file, const PageLayout& page, std::uint64_t max_allocation, std::optional<Geometry> geometry,
+                   std::vector<std::string> warnings)
+        : file_(std::move(file)), page_(page), max_allocation_(max_allocation), geometry_(std::move(geometry)), warnings_(std::move(warnings)) {
         layout_.spatial = {page.height, page.width};
         layout_.tile = {page.chunk_height, page.chunk_width};
         layout_.channels = page.channels;
@@ -640,6 +795,8 @@ public:
     Image describe() const override {
         Image image = raster_description(page_.dtype, page_.height, page_.width, page_.channels);
         image.format = "tiff";
+        image.geometry = geometry_;
+        image.warnings = warnings_;
         return image;
     }
 
@@ -702,6 +859,8 @@ private:
     fs::path file_;
     PageLayout page_;
     std::uint64_t max_allocation_;
+    std::optional<Geometry> geometry_;
+    std::vector<std::string> warnings_;
     mutable std::mutex mutex_;
     mutable std::vector<std::unique_ptr<TilePageHandle>> idle_;
 };
@@ -730,13 +889,15 @@ std::unique_ptr<TileSource> open_tiff_tiles(const fs::path& file, const ReadOpti
                                      dtype_size(page->dtype);
     if (chunk_bytes == 0 || chunk_bytes > kLargestTileBytes || tile_bytes > kLargestTileBytes) return nullptr;
     check_chunks_inside(tif, file, file_size, 0);
+    std::vector<std::string> warnings;
+    std::optional<Geometry> geometry = ome_pixel_geometry(tif, *page, warnings);
     // A second page makes the file a stack, which is read whole.
     for (tdir_t directory = 1; directory < 64; ++directory) {
         if (!TIFFReadDirectory(tif)) break;
         if (!is_reduced_resolution(tif)) return nullptr;
     }
     if (!TIFFSetDirectory(tif, 0) || !page_layout(tif)) return nullptr;
-    auto source = std::make_unique<TiffTileSource>(file, *page, options.memory.max_bytes);
+    auto source = std::make_unique<TiffTileSource>(file, *page, options.memory.max_bytes, std::move(geometry), std::move(warnings));
     source->adopt(std::move(first));
     return source;
 }
@@ -964,7 +1125,10 @@ void write_tiff_tiles(const StagedFile& staged, const Image& description, const 
         if (compressed) set = set && TIFFSetField(tif, TIFFTAG_PREDICTOR, integers ? PREDICTOR_HORIZONTAL : PREDICTOR_NONE);
         return set;
     };
-    if (!set_level_tags(TiledLevel(width, height))) throw failed();
+    const std::string ome_xml = ome_xml_for(staged.target, description, 1);
+    if (!set_level_tags(TiledLevel(width, height)) || (!ome_xml.empty() && !TIFFSetField(tif, TIFFTAG_IMAGEDESCRIPTION, ome_xml.c_str()))) {
+        throw failed();
+    }
     // The reduced levels go into SubIFDs of the page (as OME-TIFF and GDAL keep a pyramid): libtiff
     // links the directories written after the page to it and fills in their offsets.
     std::vector<toff_t> subifd_offsets(pyramid.reduced_levels(), 0);
