@@ -189,7 +189,6 @@ void grid_sample_in_box(const ConstTensorView& box_pixels, const InputBox& box, 
     const ConstTensorView whole(box_pixels.dtype, reinterpret_cast<const void*>(origin), shape, box_pixels.strides);
     if (!check_call(whole, positions, output, options)) return;
     const Task task{whole, positions, output, options, before + box_span};
-
     const InterpolationKind kind = interpolation_kind(options.mode);
     if (kind.onnx && !options.generic_label && !options.outside_tap_value && box_pixels.dtype != DType::String && fast_path_serves(task)) {
         sample_by_fast_path(task);
