@@ -215,6 +215,27 @@ class ByTiles(FolderTestCase):
                                      "--working-memory", "16M", "-q")
                         self.assertEqual(result.returncode, 0, result.stderr)
                         self.assertEqual(pixel_size(output), expected)
+        # Planes over pages: channels and Z as tifffile lays them out come back the same, names too.
+        planes = RNG.integers(0, 60000, (3, 2, 120, 160)).astype(np.uint16)
+        for axes, data, names in ("CYX", planes[0], ["DAPI", "GFP & co"]), ("ZCYX", planes, None):
+            metadata = {"axes": axes, "PhysicalSizeX": 0.3, "PhysicalSizeY": 0.3}
+            if names:
+                metadata["Channel"] = {"Name": names}
+            tifffile.imwrite(self.path("planes.ome.tif"), data, metadata=metadata)
+            for output in "planes_out.ome.tif", "planes_out.tif":
+                result = run("affine", "-i", self.path("planes.ome.tif"), "-o", self.path(output), "--rotate", "4", "-q")
+                self.assertEqual(result.returncode, 0, result.stderr)
+            with tifffile.TiffFile(self.path("planes_out.ome.tif")) as tif:
+                self.assertEqual((tif.series[0].axes, tif.series[0].shape), (axes, data.shape))
+                pixels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]
+                self.assertEqual((pixels["PhysicalSizeX"], pixels["PhysicalSizeY"]), (0.3, 0.3))
+                channels = pixels["Channel"] if isinstance(pixels["Channel"], list) else [pixels["Channel"]]
+                self.assertEqual([c.get("Name") for c in channels], names or [None, None])
+            # (LZW strips: OpenCV decodes them, tifffile needs imagecodecs.)
+            ome_pages = cv2.imreadmulti(self.path("planes_out.ome.tif"), flags=cv2.IMREAD_UNCHANGED)[1]
+            plain_pages = cv2.imreadmulti(self.path("planes_out.tif"), flags=cv2.IMREAD_UNCHANGED)[1]
+            self.assertEqual(len(ome_pages), data.size // data.shape[-1] // data.shape[-2])
+            self.assertTrue(all(same_values(a, b) for a, b in zip(ome_pages, plain_pages)))
         # Without a pixel size (a PNG), the OME-XML states none; a unit nobody defines is left out, said once.
         cv2.imwrite(self.path("plain.png"), rgb[:300, :400])
         self.assertEqual(run("affine", "-i", self.path("plain.png"), "-o", self.path("plain.ome.tif"), "--rotate", "3").returncode, 0)

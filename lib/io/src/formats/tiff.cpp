@@ -366,13 +366,26 @@ void present_pixels(const PageLayout& page, std::uint8_t* page_pixels, std::size
 
 // ---- OME-TIFF: the OME-XML in the first page's ImageDescription.
 
-// The value of attribute `name` in the first <Pixels> element of an OME-XML document.
-std::optional<std::string> ome_pixels_attribute(std::string_view xml, std::string_view name) {
-    std::size_t at = xml.find("<Pixels");
-    if (at == std::string_view::npos) at = xml.find(":Pixels");  // a namespace prefix
-    if (at == std::string_view::npos) return std::nullopt;
-    const std::size_t end = xml.find('>', at);
-    const std::string_view element = xml.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
+// The elements named `name` (any namespace prefix) in [from, to) of `xml`, each its text from
+// '<' to '>'; at most `most`.
+std::vector<std::string_view> xml_elements(std::string_view xml, std::string_view name, std::size_t most, std::size_t from = 0,
+                                           std::size_t to = std::string_view::npos) {
+    std::vector<std::string_view> found;
+    to = std::min(to, xml.size());
+    for (std::size_t at = xml.find('<', from); at < to && found.size() < most; at = xml.find('<', at + 1)) {
+        std::size_t end = at + 1;
+        while (end < xml.size() && (std::isalnum(static_cast<unsigned char>(xml[end])) || xml[end] == ':' || xml[end] == '_' || xml[end] == '-')) ++end;
+        std::string_view tag = xml.substr(at + 1, end - at - 1);
+        if (const std::size_t colon = tag.rfind(':'); colon != std::string_view::npos) tag.remove_prefix(colon + 1);
+        if (tag != name) continue;
+        const std::size_t close = xml.find('>', end);
+        found.push_back(xml.substr(at, close == std::string_view::npos ? std::string_view::npos : close - at));
+    }
+    return found;
+}
+
+// The value of attribute `name` of an element's text, its character entities replaced.
+std::optional<std::string> xml_attribute(std::string_view element, std::string_view name) {
     for (std::size_t from = 0;;) {
         const std::size_t found = element.find(name, from);
         if (found == std::string_view::npos) return std::nullopt;
@@ -383,8 +396,60 @@ std::optional<std::string> ome_pixels_attribute(std::string_view xml, std::strin
         if (quote != '"' && quote != '\'') continue;
         const std::size_t close = element.find(quote, from + 2);
         if (close == std::string_view::npos) return std::nullopt;
-        return std::string(element.substr(from + 2, close - from - 2));
+        const std::string_view raw = element.substr(from + 2, close - from - 2);
+        static const std::pair<std::string_view, char> kEntities[] = {{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+        std::string value;
+        for (std::size_t i = 0; i < raw.size(); ++i) {
+            bool replaced = false;
+            for (const auto& [entity, c] : kEntities) {
+                if (raw.substr(i).starts_with(entity)) {
+                    value += c;
+                    i += entity.size() - 1;
+                    replaced = true;
+                    break;
+                }
+            }
+            if (!replaced) value += raw[i];
+        }
+        return value;
     }
+}
+
+// The value of attribute `name` of the first <Pixels> element of an OME-XML document.
+std::optional<std::string> ome_pixels_attribute(std::string_view xml, std::string_view name) {
+    const auto pixels = xml_elements(xml, "Pixels", 1);
+    return pixels.empty() ? std::nullopt : xml_attribute(pixels.front(), name);
+}
+
+// Whether an ImageDescription holds OME-XML.
+bool is_ome_xml(std::string_view text) { return text.find("<OME") != std::string_view::npos || text.find(":OME") != std::string_view::npos; }
+
+// How an OME-TIFF's first image lays its planes over `pages` pages of `samples` interleaved samples
+// (SizeZ, SizeC, SizeT, DimensionOrder and its channels' names), as "ome:" properties an OME-TIFF
+// output writes back; none where the OME-XML does not describe these pages.
+std::vector<std::pair<std::string, std::string>> ome_plane_properties(std::string_view xml, std::int64_t pages, std::int64_t samples) {
+    const auto count = [&](std::string_view name) {
+        std::int64_t value = 1;
+        const auto text = ome_pixels_attribute(xml, name);
+        if (text && (std::from_chars(text->data(), text->data() + text->size(), value).ec != std::errc() || value < 1 || value > (1 << 20))) value = 0;
+        return value;
+    };
+    const std::int64_t z = count("SizeZ"), c = count("SizeC"), t = count("SizeT");
+    const std::string order = ome_pixels_attribute(xml, "DimensionOrder").value_or("XYCZT");
+    static const std::string_view kOrders[] = {"XYZCT", "XYZTC", "XYCTZ", "XYCZT", "XYTCZ", "XYTZC"};
+    if (z == 0 || c == 0 || t == 0 || c % samples != 0 || z * (c / samples) * t != pages ||
+        std::find(std::begin(kOrders), std::end(kOrders), order) == std::end(kOrders)) {
+        return {};
+    }
+    std::vector<std::pair<std::string, std::string>> properties{
+        {"ome:SizeZ", std::to_string(z)}, {"ome:SizeC", std::to_string(c)}, {"ome:SizeT", std::to_string(t)}, {"ome:DimensionOrder", order}};
+    const std::size_t first_pixels = xml.find("Pixels");
+    const std::size_t next_pixels = first_pixels == std::string_view::npos ? first_pixels : xml.find("<Pixels", first_pixels + 6);
+    const auto channels = xml_elements(xml, "Channel", static_cast<std::size_t>(c / samples), first_pixels == std::string_view::npos ? 0 : first_pixels, next_pixels);
+    for (std::size_t i = 0; i < channels.size(); ++i) {
+        if (const auto name = xml_attribute(channels[i], "Name")) properties.emplace_back("ome:Channel:" + std::to_string(i) + ":Name", *name);
+    }
+    return properties;
 }
 
 // Millimetres per unit of OME's UnitsLength that a pixel size is given in.
@@ -405,7 +470,7 @@ std::optional<Geometry> ome_pixel_geometry(TIFF* tif, const PageLayout& page, st
     const char* description = nullptr;
     if (!TIFFGetField(tif, TIFFTAG_IMAGEDESCRIPTION, &description) || description == nullptr) return std::nullopt;
     const std::string_view xml(description);
-    if (xml.find("<OME") == std::string_view::npos && xml.find(":OME") == std::string_view::npos) return std::nullopt;
+    if (!is_ome_xml(xml)) return std::nullopt;
     const auto size_x = ome_pixels_attribute(xml, "PhysicalSizeX"), size_y = ome_pixels_attribute(xml, "PhysicalSizeY");
     if (!size_x && !size_y) return std::nullopt;
     const auto left_out = [&](const std::string& why) {
@@ -475,6 +540,7 @@ std::optional<Image> read_tiff(const fs::path& file, const ReadOptions& options)
     std::optional<PageLayout> first;
     std::optional<Geometry> ome_geometry;
     std::vector<std::string> ome_warnings;
+    std::string ome_xml;
     for (tdir_t directory = 0;; ++directory) {
         if (!is_reduced_resolution(tif)) {
             const std::size_t number = directories.size() + 1;
@@ -495,6 +561,10 @@ std::optional<Image> read_tiff(const fs::path& file, const ReadOptions& options)
             if (!first) {
                 first = page;
                 ome_geometry = ome_pixel_geometry(tif, *page, ome_warnings);
+                const char* description = nullptr;
+                if (TIFFGetField(tif, TIFFTAG_IMAGEDESCRIPTION, &description) && description != nullptr && is_ome_xml(description)) {
+                    ome_xml = description;
+                }
             }
             directories.push_back(directory);
         }
@@ -518,11 +588,12 @@ std::optional<Image> read_tiff(const fs::path& file, const ReadOptions& options)
 
     Image image = decoded_raster(first->dtype, first->height, first->width, first->channels, pages);
     image.exif_orientation = first->orientation;
-    // An OME-TIFF's pixel size, for a single image as the pixels are stored (a turned one's axes differ).
-    if (pages == 1 && (options.keep_orientation || first->orientation <= 1)) {
+    // An OME-TIFF's pixel size, for pages as they are stored (a turned page's axes differ), and its planes.
+    if (options.keep_orientation || first->orientation <= 1) {
         image.geometry = ome_geometry;
         image.warnings = ome_warnings;
     }
+    if (!ome_xml.empty()) image.properties = ome_plane_properties(ome_xml, pages, first->channels);
     auto* pixels = static_cast<std::uint8_t*>(image.pixels.data());
     const std::size_t page_bytes = page_values * dtype_size(first->dtype);
     // Read again from the first directory, in order: libtiff finds a directory by walking the chain.
@@ -683,16 +754,43 @@ std::string ome_xml_for(const fs::path& target, const Image& image, std::int64_t
         physical = " PhysicalSizeX=\"" + shortest(image.geometry->spacing[0] * 1e3) + "\" PhysicalSizeXUnit=\"\xC2\xB5m\" PhysicalSizeY=\"" +
                    shortest(image.geometry->spacing[1] * 1e3) + "\" PhysicalSizeYUnit=\"\xC2\xB5m\"";
     }
-    const std::string channels = std::to_string(image.channels);
+    // The planes as the input's OME-XML laid them out, where they still fit the pages; else a plane per page along T.
+    // (Only a TIFF's: another format's header fields could carry any key.)
+    const bool from_tiff = image.format == "tif" || image.format == "tiff";
+    const auto property = [&](std::string_view key) -> std::string {
+        for (const auto& [name, value] : from_tiff ? image.properties : std::vector<std::pair<std::string, std::string>>{}) {
+            if (name == key) return value;
+        }
+        return {};
+    };
+    std::string size_z = "1", size_c = std::to_string(image.channels), size_t_ = std::to_string(pages), order = "XYCZT";
+    std::int64_t planes_c = 1;
+    const auto count = [&](std::string_view key) {
+        const std::string text = property(key);
+        std::int64_t value = 0;
+        if (std::from_chars(text.data(), text.data() + text.size(), value).ec != std::errc() || value < 1 || value > (1 << 20)) value = 0;
+        return value;
+    };
+    if (const std::int64_t z = count("ome:SizeZ"), c = count("ome:SizeC"), t = count("ome:SizeT"); z > 0 && c > 0 && t > 0) {
+        if (c % image.channels == 0 && z * (c / image.channels) * t == pages) {
+            size_z = std::to_string(z), size_c = std::to_string(c), size_t_ = std::to_string(t), order = property("ome:DimensionOrder");
+            planes_c = c / image.channels;
+        }
+    }
+    std::string channel_elements;
+    for (std::int64_t i = 0; i < planes_c; ++i) {
+        const std::string name = property("ome:Channel:" + std::to_string(i) + ":Name");
+        channel_elements += "<Channel ID=\"Channel:0:" + std::to_string(i) + "\"" + (name.empty() ? "" : " Name=\"" + xml_escaped(name) + "\"") +
+                            " SamplesPerPixel=\"" + std::to_string(image.channels) + "\"><LightPath/></Channel>";
+    }
     return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
            "<OME xmlns=\"http://www.openmicroscopy.org/Schemas/OME/2016-06\" xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
            "xsi:schemaLocation=\"http://www.openmicroscopy.org/Schemas/OME/2016-06 http://www.openmicroscopy.org/Schemas/OME/2016-06/ome.xsd\" "
            "Creator=\"gridwarp\">"
            "<Image ID=\"Image:0\" Name=\"" + xml_escaped(title) + "\">"
-           "<Pixels ID=\"Pixels:0\" DimensionOrder=\"XYCZT\" Type=\"" + type + "\" SizeX=\"" + std::to_string(image.spatial[1]) +
-           "\" SizeY=\"" + std::to_string(image.spatial[0]) + "\" SizeC=\"" + channels + "\" SizeZ=\"1\" SizeT=\"" + std::to_string(pages) + "\"" +
-           physical + ">"
-           "<Channel ID=\"Channel:0:0\" SamplesPerPixel=\"" + channels + "\"><LightPath/></Channel>"
+           "<Pixels ID=\"Pixels:0\" DimensionOrder=\"" + order + "\" Type=\"" + type + "\" SizeX=\"" + std::to_string(image.spatial[1]) +
+           "\" SizeY=\"" + std::to_string(image.spatial[0]) + "\" SizeC=\"" + size_c + "\" SizeZ=\"" + size_z + "\" SizeT=\"" + size_t_ + "\"" +
+           physical + ">" + channel_elements +
            "<TiffData IFD=\"0\" PlaneCount=\"" + std::to_string(pages) + "\"/>"
            "</Pixels></Image></OME>";
 }
@@ -779,8 +877,13 @@ struct TilePageHandle {
 class TiffTileSource final : public TileSource {
 public:
     TiffTileSource(fs::path file, const PageLayout& page, std::uint64_t max_allocation, std::optional<Geometry> geometry,
-                   std::vector<std::string> warnings)
-        : file_(std::move(file)), page_(page), max_allocation_(max_allocation), geometry_(std::move(geometry)), warnings_(std::move(warnings)) {
+                   std::vector<std::string> warnings, std::vector<std::pair<std::string, std::string>> properties)
+        : file_(std::move(file)),
+          page_(page),
+          max_allocation_(max_allocation),
+          geometry_(std::move(geometry)),
+          warnings_(std::move(warnings)),
+          properties_(std::move(properties)) {
         layout_.spatial = {page.height, page.width};
         layout_.tile = {page.chunk_height, page.chunk_width};
         layout_.channels = page.channels;
@@ -797,6 +900,7 @@ public:
         image.format = "tiff";
         image.geometry = geometry_;
         image.warnings = warnings_;
+        image.properties = properties_;
         return image;
     }
 
@@ -861,6 +965,7 @@ private:
     std::uint64_t max_allocation_;
     std::optional<Geometry> geometry_;
     std::vector<std::string> warnings_;
+    std::vector<std::pair<std::string, std::string>> properties_;
     mutable std::mutex mutex_;
     mutable std::vector<std::unique_ptr<TilePageHandle>> idle_;
 };
@@ -891,13 +996,19 @@ std::unique_ptr<TileSource> open_tiff_tiles(const fs::path& file, const ReadOpti
     check_chunks_inside(tif, file, file_size, 0);
     std::vector<std::string> warnings;
     std::optional<Geometry> geometry = ome_pixel_geometry(tif, *page, warnings);
+    std::vector<std::pair<std::string, std::string>> properties;
+    const char* description = nullptr;
+    if (TIFFGetField(tif, TIFFTAG_IMAGEDESCRIPTION, &description) && description != nullptr && is_ome_xml(description)) {
+        properties = ome_plane_properties(description, 1, page->channels);
+    }
     // A second page makes the file a stack, which is read whole.
     for (tdir_t directory = 1; directory < 64; ++directory) {
         if (!TIFFReadDirectory(tif)) break;
         if (!is_reduced_resolution(tif)) return nullptr;
     }
     if (!TIFFSetDirectory(tif, 0) || !page_layout(tif)) return nullptr;
-    auto source = std::make_unique<TiffTileSource>(file, *page, options.memory.max_bytes, std::move(geometry), std::move(warnings));
+    auto source = std::make_unique<TiffTileSource>(file, *page, options.memory.max_bytes, std::move(geometry), std::move(warnings),
+                                                   std::move(properties));
     source->adopt(std::move(first));
     return source;
 }
