@@ -212,8 +212,11 @@ bool writes_tiles(const fs::path& file) {
 
 namespace detail {
 
-TileProducer copy_tiles_from(const ConstTensorView& whole) {
-    return [whole](const Shape& start, const TensorView& pixels) {
+void write_whole_by_tiles(const fs::path& target, const Image& image, const WriteOptions& options, TileWriter write_tiles) {
+    Image description = Image::describe_like(image, image.spatial);
+    description.geometry = image.geometry;
+    const ConstTensorView whole = image.nchw();
+    const auto copy_tile = [&](const Shape& start, const TensorView& pixels) {
         ConstTensorView box = whole;
         const auto* byte = static_cast<const std::uint8_t*>(whole.data);
         for (std::size_t a = 0; a < start.size(); ++a) {
@@ -223,6 +226,9 @@ TileProducer copy_tiles_from(const ConstTensorView& whole) {
         box.data = byte;
         copy_elements(box, pixels);
     };
+    write_path_atomically(target, [&](const StagedFile& staged) {
+        write_tiles(staged, description, options, options.threads, copy_tile, nullptr, TileShare{});
+    });
 }
 
 void run_tasks_in_order(std::int64_t count, int threads, const std::function<void(std::int64_t)>& work) {

@@ -123,14 +123,7 @@ void write_tiff_image(const fs::path& target, const Image& image, const WriteOpt
     if (image.batch != 1 || image.spatial.size() != 2) {
         throw FileError(target, "a TIFF pyramid holds one 2-D page, got size " + image_size_text(image.spatial));
     }
-    Image description = Image::describe_like(image, image.spatial);
-    description.geometry = image.geometry;
-    const ConstTensorView whole = image.nchw();
-    write_path_atomically(target, [&](const StagedFile& staged) {
-        write_tiff_tiles(
-            staged, description, options, options.threads,
-            copy_tiles_from(whole), nullptr, TileShare{});
-    });
+    write_whole_by_tiles(target, image, options, write_tiff_tiles);
 }
 
 // A NIfTI file holds one image (N = 1) in its mapped pages.

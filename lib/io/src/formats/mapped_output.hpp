@@ -62,8 +62,13 @@ std::unique_ptr<TileSource> open_npy_tiles(const std::filesystem::path& file, co
 // first exception stops the rest and is rethrown.
 void run_tasks_in_order(std::int64_t count, int threads, const std::function<void(std::int64_t)>& work);
 
-// A producer that copies each tile out of an image held whole (`whole`: (1, C, spatial...)).
-TileProducer copy_tiles_from(const ConstTensorView& whole);
+// A format's writer by tiles (FormatHandler::write_tiles).
+using TileWriter = void (*)(const StagedFile& staged, const Image& description, const WriteOptions& options, int threads,
+                            const TileProducer& produce, const std::function<void(std::int64_t, std::int64_t)>& done, const TileShare& share);
+
+// An image held whole (N = 1) written to `target` through a format's writer by tiles, each tile
+// copied out of it; its geometry is kept.
+void write_whole_by_tiles(const std::filesystem::path& target, const Image& image, const WriteOptions& options, TileWriter write_tiles);
 
 // Fills a mapped output (map_nifti_output, map_npy_output: nullopt is an error naming the target)
 // a region at a time (write_by_tiles): regions of 512^2 or 128^3 in Z-order on `threads` threads,

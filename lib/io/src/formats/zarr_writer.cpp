@@ -567,14 +567,7 @@ void write_zarr_tiles(const StagedFile& staged, const Image& description, const 
 
 void write_zarr_image(const fs::path& target, const Image& image, const WriteOptions& options) {
     if (image.batch != 1) throw FileError(target, "an OME-Zarr store holds one image, got " + std::to_string(image.batch));
-    Image description = Image::describe_like(image, image.spatial);
-    description.geometry = image.geometry;
-    const ConstTensorView whole = image.nchw();
-    write_path_atomically(target, [&](const StagedFile& staged) {
-        write_zarr_tiles(
-            staged, description, options, options.threads,
-            copy_tiles_from(whole), nullptr, TileShare{});
-    });
+    write_whole_by_tiles(target, image, options, write_zarr_tiles);
 }
 
 }  // namespace gridwarp::io::detail
