@@ -9,7 +9,7 @@ once writing uncompressed TIFF (vips' default) and once Deflate. After a warm-up
 alternate --runs times; medians, bests, peak RSS (/usr/bin/time).
 
 With --volume N: an N^3 int16 volume (smooth, 128^3 chunks, Blosc LZ4) as an OME-Zarr store and
-as an uncompressed NIfTI, resampled through a rigid ITK transform (linear) onto its own grid:
+as an uncompressed NIfTI, resampled through a rigid ITK transform (linear) onto its own grid, each run after a sync:
     gridwarp resample -i vol.zarr -o out.zarr -t rigid.tfm -n Linear --threads T   (by tiles)
     itk_resample_peer vol.nii out.nii rigid.tfm T linear    (ITK's ResampleImageFilter, in memory)
 
@@ -71,6 +71,9 @@ def bench_volume(args):
     results = {name: [] for name in ways}
     for _ in range(args.runs):
         for name, command in ways.items():
+            # Each run starts with no dirty pages: the other program's output is not written back
+            # to the disk on this one's time (ITK's 2 GB, or gridwarp's).
+            os.sync()
             results[name].append(timed(command))
     g = (statistics.median(t for t, _ in results["gridwarp"]), max(m for _, m in results["gridwarp"]))
     i = (statistics.median(t for t, _ in results["itk"]), max(m for _, m in results["itk"]))

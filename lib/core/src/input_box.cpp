@@ -38,12 +38,15 @@ InputBox input_box_read(const PositionSource& positions, const Shape& input_spat
             outer[a] = rest % shape[a];
             rest /= shape[a];
         }
-        // Along an affine row each coordinate is monotone: its ends bound it.
+        // Along an affine row each coordinate is monotone: its ends bound it (before any rounding
+        // of the coordinates to float32, which the voxel of margin below covers).
         LinearRow linear;
         std::int64_t points = width;
         if (width > 2 && positions.linear_row(0, outer.data(), &linear)) {
-            positions.row(0, outer.data(), 0, 1, xyz.data());
-            positions.row(0, outer.data(), width - 1, 1, xyz.data() + rank);
+            for (std::size_t k = 0; k < rank; ++k) {
+                xyz[k] = linear.slope[k] * linear.base[0] + linear.offset[k];
+                xyz[rank + k] = linear.slope[k] * linear.base[width - 1] + linear.offset[k];
+            }
             points = 2;
         } else {
             positions.row(0, outer.data(), 0, width, xyz.data());

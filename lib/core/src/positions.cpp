@@ -217,12 +217,13 @@ AffinePositions::AffinePositions(std::vector<double> theta, std::int64_t batch, 
                                     std::to_string(rank) + "x" + std::to_string(rank + 1) + " values, got " +
                                     std::to_string(theta_.size()) + " values");
     }
-    const std::int64_t width = output_shape_.back();
-    innermost_base_.resize(static_cast<std::size_t>(std::max<std::int64_t>(width, 0)));
-    with_base_coordinate(space_, align_corners_, width, [&](auto base) {
-        for (std::int64_t i = 0; i < width; ++i) innermost_base_[static_cast<std::size_t>(i)] = base(i);
-        return 0;
-    });
+    for (const std::int64_t extent : output_shape_) {
+        std::vector<double>& axis = base_.emplace_back(static_cast<std::size_t>(std::max<std::int64_t>(extent, 0)));
+        with_base_coordinate(space_, align_corners_, extent, [&](auto base) {
+            for (std::int64_t i = 0; i < extent; ++i) axis[static_cast<std::size_t>(i)] = base(i);
+            return 0;
+        });
+    }
 }
 
 namespace {
@@ -254,10 +255,6 @@ AffinePositions::AffinePositions(const ConstTensorView& theta, Shape output_shap
     : AffinePositions(theta_values(theta, static_cast<std::int64_t>(output_shape.size())),
                       theta.rank() >= 1 ? theta.shape[0] : 0, output_shape, align_corners, theta.dtype) {}
 
-double AffinePositions::base_coordinate(std::int64_t index, std::int64_t extent) const {
-    return with_base_coordinate(space_, align_corners_, extent, [index](auto base) { return base(index); });
-}
-
 void AffinePositions::row_terms(std::int64_t n, const std::int64_t* outer, double* slope, double* offset) const {
     const auto rank = static_cast<std::int64_t>(output_shape_.size());
     const auto columns = rank + 1;
@@ -268,7 +265,7 @@ void AffinePositions::row_terms(std::int64_t n, const std::int64_t* outer, doubl
         double sum = matrix[k * columns + rank];
         for (std::int64_t j = 1; j < rank; ++j) {
             const std::int64_t axis = rank - 1 - j;  // position of base coordinate j in outer[]
-            sum += matrix[k * columns + j] * base_coordinate(outer[axis], output_shape_[static_cast<std::size_t>(axis)]);
+            sum += matrix[k * columns + j] * base_[static_cast<std::size_t>(axis)][static_cast<std::size_t>(outer[axis])];
         }
         offset[k] = sum;
         slope[k] = matrix[k * columns];
@@ -279,7 +276,7 @@ bool AffinePositions::linear_row(std::int64_t n, const std::int64_t* outer, Line
     const auto rank = static_cast<std::int64_t>(output_shape_.size());
     if (rank > 3 || (coordinate_dtype_ != DType::Float32 && coordinate_dtype_ != DType::Float64)) return false;
     row_terms(n, outer, row->slope, row->offset);
-    row->base = innermost_base_.data();
+    row->base = base_.back().data();
     return true;
 }
 
@@ -290,7 +287,7 @@ void AffinePositions::compute_row(std::int64_t n, const std::int64_t* outer, std
     // Coordinate k of point p is slope[k] * base[p] + offset[k]. For ranks 2 and 3 the terms are
     // local arrays (no heap allocation per row, and the compiler knows the stores to xyz cannot
     // change them, so the loop vectorises); other ranks hold them in a vector.
-    const double* base = innermost_base_.data() + start;
+    const double* base = base_.back().data() + start;
     visit_grid_dtype(coordinate_dtype_, "affine positions", [&](auto tag) {
         using T = typename decltype(tag)::type;
         const auto fill = [&](auto fixed_rank) {

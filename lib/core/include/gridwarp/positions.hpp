@@ -185,7 +185,6 @@ private:
     template <class Coord>
     void compute_row(std::int64_t n, const std::int64_t* outer, std::int64_t start, std::int64_t count,
                      Coord* xyz) const;
-    double base_coordinate(std::int64_t index, std::int64_t extent) const;
 
     std::vector<double> theta_;
     std::int64_t batch_;
@@ -193,7 +192,9 @@ private:
     bool align_corners_;
     DType coordinate_dtype_;
     CoordinateSpace space_;
-    std::vector<double> innermost_base_;  // the base coordinate of every index of the innermost axis
+    // The base coordinate of every index of each axis, outermost first: rows look their terms up
+    // (a tiled output asks for every row's terms several times).
+    std::vector<std::vector<double>> base_;
 };
 
 // ONNX AffineGrid: theta (N, 2, 3) with size (N, C, H, W), theta (N, 3, 4) with size

@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "files/file_write_queue.hpp"
 #include "files/output_file.hpp"
 #include "formats/halving.hpp"
 #include "formats/mapped_output.hpp"
@@ -55,48 +56,47 @@ json compressor_json(Codec codec, int level) {
     return nullptr;
 }
 
-// The chunk `raw` as stored: `raw` itself, or its encoding in a buffer of the calling thread's,
-// kept between chunks (valid until the thread's next call).
-std::span<const std::uint8_t> encode_chunk(Codec codec, int level, std::span<const std::uint8_t> raw, std::size_t value_bytes) {
-    thread_local std::unique_ptr<std::uint8_t[]> buffer;
-    thread_local std::size_t capacity = 0;
-    const auto room = [&](std::size_t bytes) {
-        if (bytes > capacity) {
-            buffer = std::make_unique_for_overwrite<std::uint8_t[]>(bytes);
-            capacity = bytes;
-        }
-        return buffer.get();
-    };
+// The most bytes `raw` takes when encoded.
+std::size_t encoded_bound(Codec codec, std::size_t raw_bytes) {
     switch (codec) {
-        case Codec::None: return raw;
+        case Codec::None: return raw_bytes;
+        // libdeflate's bounds depend on the compressor only through its level, never above these.
+        case Codec::Zlib: return libdeflate_zlib_compress_bound(nullptr, raw_bytes);
+        case Codec::Gzip: return libdeflate_gzip_compress_bound(nullptr, raw_bytes);
+        case Codec::Zstd: return ZSTD_compressBound(raw_bytes);
+        case Codec::Blosc: return raw_bytes + BLOSC_MAX_OVERHEAD;
+    }
+    return raw_bytes;
+}
+
+// Encodes the chunk `raw` as stored into `out` (encoded_bound bytes); returns the bytes written.
+std::size_t encode_chunk(Codec codec, int level, std::span<const std::uint8_t> raw, std::size_t value_bytes, std::span<std::uint8_t> out) {
+    switch (codec) {
+        case Codec::None:
+            std::memcpy(out.data(), raw.data(), raw.size());
+            return raw.size();
         case Codec::Zlib:
         case Codec::Gzip: {
             libdeflate_compressor* deflater = libdeflate_alloc_compressor(std::clamp(level, 0, 12));
             if (!deflater) throw std::bad_alloc();
-            const std::size_t bound = codec == Codec::Zlib ? libdeflate_zlib_compress_bound(deflater, raw.size()) : libdeflate_gzip_compress_bound(deflater, raw.size());
-            std::uint8_t* out = room(bound);
-            const std::size_t size = codec == Codec::Zlib ? libdeflate_zlib_compress(deflater, raw.data(), raw.size(), out, bound)
-                                                          : libdeflate_gzip_compress(deflater, raw.data(), raw.size(), out, bound);
+            const std::size_t size = codec == Codec::Zlib ? libdeflate_zlib_compress(deflater, raw.data(), raw.size(), out.data(), out.size())
+                                                          : libdeflate_gzip_compress(deflater, raw.data(), raw.size(), out.data(), out.size());
             libdeflate_free_compressor(deflater);
             if (size == 0) throw std::runtime_error("deflate failed");
-            return {out, size};
+            return size;
         }
         case Codec::Zstd: {
-            const std::size_t bound = ZSTD_compressBound(raw.size());
-            std::uint8_t* out = room(bound);
-            const std::size_t size = ZSTD_compress(out, bound, raw.data(), raw.size(), level);
+            const std::size_t size = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(), level);
             if (ZSTD_isError(size)) throw std::runtime_error("zstd failed");
-            return {out, size};
+            return size;
         }
         case Codec::Blosc: {
-            const std::size_t bound = raw.size() + BLOSC_MAX_OVERHEAD;
-            std::uint8_t* out = room(bound);
-            const int size = blosc_compress_ctx(std::clamp(level, 0, 9), BLOSC_SHUFFLE, value_bytes, raw.size(), raw.data(), out, bound, "lz4", 0, 1);
+            const int size = blosc_compress_ctx(std::clamp(level, 0, 9), BLOSC_SHUFFLE, value_bytes, raw.size(), raw.data(), out.data(), out.size(), "lz4", 0, 1);
             if (size <= 0) throw std::runtime_error("blosc failed");
-            return {out, static_cast<std::size_t>(size)};
+            return static_cast<std::size_t>(size);
         }
     }
-    return {};
+    return 0;
 }
 
 void write_bytes(const fs::path& file, const fs::path& target, std::span<const std::uint8_t> bytes) {
@@ -288,8 +288,12 @@ void reduce_chunk(const StorePlan& plan, std::size_t level, const Shape& index, 
 // once all its parts are in.
 class LevelWriter {
 public:
-    LevelWriter(const StorePlan& plan, fs::path folder, fs::path target, bool in_place, std::size_t top_level)
-        : plan_(plan), folder_(std::move(folder)), target_(std::move(target)), in_place_(in_place), top_level_(top_level) {}
+    LevelWriter(const StorePlan& plan, fs::path folder, fs::path target, bool in_place, std::size_t top_level, int threads)
+        : plan_(plan), folder_(std::move(folder)), target_(std::move(target)), in_place_(in_place), top_level_(top_level),
+          queue_(2 * static_cast<std::size_t>(std::max(threads, 1)) + 2) {}
+
+    // Waits for every chunk to be in the store; rethrows a failed write.
+    void finish() { queue_.finish(); }
 
     fs::path chunk_file(std::size_t level, std::int64_t channel, const Shape& index) const {
         fs::path file = folder_ / std::to_string(level);
@@ -354,7 +358,7 @@ private:
         std::int64_t parts = 0;
     };
 
-    void write(std::size_t level, const Shape& index, const std::vector<std::uint8_t>& pixels) const {
+    void write(std::size_t level, const Shape& index, const std::vector<std::uint8_t>& pixels) {
         const std::int64_t channels = plan_.channels;
         const std::size_t value_bytes = plan_.value_bytes;
         const auto voxels = static_cast<std::size_t>(shape_numel(plan_.levels[level].chunk));
@@ -366,17 +370,15 @@ private:
                 std::memcpy(plane.data() + v * value_bytes, pixels.data() + (v * static_cast<std::size_t>(channels) + static_cast<std::size_t>(source)) * value_bytes,
                             value_bytes);
             }
-            const std::span<const std::uint8_t> encoded = encode_chunk(plan_.codec, plan_.codec_level, channels > 1 ? plane : pixels, value_bytes);
-            const fs::path file = chunk_file(level, c, index);
+            const std::span<const std::uint8_t> raw = channels > 1 ? std::span<const std::uint8_t>(plane) : std::span<const std::uint8_t>(pixels);
+            FileWriteQueue::Buffer encoded = queue_.take(encoded_bound(plan_.codec, raw.size()));
+            const std::size_t size = encode_chunk(plan_.codec, plan_.codec_level, raw, value_bytes, encoded.span());
+            fs::path file = chunk_file(level, c, index);
             std::error_code error;
             fs::create_directories(file.parent_path(), error);
             if (error) throw FileError(target_, "cannot create " + file.parent_path().filename().string() + ": " + error.message());
-            if (in_place_) {
-                // Another share reads this store meanwhile: a chunk appears whole or not at all.
-                write_path_atomically(file, [&](const StagedFile& staged) { write_bytes(staged.file, target_, encoded); });
-            } else {
-                write_bytes(file, target_, encoded);
-            }
+            // Another share reads the store meanwhile (in place): a chunk appears whole or not at all.
+            queue_.write(std::move(file), target_, std::move(encoded), size, in_place_);
         }
     }
 
@@ -386,6 +388,7 @@ private:
     std::size_t top_level_;
     std::mutex mutex_;
     std::map<std::pair<std::size_t, std::int64_t>, std::shared_ptr<Pending>> pending_;
+    FileWriteQueue queue_;
 };
 
 // The level up to which a share builds the pyramid from its own chunks: each chunk of that level
@@ -475,7 +478,7 @@ void write_zarr_tiles(const StagedFile& staged, const Image& description, const 
     const bool unfinished = in_place ? open_shared_store(staged.target, plan, share) : (write_metadata(staged.file, staged.target, plan), false);
     if (in_place && !unfinished) return;  // a resumed run of a finished store
     const std::size_t blocks_level = block_level(plan, share);
-    LevelWriter writer(plan, staged.file, staged.target, in_place, blocks_level);
+    LevelWriter writer(plan, staged.file, staged.target, in_place, blocks_level, threads);
 
     // The first level's chunks this share makes: those of its run of blocks, in Z-order.
     const Level& first = plan.levels[0];
@@ -538,12 +541,13 @@ void write_zarr_tiles(const StagedFile& staged, const Image& description, const 
             done(count, total);
         }
     });
+    writer.finish();
 
     if (!in_place || !finish_share(staged.target, share)) return;
     if (blocks_level + 1 < plan.levels.size()) {
         // The levels above the blocks', from the blocks' level as every share wrote it.
         const auto source = open_zarr_level(staged.target, blocks_level, ReadOptions{}, true);
-        LevelWriter upper(plan, staged.file, staged.target, true, plan.levels.size() - 1);
+        LevelWriter upper(plan, staged.file, staged.target, true, plan.levels.size() - 1, threads);
         const std::vector<std::int64_t> order = tiles_in_z_order(blocks.counts);
         run_tasks_in_order(static_cast<std::int64_t>(order.size()), threads, [&](std::int64_t i) {
             const Shape index = unravel(order[static_cast<std::size_t>(i)], blocks.counts);
@@ -561,6 +565,7 @@ void write_zarr_tiles(const StagedFile& staged, const Image& description, const 
             // only inside the edge: the decoded chunk is passed on as it is.
             upper.reduce_into_parent(blocks_level, index, pixels);
         });
+        upper.finish();
     }
     remove_unfinished_mark(staged.target);
 }
