@@ -7,6 +7,8 @@
 #include <iterator>
 #include <random>
 
+#include <unistd.h>
+
 #include "files/file_write_queue.hpp"
 #include "gridwarp/io/error.hpp"
 #include "support/support.hpp"
@@ -66,6 +68,22 @@ TEST_CASE("write_file_unbuffered writes unaligned spans and replaces a longer fi
         write_file_unbuffered(file, file, unaligned);
         CHECK(file_bytes(file) == std::vector<std::uint8_t>(unaligned.begin(), unaligned.end()));
     }
+}
+
+TEST_CASE("write_file_unbuffered writes into tmpfs, which kernels before 6.6 refuse O_DIRECT on", "[io][write_queue]") {
+    const fs::path shm = "/dev/shm";
+    std::error_code error;
+    if (!fs::is_directory(shm, error)) return;
+    FileWriteQueue queue(1);
+    const std::size_t size = 3 * 4096 + 5;
+    const auto bytes = random_bytes(size, 11);
+    auto buffer = queue.take(size);
+    std::copy(bytes.begin(), bytes.end(), buffer.data.get());
+    const fs::path file = shm / ("gridwarp-write-queue-" + std::to_string(::getpid()));
+    queue.write(file, file, std::move(buffer), size, false);
+    queue.finish();
+    CHECK(file_bytes(file) == bytes);
+    fs::remove(file, error);
 }
 
 TEST_CASE("a failed write stops the queue and names the output", "[io][write_queue]") {
