@@ -25,17 +25,19 @@ constexpr std::size_t kBlock = 4096;  // a multiple of every logical block size 
     throw FileError(target, std::string(what) + std::strerror(error));
 }
 
-// Writes `bytes` at `offset`; returns false where the file system refuses the first O_DIRECT write.
-bool write_all(int fd, const fs::path& target, std::span<const std::uint8_t> bytes, std::uint64_t offset, bool direct) {
-    while (!bytes.empty()) {
-        const ssize_t n = ::pwrite(fd, bytes.data(), std::min<std::size_t>(bytes.size(), std::size_t{1} << 30), static_cast<off_t>(offset));
+// Writes `bytes` from `offset` on; returns how many were written, all of them unless `direct` and
+// the file system refuses an O_DIRECT write (the caller writes the rest plainly).
+std::size_t write_from(int fd, const fs::path& target, std::span<const std::uint8_t> bytes, std::uint64_t offset, bool direct) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::pwrite(fd, bytes.data() + done, std::min<std::size_t>(bytes.size() - done, std::size_t{1} << 30),
+                                   static_cast<off_t>(offset + done));
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && errno == EINVAL && direct && offset == 0) return false;
+        if (n < 0 && errno == EINVAL && direct) return done;
         if (n <= 0) throw FileError(target, std::string("write failed: ") + (n < 0 ? std::strerror(errno) : "no space"));
-        bytes = bytes.subspan(static_cast<std::size_t>(n));
-        offset += static_cast<std::uint64_t>(n);
+        done += static_cast<std::size_t>(n);
     }
-    return true;
+    return done;
 }
 
 }  // namespace
@@ -45,14 +47,13 @@ void write_file_unbuffered(const fs::path& file, const fs::path& target, std::sp
     const std::size_t direct_bytes = aligned ? bytes.size() / kBlock * kBlock : 0;
     constexpr int kFlags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
     int fd = direct_bytes > 0 ? ::open(file.c_str(), kFlags | O_DIRECT, 0666) : -1;
-    bool direct = fd >= 0;
+    const bool direct = fd >= 0;
     if (fd < 0) fd = ::open(file.c_str(), kFlags, 0666);
     if (fd < 0) fail(target, "cannot open for writing: ", errno);
     try {
-        std::size_t done = 0;
-        if (direct && write_all(fd, target, bytes.first(direct_bytes), 0, true)) done = direct_bytes;
+        const std::size_t done = direct ? write_from(fd, target, bytes.first(direct_bytes), 0, true) : 0;
         if (direct && ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_DIRECT) != 0) fail(target, "cannot write: ", errno);
-        write_all(fd, target, bytes.subspan(done), done, false);
+        write_from(fd, target, bytes.subspan(done), done, false);
     } catch (...) {
         ::close(fd);
         throw;
