@@ -283,6 +283,27 @@ void reduce_chunk(const StorePlan& plan, std::size_t level, const Shape& index, 
     halve_block<T>(block, plan.channels, reinterpret_cast<const T*>(child_bytes), reinterpret_cast<T*>(parent_bytes));
 }
 
+// Channel `channel` of `voxels` interleaved voxels of `channels` values into a plane of its own.
+template <class Word>
+void take_channel_as(const std::uint8_t* interleaved, std::uint8_t* plane, std::size_t voxels, std::size_t channels, std::size_t channel) {
+    Word* to = reinterpret_cast<Word*>(plane);
+    const std::uint8_t* from = interleaved + channel * sizeof(Word);
+    const std::size_t step = channels * sizeof(Word);
+    for (std::size_t v = 0; v < voxels; ++v, from += step) std::memcpy(to + v, from, sizeof(Word));
+}
+
+void take_channel(const std::uint8_t* interleaved, std::uint8_t* plane, std::size_t voxels, std::size_t channels, std::size_t channel,
+                  std::size_t value_bytes) {
+    switch (value_bytes) {
+        case 1: return take_channel_as<std::uint8_t>(interleaved, plane, voxels, channels, channel);
+        case 2: return take_channel_as<std::uint16_t>(interleaved, plane, voxels, channels, channel);
+        case 4: return take_channel_as<std::uint32_t>(interleaved, plane, voxels, channels, channel);
+        case 8: return take_channel_as<std::uint64_t>(interleaved, plane, voxels, channels, channel);
+        default:
+            for (std::size_t v = 0; v < voxels; ++v) std::memcpy(plane + v * value_bytes, interleaved + (v * channels + channel) * value_bytes, value_bytes);
+    }
+}
+
 // Writes the chunks of a store and builds the coarser levels from them as they come: a finished
 // chunk of level l is reduced into its quarter (eighth) of a chunk of level l + 1, which is written
 // once all its parts are in.
@@ -366,10 +387,7 @@ private:
         plane.resize(channels > 1 ? voxels * value_bytes : 0);
         for (std::int64_t c = 0; c < channels; ++c) {
             const std::int64_t source = zarr_stored_channel(c, channels, plan_.bgr);
-            for (std::size_t v = 0; v < voxels && channels > 1; ++v) {
-                std::memcpy(plane.data() + v * value_bytes, pixels.data() + (v * static_cast<std::size_t>(channels) + static_cast<std::size_t>(source)) * value_bytes,
-                            value_bytes);
-            }
+            if (channels > 1) take_channel(pixels.data(), plane.data(), voxels, static_cast<std::size_t>(channels), static_cast<std::size_t>(source), value_bytes);
             const std::span<const std::uint8_t> raw = channels > 1 ? std::span<const std::uint8_t>(plane) : std::span<const std::uint8_t>(pixels);
             FileWriteQueue::Buffer encoded = queue_.take(encoded_bound(plan_.codec, raw.size()));
             const std::size_t size = encode_chunk(plan_.codec, plan_.codec_level, raw, value_bytes, encoded.span());
