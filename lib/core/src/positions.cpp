@@ -217,8 +217,14 @@ AffinePositions::AffinePositions(std::vector<double> theta, std::int64_t batch, 
                                     std::to_string(rank) + "x" + std::to_string(rank + 1) + " values, got " +
                                     std::to_string(theta_.size()) + " values");
     }
-    for (const std::int64_t extent : output_shape_) {
-        std::vector<double>& axis = base_.emplace_back(static_cast<std::size_t>(std::max<std::int64_t>(extent, 0)));
+    // An outer axis longer than any grid sampled whole (a size a caller is about to refuse) has no
+    // table: its rows compute their base coordinates.
+    constexpr std::int64_t kMostTabulated = std::int64_t{1} << 24;
+    for (std::size_t a = 0; a < output_shape_.size(); ++a) {
+        const std::int64_t extent = output_shape_[a];
+        std::vector<double>& axis = base_.emplace_back();
+        if (a + 1 < output_shape_.size() && extent > kMostTabulated) continue;
+        axis.resize(static_cast<std::size_t>(std::max<std::int64_t>(extent, 0)));
         with_base_coordinate(space_, align_corners_, extent, [&](auto base) {
             for (std::int64_t i = 0; i < extent; ++i) axis[static_cast<std::size_t>(i)] = base(i);
             return 0;
@@ -265,7 +271,12 @@ void AffinePositions::row_terms(std::int64_t n, const std::int64_t* outer, doubl
         double sum = matrix[k * columns + rank];
         for (std::int64_t j = 1; j < rank; ++j) {
             const std::int64_t axis = rank - 1 - j;  // position of base coordinate j in outer[]
-            sum += matrix[k * columns + j] * base_[static_cast<std::size_t>(axis)][static_cast<std::size_t>(outer[axis])];
+            const std::vector<double>& table = base_[static_cast<std::size_t>(axis)];
+            const std::int64_t index = outer[axis];
+            const double base = table.empty() ? with_base_coordinate(space_, align_corners_, output_shape_[static_cast<std::size_t>(axis)],
+                                                                     [index](auto coordinate) { return coordinate(index); })
+                                              : table[static_cast<std::size_t>(index)];
+            sum += matrix[k * columns + j] * base;
         }
         offset[k] = sum;
         slope[k] = matrix[k * columns];
