@@ -9,7 +9,6 @@
 #include <new>
 #include <string>
 
-#include "files/output_file.hpp"
 #include "gridwarp/io/atomic_file.hpp"
 #include "gridwarp/io/error.hpp"
 

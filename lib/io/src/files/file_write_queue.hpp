@@ -22,8 +22,8 @@ void write_file_unbuffered(const std::filesystem::path& file, const std::filesys
 
 // Files written one after another by a thread of the queue's while the threads that fill them go
 // on: a many-file output (a Zarr store's chunks) costs its producers neither the kernel's copy of
-// every byte into the page cache nor the wait for the disk. At most `buffers` files are held at
-// once; `take` waits for one to be written when they all are.
+// every byte into the page cache nor the wait for the disk. At most `buffers` files wait at once;
+// `write` waits for one to be written when they all do.
 class FileWriteQueue {
 public:
     struct FreeAligned {
@@ -62,7 +62,6 @@ private:
     std::condition_variable changed_;
     std::deque<Job> jobs_;
     std::vector<Buffer> free_;
-    std::size_t outstanding_ = 0;  // buffers taken and not yet written back
     std::size_t limit_;
     bool busy_ = false, stopping_ = false;
     std::exception_ptr failure_;
