@@ -126,14 +126,14 @@ void run_flow(const FlowCommand& command) {
         explanation.add("sampling", describe_sampling(options));
         explanation.add("anti-aliasing", antialias.explanation);
         if (tiles) {
-            const bool by_tiles = samples_by_tiles(*tiles, command.tiling, options, antialias, input.dtype(), positions);
+            const bool by_tiles = samples_by_tiles(*tiles, command.tiling, options, input.dtype(), positions);
             explanation.add("tiles", by_tiles ? "the output a tile at a time, within --working-memory" : "none: the input is read whole");
         }
         explanation.add("output", command.output.string() + ", size " + image_size_text(output_spatial));
         explanation.print();
         return;
     }
-    if (tiles && samples_by_tiles(*tiles, command.tiling, options, antialias, input.dtype(), positions)) {
+    if (tiles && samples_by_tiles(*tiles, command.tiling, options, input.dtype(), positions)) {
         sample_by_tiles(command.output, command.input.path, *tiles, description, to_write_options(command.volume, command.common), positions,
                         options, antialias, command.tiling, &progress);
         return;

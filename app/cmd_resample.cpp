@@ -312,7 +312,7 @@ void run_resample(const ResampleCommand& command) {
     description.pixels = Tensor(output_type, Shape{0});
     if (tiles) {
         if (!command.modulate && !by_volume && volumes == 1 &&
-            samples_by_tiles(*tiles, command.tiling, options, antialias, output_type, sampled_positions(0))) {
+            samples_by_tiles(*tiles, command.tiling, options, output_type, sampled_positions(0))) {
             sample_by_tiles(command.output, command.input.path, *tiles, description, to_write_options(command.volume, command.common),
                             sampled_positions(0), options, antialias, command.tiling, &progress);
             return;

@@ -214,7 +214,7 @@ void run_resize(const ResizeCommand& command) {
         if (antialias.filters && shrinks_onto_grid(options, input.dtype())) {
             return shrinks_by_tiles(*tiles, command.tiling, options, input.dtype(), output_spatial);
         }
-        return samples_by_tiles(*tiles, command.tiling, options, antialias, input.dtype(), positions);
+        return samples_by_tiles(*tiles, command.tiling, options, input.dtype(), positions);
     };
     if (command.sampling.explain) {
         Explanation explanation("resize");

@@ -91,7 +91,7 @@ bool passes_working_memory(const io::TileLayout& layout, const Shape& output_spa
 
 }  // namespace
 
-bool samples_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, const SampleOptions& options, const AntialiasPlan& antialias,
+bool samples_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, const SampleOptions& options,
                       DType output_type, const PositionSource& positions) {
     const Shape& output_spatial = positions.output_shape();
     const io::TileLayout& layout = tiles.layout();

@@ -37,7 +37,7 @@ std::unique_ptr<io::TileSource> open_input_tiles(const ImageArgument& input, con
 // the input and the output together pass --working-memory; and only where every point reads input
 // near its position (reads_near_positions), into the input's type. Under always (and --tiles, --resume) a sampling that cannot is refused
 // (std::invalid_argument saying why).
-bool samples_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, const SampleOptions& options, const AntialiasPlan& antialias,
+bool samples_by_tiles(const io::TileSource& tiles, const TilingFlags& flags, const SampleOptions& options,
                       DType output_type, const PositionSource& positions);
 
 // Samples the input at `positions` into `output` a tile at a time: each output tile reads the box

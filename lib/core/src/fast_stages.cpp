@@ -16,6 +16,11 @@ namespace HWY_NAMESPACE {
 
 #if HWY_TARGET != HWY_SSE4 || HWY_TARGET == HWY_STATIC_TARGET
 
+#if HWY_TARGET == HWY_STATIC_TARGET && HWY_TARGETS != HWY_STATIC_TARGET
+// The portable copy runs only where the processor has none of the other targets: -O2 compiles it
+// in a third of -O3's time (docs/performance.md, "Build"), where speed matters least.
+#pragma GCC optimize("O2")
+#endif
 #if HWY_TARGET == HWY_AVX3
 // 256-bit vectors on AVX-512 too: these loops gather a tap per lane, and the wider gathers made
 // the whole call slower (docs/performance.md, "Tuning choices").
