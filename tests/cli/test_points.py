@@ -428,6 +428,30 @@ class Jacobian(ObliqueReference):
         log = self.jacobian("log.nii.gz", "-t", self.path("warp.nii.gz"), "-t", self.path("affine.tfm"), "--log")
         np.testing.assert_allclose(log, np.log(expected), rtol=0, atol=2e-6)
 
+    def test_field_on_its_own_grid_at_every_voxel(self):
+        # One field on its own grid is differenced where its vectors lie, past the edge a zero vector:
+        # every voxel, the edges included, for float32 and float64 vectors.
+        index_to_lps = LPS @ FIELD_AFFINE[:3, :3]
+        for dtype in (np.float32, np.float64):
+            with self.subTest(dtype=dtype.__name__):
+                vectors = self.vectors.astype(dtype)
+                padded = np.pad(vectors.astype(np.float64), ((1, 1), (1, 1), (1, 1), (0, 0)))
+                jacobian = np.empty(vectors.shape[:3] + (3, 3))
+                for a in range(3):
+                    ahead, behind = [slice(1, -1)] * 3, [slice(1, -1)] * 3
+                    ahead[a], behind[a] = slice(2, None), slice(None, -2)
+                    jacobian[..., :, a] = index_to_lps[:, a] + (padded[tuple(ahead)] - padded[tuple(behind)]) / 2
+                expected = np.linalg.det(jacobian) / np.linalg.det(index_to_lps)
+                warp = nib.Nifti1Image(vectors[:, :, :, None, :], FIELD_AFFINE)
+                warp.header.set_intent("vector")
+                field, output = self.path(f"own_{dtype.__name__}.nii"), self.path(f"own_jdet_{dtype.__name__}.nii")
+                nib.save(warp, field)
+                result = run("jacobian", "-t", field, "-r", field, "-o", output, "-q")
+                self.assertEqual(result.returncode, 0, result.stderr)
+                got = np.asanyarray(nib.load(output).dataobj)
+                self.assertEqual(got.shape, vectors.shape[:3])
+                np.testing.assert_allclose(got, expected, rtol=1e-6, atol=0)
+
     def test_resample_modulate_multiplies_by_the_determinant(self):
         i, j, k = np.meshgrid(*[np.arange(n, dtype=np.float64) for n in (20, 16, 12)], indexing="ij")
         nib.save(nib.Nifti1Image((100 + 50 * np.sin(i / 4) * np.cos(j / 5) + k).astype(np.int16), FIELD_AFFINE), self.path("counts.nii.gz"))

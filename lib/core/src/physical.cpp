@@ -7,6 +7,7 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "gridwarp/flow.hpp"
 #include "gridwarp/grid_sample.hpp"
@@ -371,28 +372,59 @@ void write_chain_field_values(const std::vector<PointTransform>& steps, const Af
 
 // One line of write_field_values_by_sampling: column c's value is value0 + c * value_step + matrix
 // times its sampled vector, the vector taken as zero where the field index field0 + c * field_step
-// leaves [-0.5, high).
-template <std::size_t D, class Vector, class Component>
+// leaves [-0.5, high). The field index is monotonic in c, so the columns inside are one run, found
+// from both ends; the loop over a run has no branch, and with a column step the compiler knows
+// (`ColumnStride`) it is vectorized.
+template <std::size_t D, class Vector, class Component, class ColumnStride>
 void write_field_line(const Vector* vectors, std::int64_t vector_channel, std::int64_t columns, const double* value0,
                       const double* value_step, const double* field0, const double* field_step, const double* high,
-                      const double* matrix, Component* out, std::int64_t column_stride, std::int64_t component_stride) {
-    for (std::int64_t column = 0; column < columns; ++column) {
+                      const double* matrix, Component* out, ColumnStride column_stride, std::int64_t component_stride) {
+    const auto inside = [&](std::int64_t column) {
         const auto c = static_cast<double>(column);
-        bool inside = true;
+        bool within = true;
         for (std::size_t a = 0; a < D; ++a) {
             const double at = field0[a] + c * field_step[a];
-            inside &= (at >= -0.5) & (at < high[a]);
+            within &= (at >= -0.5) & (at < high[a]);
         }
-        double vector[D];
-        for (std::size_t k = 0; k < D; ++k) {
-            vector[k] = inside ? static_cast<double>(vectors[column + static_cast<std::int64_t>(k) * vector_channel]) : 0.0;
+        return within;
+    };
+    // Blocks of columns through double buffers: each of the three loops has one type in and one out,
+    // which the compiler vectorizes, where mixed float and double in one loop stay scalar.
+    constexpr std::int64_t kBlock = 64;
+    double m[D * D], v0[D], step[D];
+    std::copy_n(matrix, D * D, m);
+    std::copy_n(value0, D, v0);
+    std::copy_n(value_step, D, step);
+    const auto write_run = [&](std::int64_t begin, std::int64_t end, bool with_vectors) {
+        double vector[D][kBlock], value[D][kBlock];
+        for (std::int64_t block = begin; block < end; block += kBlock) {
+            const std::int64_t count = std::min(kBlock, end - block);
+            for (std::size_t k = 0; k < D; ++k) {
+                const Vector* component = vectors + block + static_cast<std::int64_t>(k) * vector_channel;
+                for (std::int64_t i = 0; i < count; ++i) vector[k][i] = with_vectors ? static_cast<double>(component[i]) : 0.0;
+            }
+            const auto block_column = static_cast<double>(block);
+            for (std::int64_t i = 0; i < count; ++i) {
+                // Exactly block + i; a 32-bit integer converts in a vector, a 64-bit one does not before AVX-512.
+                const double c = block_column + static_cast<double>(static_cast<std::int32_t>(i));
+                for (std::size_t k = 0; k < D; ++k) {
+                    double sum = v0[k] + c * step[k];
+                    for (std::size_t j = 0; j < D; ++j) sum += m[k * D + j] * vector[j][i];
+                    value[k][i] = sum;
+                }
+            }
+            for (std::size_t k = 0; k < D; ++k) {
+                Component* component = out + block * static_cast<std::int64_t>(column_stride) + static_cast<std::int64_t>(k) * component_stride;
+                for (std::int64_t i = 0; i < count; ++i) component[i * static_cast<std::int64_t>(column_stride)] = static_cast<Component>(value[k][i]);
+            }
         }
-        for (std::size_t k = 0; k < D; ++k) {
-            double value = value0[k] + c * value_step[k];
-            for (std::size_t j = 0; j < D; ++j) value += matrix[k * D + j] * vector[j];
-            out[column * column_stride + static_cast<std::int64_t>(k) * component_stride] = static_cast<Component>(value);
-        }
-    }
+    };
+    std::int64_t first = 0, last = columns;
+    while (first < columns && !inside(first)) ++first;
+    while (last > first && !inside(last - 1)) --last;
+    write_run(0, first, false);
+    write_run(first, last, true);
+    write_run(last, columns, false);
 }
 
 // A chain of affine maps around one linear displacement field (ANTs' warp and affine) on a 2-D or
@@ -519,13 +551,18 @@ bool write_field_values_by_sampling(const std::vector<PointTransform>& steps, co
             }
             const Vector* line_vectors = slab_vectors + line * columns;  // the slab is C-ordered
             Component* line_out = base + line_offset;
-            if (d == 3) {
-                write_field_line<3>(line_vectors, slab_channel, columns, value0, value_step, field0, field_step_of, high,
-                                    after_field.matrix.data(), line_out, out.strides[1 + d], out.strides[1]);
-            } else {
-                write_field_line<2>(line_vectors, slab_channel, columns, value0, value_step, field0, field_step_of, high,
-                                    after_field.matrix.data(), line_out, out.strides[1 + d], out.strides[1]);
-            }
+            const auto write_line = [&](auto dimension, auto column_stride) {
+                write_field_line<decltype(dimension)::value>(line_vectors, slab_channel, columns, value0, value_step, field0,
+                                                             field_step_of, high, after_field.matrix.data(), line_out,
+                                                             column_stride, out.strides[1]);
+            };
+            using Three = std::integral_constant<std::size_t, 3>;
+            using Two = std::integral_constant<std::size_t, 2>;
+            const bool contiguous = out.strides[1 + d] == 1;  // the layouts of ITK, MRtrix3 and SPM fields
+            if (d == 3 && contiguous) write_line(Three{}, std::integral_constant<std::int64_t, 1>{});
+            else if (d == 3) write_line(Three{}, out.strides[1 + d]);
+            else if (contiguous) write_line(Two{}, std::integral_constant<std::int64_t, 1>{});
+            else write_line(Two{}, out.strides[1 + d]);
         }
     };
     std::exception_ptr failure;  // an exception may not leave an OpenMP region
@@ -715,6 +752,46 @@ bool on_the_fields_grid(const DisplacementField& field, const AffineMap& index_t
 // chain_jacobian_determinant of one displacement field on its own grid: each voxel's mapped point
 // is its point plus its vector, so a derivative is the grid's step plus the central difference of
 // the stored vectors, read where they lie (one voxel past the edge the field displaces nothing).
+// One line of field_jacobian_determinant's 3-D case, the line's first and last voxels aside:
+// `row[k]` is component k's line, `ahead[a][k]` and `behind[a][k]` its neighbours along axis a = 1, 2
+// (a line of zeros past the edge). The same operations in the same order as the general case, on
+// blocks of columns copied into doubles, so that the compiler vectorizes both loops.
+template <class Component, class Value, class Step>
+void jacobian_line_interior_3d(const Component* const row[3], const Component* const ahead[3][3], const Component* const behind[3][3],
+                               Step step, std::int64_t columns, const double* grid_step, double grid_determinant,
+                               Value* out) {
+    constexpr std::int64_t kBlock = 64;
+    double along_x[3][kBlock + 2], ahead_y[3][kBlock], behind_y[3][kBlock], ahead_z[3][kBlock], behind_z[3][kBlock];
+    double by_index[kBlock];
+    const std::int64_t element_step = step;
+    for (std::int64_t begin = 1; begin + 1 < columns; begin += kBlock) {
+        const std::int64_t count = std::min(kBlock, columns - 1 - begin);
+        for (std::size_t k = 0; k < 3; ++k) {
+            const Component* x = row[k] + (begin - 1) * element_step;
+            for (std::int64_t i = 0; i < count + 2; ++i) along_x[k][i] = static_cast<double>(x[i * element_step]);
+            const std::int64_t at = begin * element_step;
+            const Component *y_ahead = ahead[1][k] + at, *y_behind = behind[1][k] + at;
+            const Component *z_ahead = ahead[2][k] + at, *z_behind = behind[2][k] + at;
+            for (std::int64_t i = 0; i < count; ++i) {
+                ahead_y[k][i] = static_cast<double>(y_ahead[i * element_step]);
+                behind_y[k][i] = static_cast<double>(y_behind[i * element_step]);
+                ahead_z[k][i] = static_cast<double>(z_ahead[i * element_step]);
+                behind_z[k][i] = static_cast<double>(z_behind[i * element_step]);
+            }
+        }
+        for (std::int64_t i = 0; i < count; ++i) {
+            double m[9];
+            for (std::size_t k = 0; k < 3; ++k) {
+                m[k * 3 + 0] = grid_step[k * 3 + 0] + (along_x[k][i + 2] - along_x[k][i]) / 2.0;
+                m[k * 3 + 1] = grid_step[k * 3 + 1] + (ahead_y[k][i] - behind_y[k][i]) / 2.0;
+                m[k * 3 + 2] = grid_step[k * 3 + 2] + (ahead_z[k][i] - behind_z[k][i]) / 2.0;
+            }
+            by_index[i] = m[0] * (m[4] * m[8] - m[5] * m[7]) - m[1] * (m[3] * m[8] - m[5] * m[6]) + m[2] * (m[3] * m[7] - m[4] * m[6]);
+        }
+        for (std::int64_t i = 0; i < count; ++i) out[begin + i] = static_cast<Value>(by_index[i] / grid_determinant);
+    }
+}
+
 template <class Component, class Value>
 void field_jacobian_determinant(const ConstTensorView& vectors, const AffineMap& index_to_point, const Shape& shape,
                                 double grid_determinant, Value* out, int threads) {
@@ -730,6 +807,8 @@ void field_jacobian_determinant(const ConstTensorView& vectors, const AffineMap&
     const std::int64_t columns = extent[0];
     std::int64_t lines = 1;
     for (std::size_t a = 1; a < d; ++a) lines *= extent[a];
+    // Read with a line's own stride in place of a neighbour past the edge: every element zero.
+    const std::vector<Component> zero_line(static_cast<std::size_t>(columns * std::max<std::int64_t>(stride[0], 1)), Component(0));
 #pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads()) if (lines * columns > 4096)
     for (std::int64_t line = 0; line < lines; ++line) {
         std::int64_t index[3] = {0, 0, 0};
@@ -739,7 +818,28 @@ void field_jacobian_determinant(const ConstTensorView& vectors, const AffineMap&
             rest /= extent[a];
             line_offset += index[a] * stride[a];
         }
+        const bool interior_by_lines = d == 3 && columns > 2 && stride[0] > 0;
+        if (interior_by_lines) {
+            const Component* row[3];
+            const Component* ahead[3][3];
+            const Component* behind[3][3];
+            const Component* zeros = zero_line.data();
+            for (std::size_t k = 0; k < 3; ++k) {
+                row[k] = base + line_offset + static_cast<std::int64_t>(k) * component_stride;
+                for (std::size_t a = 1; a < 3; ++a) {
+                    ahead[a][k] = index[a] + 1 < extent[a] ? row[k] + stride[a] : zeros;
+                    behind[a][k] = index[a] > 0 ? row[k] - stride[a] : zeros;
+                }
+            }
+            if (stride[0] == 1) {  // a step the compiler knows: the loop is vectorized
+                jacobian_line_interior_3d(row, ahead, behind, std::integral_constant<std::int64_t, 1>{}, columns, grid_step,
+                                          grid_determinant, out + line * columns);
+            } else {
+                jacobian_line_interior_3d(row, ahead, behind, stride[0], columns, grid_step, grid_determinant, out + line * columns);
+            }
+        }
         for (std::int64_t column = 0; column < columns; ++column) {
+            if (interior_by_lines && column == 1) column = columns - 1;
             index[0] = column;
             const std::int64_t offset = line_offset + column * stride[0];
             double by_index[9];
