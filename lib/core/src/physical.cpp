@@ -7,7 +7,6 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 #include "gridwarp/flow.hpp"
 #include "gridwarp/grid_sample.hpp"
@@ -370,15 +369,55 @@ void write_chain_field_values(const std::vector<PointTransform>& steps, const Af
     }
 }
 
+// The loops of write_field_line and jacobian_line_interior_3d, each of one type in and one out,
+// which the compiler vectorizes (with float and double mixed in one loop it does not). Each is
+// compiled once per type, not inlined into every instantiation of its callers. Conversions to and
+// from doubles of `count` elements `step` apart; the contiguous case is written apart, its step
+// known.
+constexpr std::int64_t kLineBlock = 64;
+
+template <class T>
+void to_doubles(const T* from, std::int64_t step, std::int64_t count, double* to) {
+    if (step == 1) {
+        for (std::int64_t i = 0; i < count; ++i) to[i] = static_cast<double>(from[i]);
+    } else {
+        for (std::int64_t i = 0; i < count; ++i) to[i] = static_cast<double>(from[i * step]);
+    }
+}
+
+template <class T>
+void from_doubles(const double* from, std::int64_t count, T* to, std::int64_t step) {
+    if (step == 1) {
+        for (std::int64_t i = 0; i < count; ++i) to[i] = static_cast<T>(from[i]);
+    } else {
+        for (std::int64_t i = 0; i < count; ++i) to[i * step] = static_cast<T>(from[i]);
+    }
+}
+
+// value[k][i] = value0[k] + (first_column + i) * value_step[k] + sum over j of matrix[k][j] * vector[j][i].
+template <std::size_t D>
+[[gnu::noinline]] void field_values_of_block(const double (*vector)[kLineBlock], std::int64_t count, double first_column,
+                                             const double* value0, const double* value_step, const double* matrix,
+                                             double (*value)[kLineBlock]) {
+    for (std::int64_t i = 0; i < count; ++i) {
+        // Exactly first_column + i; a 32-bit integer converts in a vector, a 64-bit one does not before AVX-512.
+        const double c = first_column + static_cast<double>(static_cast<std::int32_t>(i));
+        for (std::size_t k = 0; k < D; ++k) {
+            double sum = value0[k] + c * value_step[k];
+            for (std::size_t j = 0; j < D; ++j) sum += matrix[k * D + j] * vector[j][i];
+            value[k][i] = sum;
+        }
+    }
+}
+
 // One line of write_field_values_by_sampling: column c's value is value0 + c * value_step + matrix
 // times its sampled vector, the vector taken as zero where the field index field0 + c * field_step
 // leaves [-0.5, high). The field index is monotonic in c, so the columns inside are one run, found
-// from both ends; the loop over a run has no branch, and with a column step the compiler knows
-// (`ColumnStride`) it is vectorized.
-template <std::size_t D, class Vector, class Component, class ColumnStride>
+// from both ends; the loops over a run have no branch.
+template <std::size_t D, class Vector, class Component>
 void write_field_line(const Vector* vectors, std::int64_t vector_channel, std::int64_t columns, const double* value0,
                       const double* value_step, const double* field0, const double* field_step, const double* high,
-                      const double* matrix, Component* out, ColumnStride column_stride, std::int64_t component_stride) {
+                      const double* matrix, Component* out, std::int64_t column_stride, std::int64_t component_stride) {
     const auto inside = [&](std::int64_t column) {
         const auto c = static_cast<double>(column);
         bool within = true;
@@ -388,34 +427,21 @@ void write_field_line(const Vector* vectors, std::int64_t vector_channel, std::i
         }
         return within;
     };
-    // Blocks of columns through double buffers: each of the three loops has one type in and one out,
-    // which the compiler vectorizes, where mixed float and double in one loop stay scalar.
-    constexpr std::int64_t kBlock = 64;
     double m[D * D], v0[D], step[D];
     std::copy_n(matrix, D * D, m);
     std::copy_n(value0, D, v0);
     std::copy_n(value_step, D, step);
     const auto write_run = [&](std::int64_t begin, std::int64_t end, bool with_vectors) {
-        double vector[D][kBlock], value[D][kBlock];
-        for (std::int64_t block = begin; block < end; block += kBlock) {
-            const std::int64_t count = std::min(kBlock, end - block);
+        double vector[D][kLineBlock], value[D][kLineBlock];
+        for (std::int64_t block = begin; block < end; block += kLineBlock) {
+            const std::int64_t count = std::min(kLineBlock, end - block);
             for (std::size_t k = 0; k < D; ++k) {
-                const Vector* component = vectors + block + static_cast<std::int64_t>(k) * vector_channel;
-                for (std::int64_t i = 0; i < count; ++i) vector[k][i] = with_vectors ? static_cast<double>(component[i]) : 0.0;
+                if (with_vectors) to_doubles(vectors + block + static_cast<std::int64_t>(k) * vector_channel, 1, count, vector[k]);
+                else std::fill_n(vector[k], count, 0.0);
             }
-            const auto block_column = static_cast<double>(block);
-            for (std::int64_t i = 0; i < count; ++i) {
-                // Exactly block + i; a 32-bit integer converts in a vector, a 64-bit one does not before AVX-512.
-                const double c = block_column + static_cast<double>(static_cast<std::int32_t>(i));
-                for (std::size_t k = 0; k < D; ++k) {
-                    double sum = v0[k] + c * step[k];
-                    for (std::size_t j = 0; j < D; ++j) sum += m[k * D + j] * vector[j][i];
-                    value[k][i] = sum;
-                }
-            }
+            field_values_of_block<D>(vector, count, static_cast<double>(block), v0, step, m, value);
             for (std::size_t k = 0; k < D; ++k) {
-                Component* component = out + block * static_cast<std::int64_t>(column_stride) + static_cast<std::int64_t>(k) * component_stride;
-                for (std::int64_t i = 0; i < count; ++i) component[i * static_cast<std::int64_t>(column_stride)] = static_cast<Component>(value[k][i]);
+                from_doubles(value[k], count, out + block * column_stride + static_cast<std::int64_t>(k) * component_stride, column_stride);
             }
         }
     };
@@ -551,18 +577,13 @@ bool write_field_values_by_sampling(const std::vector<PointTransform>& steps, co
             }
             const Vector* line_vectors = slab_vectors + line * columns;  // the slab is C-ordered
             Component* line_out = base + line_offset;
-            const auto write_line = [&](auto dimension, auto column_stride) {
-                write_field_line<decltype(dimension)::value>(line_vectors, slab_channel, columns, value0, value_step, field0,
-                                                             field_step_of, high, after_field.matrix.data(), line_out,
-                                                             column_stride, out.strides[1]);
-            };
-            using Three = std::integral_constant<std::size_t, 3>;
-            using Two = std::integral_constant<std::size_t, 2>;
-            const bool contiguous = out.strides[1 + d] == 1;  // the layouts of ITK, MRtrix3 and SPM fields
-            if (d == 3 && contiguous) write_line(Three{}, std::integral_constant<std::int64_t, 1>{});
-            else if (d == 3) write_line(Three{}, out.strides[1 + d]);
-            else if (contiguous) write_line(Two{}, std::integral_constant<std::int64_t, 1>{});
-            else write_line(Two{}, out.strides[1 + d]);
+            if (d == 3) {
+                write_field_line<3>(line_vectors, slab_channel, columns, value0, value_step, field0, field_step_of, high,
+                                    after_field.matrix.data(), line_out, out.strides[1 + d], out.strides[1]);
+            } else {
+                write_field_line<2>(line_vectors, slab_channel, columns, value0, value_step, field0, field_step_of, high,
+                                    after_field.matrix.data(), line_out, out.strides[1 + d], out.strides[1]);
+            }
         }
     };
     std::exception_ptr failure;  // an exception may not leave an OpenMP region
@@ -752,43 +773,46 @@ bool on_the_fields_grid(const DisplacementField& field, const AffineMap& index_t
 // chain_jacobian_determinant of one displacement field on its own grid: each voxel's mapped point
 // is its point plus its vector, so a derivative is the grid's step plus the central difference of
 // the stored vectors, read where they lie (one voxel past the edge the field displaces nothing).
+// determinant[i] of the 3 x 3 matrix whose row k is grid_step's row k plus the central differences
+// (along_x[k][i + 2] - along_x[k][i]) / 2, (ahead_y - behind_y)[k][i] / 2, (ahead_z - behind_z)[k][i] / 2,
+// divided by grid_determinant.
+[[gnu::noinline]] void jacobian_determinants_of_block(const double (*along_x)[kLineBlock + 2], const double (*ahead_y)[kLineBlock],
+                                                      const double (*behind_y)[kLineBlock], const double (*ahead_z)[kLineBlock],
+                                                      const double (*behind_z)[kLineBlock], std::int64_t count, const double* grid_step,
+                                                      double grid_determinant, double* determinants) {
+    for (std::int64_t i = 0; i < count; ++i) {
+        double m[9];
+        for (std::size_t k = 0; k < 3; ++k) {
+            m[k * 3 + 0] = grid_step[k * 3 + 0] + (along_x[k][i + 2] - along_x[k][i]) / 2.0;
+            m[k * 3 + 1] = grid_step[k * 3 + 1] + (ahead_y[k][i] - behind_y[k][i]) / 2.0;
+            m[k * 3 + 2] = grid_step[k * 3 + 2] + (ahead_z[k][i] - behind_z[k][i]) / 2.0;
+        }
+        determinants[i] = m[0] * (m[4] * m[8] - m[5] * m[7]) - m[1] * (m[3] * m[8] - m[5] * m[6]) + m[2] * (m[3] * m[7] - m[4] * m[6]);
+    }
+    for (std::int64_t i = 0; i < count; ++i) determinants[i] /= grid_determinant;
+}
+
 // One line of field_jacobian_determinant's 3-D case, the line's first and last voxels aside:
 // `row[k]` is component k's line, `ahead[a][k]` and `behind[a][k]` its neighbours along axis a = 1, 2
 // (a line of zeros past the edge). The same operations in the same order as the general case, on
-// blocks of columns copied into doubles, so that the compiler vectorizes both loops.
-template <class Component, class Value, class Step>
+// blocks of columns copied into doubles.
+template <class Component, class Value>
 void jacobian_line_interior_3d(const Component* const row[3], const Component* const ahead[3][3], const Component* const behind[3][3],
-                               Step step, std::int64_t columns, const double* grid_step, double grid_determinant,
+                               std::int64_t step, std::int64_t columns, const double* grid_step, double grid_determinant,
                                Value* out) {
-    constexpr std::int64_t kBlock = 64;
-    double along_x[3][kBlock + 2], ahead_y[3][kBlock], behind_y[3][kBlock], ahead_z[3][kBlock], behind_z[3][kBlock];
-    double by_index[kBlock];
-    const std::int64_t element_step = step;
-    for (std::int64_t begin = 1; begin + 1 < columns; begin += kBlock) {
-        const std::int64_t count = std::min(kBlock, columns - 1 - begin);
+    double along_x[3][kLineBlock + 2], ahead_y[3][kLineBlock], behind_y[3][kLineBlock], ahead_z[3][kLineBlock], behind_z[3][kLineBlock];
+    double determinants[kLineBlock];
+    for (std::int64_t begin = 1; begin + 1 < columns; begin += kLineBlock) {
+        const std::int64_t count = std::min(kLineBlock, columns - 1 - begin), at = begin * step;
         for (std::size_t k = 0; k < 3; ++k) {
-            const Component* x = row[k] + (begin - 1) * element_step;
-            for (std::int64_t i = 0; i < count + 2; ++i) along_x[k][i] = static_cast<double>(x[i * element_step]);
-            const std::int64_t at = begin * element_step;
-            const Component *y_ahead = ahead[1][k] + at, *y_behind = behind[1][k] + at;
-            const Component *z_ahead = ahead[2][k] + at, *z_behind = behind[2][k] + at;
-            for (std::int64_t i = 0; i < count; ++i) {
-                ahead_y[k][i] = static_cast<double>(y_ahead[i * element_step]);
-                behind_y[k][i] = static_cast<double>(y_behind[i * element_step]);
-                ahead_z[k][i] = static_cast<double>(z_ahead[i * element_step]);
-                behind_z[k][i] = static_cast<double>(z_behind[i * element_step]);
-            }
+            to_doubles(row[k] + at - step, step, count + 2, along_x[k]);
+            to_doubles(ahead[1][k] + at, step, count, ahead_y[k]);
+            to_doubles(behind[1][k] + at, step, count, behind_y[k]);
+            to_doubles(ahead[2][k] + at, step, count, ahead_z[k]);
+            to_doubles(behind[2][k] + at, step, count, behind_z[k]);
         }
-        for (std::int64_t i = 0; i < count; ++i) {
-            double m[9];
-            for (std::size_t k = 0; k < 3; ++k) {
-                m[k * 3 + 0] = grid_step[k * 3 + 0] + (along_x[k][i + 2] - along_x[k][i]) / 2.0;
-                m[k * 3 + 1] = grid_step[k * 3 + 1] + (ahead_y[k][i] - behind_y[k][i]) / 2.0;
-                m[k * 3 + 2] = grid_step[k * 3 + 2] + (ahead_z[k][i] - behind_z[k][i]) / 2.0;
-            }
-            by_index[i] = m[0] * (m[4] * m[8] - m[5] * m[7]) - m[1] * (m[3] * m[8] - m[5] * m[6]) + m[2] * (m[3] * m[7] - m[4] * m[6]);
-        }
-        for (std::int64_t i = 0; i < count; ++i) out[begin + i] = static_cast<Value>(by_index[i] / grid_determinant);
+        jacobian_determinants_of_block(along_x, ahead_y, behind_y, ahead_z, behind_z, count, grid_step, grid_determinant, determinants);
+        from_doubles(determinants, count, out + begin, 1);
     }
 }
 
@@ -831,12 +855,7 @@ void field_jacobian_determinant(const ConstTensorView& vectors, const AffineMap&
                     behind[a][k] = index[a] > 0 ? row[k] - stride[a] : zeros;
                 }
             }
-            if (stride[0] == 1) {  // a step the compiler knows: the loop is vectorized
-                jacobian_line_interior_3d(row, ahead, behind, std::integral_constant<std::int64_t, 1>{}, columns, grid_step,
-                                          grid_determinant, out + line * columns);
-            } else {
-                jacobian_line_interior_3d(row, ahead, behind, stride[0], columns, grid_step, grid_determinant, out + line * columns);
-            }
+            jacobian_line_interior_3d(row, ahead, behind, stride[0], columns, grid_step, grid_determinant, out + line * columns);
         }
         for (std::int64_t column = 0; column < columns; ++column) {
             if (interior_by_lines && column == 1) column = columns - 1;
