@@ -8,6 +8,11 @@ clusters are started before the clock; each run writes a fresh store. Runs alter
 two clusters --runs times after a warm-up; the table gives medians and output pixels per second per
 worker, and the ratio of the two (1.00: two workers each as fast as one alone).
 
+With --pin-workers, worker k runs on core k (every thread of its process, gridwarp's file writer
+among them): "per core" then means one core per worker, where otherwise a lone worker of one
+thread also takes the idle cores for its writing and Dask's own threads. The scheduler and the
+client are not pinned.
+
     PYTHONPATH=build/python /usr/bin/python3 tests/bench/bench_dask.py [--size 12000] [--runs 5]
 """
 import argparse
@@ -24,11 +29,19 @@ from dask.distributed import Client, LocalCluster
 import gridwarp.dask
 
 
+def pin_to_core(core):
+    """Every thread of this process on `core`; threads started later inherit it."""
+    for thread in os.listdir("/proc/self/task"):
+        os.sched_setaffinity(int(thread), {core})
+    return core
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=12000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--shares-per-worker", type=int, default=0, help="0: gridwarp.dask's default")
+    parser.add_argument("--pin-workers", action="store_true", help="worker k's process on core k alone")
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="gridwarp-bench-dask-")
     try:
@@ -47,7 +60,11 @@ def main():
         clusters = {}
         for workers in 1, 2:
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
-            clusters[workers] = (cluster, Client(cluster))
+            client = Client(cluster)
+            if args.pin_workers:
+                for core, address in enumerate(sorted(client.scheduler_info()["workers"])):
+                    client.run(pin_to_core, core % os.cpu_count(), workers=[address])
+            clusters[workers] = (cluster, client)
         times = {1: [], 2: []}
         for run in range(args.runs + 1):
             for workers, (_, client) in clusters.items():
@@ -67,7 +84,8 @@ def main():
         print("|---|---|---|---|")
         for w, t in times.items():
             print(f"| {w} | {statistics.median(t):.2f} | {min(t):.2f} | {per_worker[w] / 1e6:.1f} |")
-        print(f"\nthroughput per worker, 2 workers / 1 worker: {per_worker[2] / per_worker[1]:.2f} ({size}^2 RGB, {os.cpu_count()} cores)")
+        pinned = ", each worker on a core of its own" if args.pin_workers else ""
+        print(f"\nthroughput per worker, 2 workers / 1 worker: {per_worker[2] / per_worker[1]:.2f} ({size}^2 RGB, {os.cpu_count()} cores{pinned})")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
