@@ -69,7 +69,7 @@ std::unique_ptr<io::TileSource> open_input_tiles(const ImageArgument& input, con
     if (!tiles && always && std::filesystem::exists(input.path, error)) {
         throw std::invalid_argument(required + ": " + input.string() +
                                     " is not read by tiles (an OME-Zarr store; an uncompressed .nii of one scalar image, values unscaled; or a "
-                                    "TIFF of one page, 8 bits or wider, samples together, no orientation to apply)");
+                                    "TIFF of one page, 8 bits or wider, no orientation to apply)");
     }
     if (tiles && flags.working_memory < (std::uint64_t{16} << 20)) {
         throw std::invalid_argument("--working-memory: at least 16M, got " + std::to_string(flags.working_memory));

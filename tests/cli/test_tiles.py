@@ -77,6 +77,13 @@ class ByTiles(FolderTestCase):
         tifffile.imwrite(cls.path("float32.tif"), cls.inputs["float32"], tile=(256, 256), compression="zlib")
         tifffile.imwrite(cls.path("rgba.tif"), cls.inputs["rgba"], tile=(128, 128), photometric="rgb", extrasamples=[2])
         tifffile.imwrite(cls.path("strips.tif"), rgb, rowsperstrip=16, photometric="rgb")
+        # Samples in planes (PlanarConfiguration 2), tiled and in strips, and the same pixels together.
+        tifffile.imwrite(cls.path("planar.tif"), np.moveaxis(rgb, -1, 0), tile=(256, 256), compression="zlib", photometric="rgb",
+                         planarconfig="separate")
+        rgb16 = rgb.astype(np.uint16) * 257 + RNG.integers(0, 200, rgb.shape, dtype=np.uint16)
+        tifffile.imwrite(cls.path("planar16_strips.tif"), np.moveaxis(rgb16, -1, 0), rowsperstrip=40, photometric="rgb",
+                         planarconfig="separate")
+        tifffile.imwrite(cls.path("rgb16.tif"), rgb16, rowsperstrip=40, photometric="rgb")
         np.savetxt(cls.path("theta.txt"), [[0.9, -0.2, 0.1], [0.25, 1.1, -0.05]])
         np.savetxt(cls.path("matrix.txt"), [[1.2, 0.3, -50], [-0.2, 0.8, 40]])
 
@@ -98,6 +105,17 @@ class ByTiles(FolderTestCase):
                 with self.subTest(source=source, options=" ".join(options)):
                     tiled = self.warp(f"{source}.tif", "tiled.tif", *options)
                     whole = self.warp(f"{source}.tif", "whole.tif", *options, by_tiles="never")
+                    self.assertTrue(same_values(tiled, whole))
+
+    def test_samples_in_planes_by_tiles_equal_the_samples_together(self):
+        # A page whose samples are stored a plane each is read by tiles (--by-tiles always refuses
+        # what cannot be), each tile's planes set side by side: the same pixels as stored together.
+        for planar, together in ("planar.tif", "rgb.tif"), ("planar16_strips.tif", "rgb16.tif"):
+            for options in [["--rotate", "33", "--mode", "cubic"], ["--matrix", self.path("matrix.txt"), "--mode", "lanczos"]]:
+                with self.subTest(source=planar, options=" ".join(options)):
+                    tiled = self.warp(planar, "tiled.tif", *options)
+                    whole = self.warp(together, "whole.tif", *options, by_tiles="never")
+                    self.assertEqual(tiled.shape[2], 3)
                     self.assertTrue(same_values(tiled, whole))
 
     def test_resize_by_tiles_equals_the_whole_input_in_memory(self):
@@ -286,19 +304,22 @@ class ByTiles(FolderTestCase):
         self.assertIn("not written by tiles", result.stderr)
 
     def test_a_damaged_tile_is_refused_without_output(self):
-        damaged = self.path("damaged.tif")
-        with open(self.path("rgb.tif"), "rb") as f:
-            data = bytearray(f.read())
-        with tifffile.TiffFile(self.path("rgb.tif")) as tif:
-            offset = tif.pages[0].dataoffsets[7]
-        data[offset:offset + 64] = b"\xff" * 64
-        with open(damaged, "wb") as f:
-            f.write(data)
-        result = run("affine", "-i", damaged, "-o", self.path("from_damaged.tif"), "--rotate", "3", "--by-tiles", "always")
-        self.assertNotEqual(result.returncode, 0)
-        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
-        self.assertIn("damaged.tif", result.stderr)
-        self.assertFalse(os.path.exists(self.path("from_damaged.tif")))
+        # A tile of samples together, and one plane of a page stored in planes (its last plane's tile).
+        for source, tile in ("rgb.tif", 7), ("planar.tif", -3):
+            with self.subTest(source=source):
+                damaged = self.path("damaged.tif")
+                with open(self.path(source), "rb") as f:
+                    data = bytearray(f.read())
+                with tifffile.TiffFile(self.path(source)) as tif:
+                    offset = tif.pages[0].dataoffsets[tile]
+                data[offset:offset + 64] = b"\xff" * 64
+                with open(damaged, "wb") as f:
+                    f.write(data)
+                result = run("affine", "-i", damaged, "-o", self.path("from_damaged.tif"), "--rotate", "3", "--by-tiles", "always")
+                self.assertNotEqual(result.returncode, 0)
+                self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+                self.assertIn("damaged.tif", result.stderr)
+                self.assertFalse(os.path.exists(self.path("from_damaged.tif")))
 
 
 class LargerThanMemory(FolderTestCase):

@@ -874,6 +874,24 @@ struct TilePageHandle {
     TiffHandle handle;
 };
 
+template <class T>
+void interleave_sample_of(const std::uint8_t* plane, std::size_t pixels, std::uint16_t sample, std::uint16_t samples, std::uint8_t* out) {
+    const auto* from = reinterpret_cast<const T*>(plane);
+    auto* to = reinterpret_cast<T*>(out) + sample;
+    for (std::size_t i = 0; i < pixels; ++i) to[i * samples] = from[i];
+}
+
+// Sets one sample's plane of `pixels` values among the pixels' samples in `out` (PlanarConfiguration 2).
+void interleave_sample(const std::uint8_t* plane, std::size_t pixels, std::size_t sample_bytes, std::uint16_t sample,
+                       std::uint16_t samples, std::uint8_t* out) {
+    switch (sample_bytes) {
+        case 1: interleave_sample_of<std::uint8_t>(plane, pixels, sample, samples, out); break;
+        case 2: interleave_sample_of<std::uint16_t>(plane, pixels, sample, samples, out); break;
+        case 4: interleave_sample_of<std::uint32_t>(plane, pixels, sample, samples, out); break;
+        default: interleave_sample_of<std::uint64_t>(plane, pixels, sample, samples, out); break;
+    }
+}
+
 class TiffTileSource final : public TileSource {
 public:
     TiffTileSource(fs::path file, const PageLayout& page, std::uint64_t max_allocation, std::optional<Geometry> geometry,
@@ -906,31 +924,19 @@ public:
 
     void read_tile(const Shape& index, std::uint8_t* out) const override {
         std::unique_ptr<TilePageHandle> open = take_handle();
-        TIFF* tif = open->handle.tif;
         const auto y0 = static_cast<std::uint32_t>(index[0] * layout_.tile[0]), x0 = static_cast<std::uint32_t>(index[1] * layout_.tile[1]);
         const auto tile_pixels = static_cast<std::size_t>(layout_.tile[0] * layout_.tile[1]);
-        const std::size_t stored_bytes = tile_pixels * page_.samples * page_.sample_bytes();
-        open->report.error.clear();
-        open->report.decoding_warning.clear();
-        open->report.decoding = true;
-        tmsize_t got = 0, need = 0;
-        if (page_.tiled) {
-            need = static_cast<tmsize_t>(stored_bytes);
-            got = TIFFReadEncodedTile(tif, TIFFComputeTile(tif, x0, y0, 0, 0), out, need);
-        } else {  // a strip: the rows left at the bottom, the rest of the tile zero
-            const std::uint32_t rows = std::min<std::uint32_t>(page_.chunk_height, page_.height - y0);
-            need = static_cast<tmsize_t>(std::size_t{rows} * page_.width * page_.samples * page_.sample_bytes());
-            got = TIFFReadEncodedStrip(tif, TIFFComputeStrip(tif, y0, 0), out, need);
-            std::memset(out + need, 0, stored_bytes - static_cast<std::size_t>(need));
-        }
-        open->report.decoding = false;
         const std::string where = "tile at row " + std::to_string(y0) + ", column " + std::to_string(x0);
-        if (got < need) {
-            throw FileError(file_, "cannot read the TIFF: its " + where + " is truncated or corrupt" +
-                                       (open->report.error.empty() ? "" : " (" + open->report.error + ")"));
-        }
-        if (!open->report.decoding_warning.empty()) {
-            throw FileError(file_, "cannot read the TIFF: its " + where + " is damaged (libtiff: " + open->report.decoding_warning + ")");
+        if (page_.planar == PLANARCONFIG_SEPARATE) {
+            // Each sample's plane decoded on its own, then set among the pixels' other samples.
+            const std::size_t sample_bytes = page_.sample_bytes();
+            std::vector<std::uint8_t> plane(tile_pixels * sample_bytes);
+            for (std::uint16_t sample = 0; sample < page_.samples; ++sample) {
+                decode_chunk(*open, x0, y0, sample, plane.data(), tile_pixels * sample_bytes, where);
+                interleave_sample(plane.data(), tile_pixels, sample_bytes, sample, page_.samples, out);
+            }
+        } else {
+            decode_chunk(*open, x0, y0, 0, out, tile_pixels * page_.samples * page_.sample_bytes(), where);
         }
         present_pixels(page_, out, tile_pixels);
         adopt(std::move(open));
@@ -948,6 +954,34 @@ public:
     }
 
 private:
+    // Decodes the tile, or the strip, at (x0, y0) of `plane` into `out` (`tile_bytes`: the rows of a
+    // strip past the page's bottom are zeros).
+    void decode_chunk(TilePageHandle& open, std::uint32_t x0, std::uint32_t y0, std::uint16_t plane, std::uint8_t* out,
+                      std::size_t tile_bytes, const std::string& where) const {
+        TIFF* tif = open.handle.tif;
+        open.report.error.clear();
+        open.report.decoding_warning.clear();
+        open.report.decoding = true;
+        tmsize_t got = 0, need = 0;
+        if (page_.tiled) {
+            need = static_cast<tmsize_t>(tile_bytes);
+            got = TIFFReadEncodedTile(tif, TIFFComputeTile(tif, x0, y0, 0, plane), out, need);
+        } else {
+            const std::uint32_t rows = std::min<std::uint32_t>(page_.chunk_height, page_.height - y0);
+            need = static_cast<tmsize_t>(tile_bytes / page_.chunk_height * rows);
+            got = TIFFReadEncodedStrip(tif, TIFFComputeStrip(tif, y0, plane), out, need);
+            std::memset(out + need, 0, tile_bytes - static_cast<std::size_t>(need));
+        }
+        open.report.decoding = false;
+        if (got < need) {
+            throw FileError(file_, "cannot read the TIFF: its " + where + " is truncated or corrupt" +
+                                       (open.report.error.empty() ? "" : " (" + open.report.error + ")"));
+        }
+        if (!open.report.decoding_warning.empty()) {
+            throw FileError(file_, "cannot read the TIFF: its " + where + " is damaged (libtiff: " + open.report.decoding_warning + ")");
+        }
+    }
+
     std::unique_ptr<TilePageHandle> take_handle() const {
         {
             const std::lock_guard lock(mutex_);
@@ -986,8 +1020,12 @@ std::unique_ptr<TileSource> open_tiff_tiles(const fs::path& file, const ReadOpti
     TIFF* tif = first->handle.tif;
     if (is_reduced_resolution(tif)) return nullptr;
     const auto page = page_layout(tif);
-    // The forms read_tiff gives as decoded, sample for sample: bytes and wider, contiguous, one page.
-    if (!page || page->bits < 8 || page->planar != PLANARCONFIG_CONTIG) return nullptr;
+    // The forms read_tiff gives as decoded, sample for sample: bytes and wider, one page; samples
+    // together or in planes (not JPEG's YCbCr, which libtiff turns into RGB only when together).
+    std::uint16_t photometric = 0;
+    TIFFGetFieldDefaulted(tif, TIFFTAG_PHOTOMETRIC, &photometric);
+    if (!page || page->bits < 8) return nullptr;
+    if (page->planar != PLANARCONFIG_CONTIG && (page->planar != PLANARCONFIG_SEPARATE || photometric == PHOTOMETRIC_YCBCR)) return nullptr;
     if (!options.keep_orientation && page->orientation > 1) return nullptr;
     const std::uint64_t chunk_bytes = page->tiled ? TIFFTileSize64(tif) : TIFFStripSize64(tif);
     const std::uint64_t tile_bytes = std::uint64_t{page->chunk_width} * page->chunk_height * static_cast<std::uint64_t>(page->channels) *
