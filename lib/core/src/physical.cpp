@@ -369,11 +369,11 @@ void write_chain_field_values(const std::vector<PointTransform>& steps, const Af
     }
 }
 
-// The loops of write_field_line and jacobian_line_interior_3d, each of one type in and one out,
-// which the compiler vectorizes (with float and double mixed in one loop it does not). Each is
-// compiled once per type, not inlined into every instantiation of its callers. Conversions to and
-// from doubles of `count` elements `step` apart; the contiguous case is written apart, its step
-// known.
+// write_field_line and jacobian_line_interior_3d work on blocks of columns: the values converted
+// into doubles, the arithmetic in a function of its own (one per dimension, not one per field and
+// output type), the results converted back. The compiler vectorizes each of these loops, where a
+// loop mixing float and double stays scalar. Conversions of `count` elements `step` apart; the
+// contiguous case is written apart, its step known.
 constexpr std::int64_t kLineBlock = 64;
 
 template <class T>
@@ -770,9 +770,6 @@ bool on_the_fields_grid(const DisplacementField& field, const AffineMap& index_t
     return true;
 }
 
-// chain_jacobian_determinant of one displacement field on its own grid: each voxel's mapped point
-// is its point plus its vector, so a derivative is the grid's step plus the central difference of
-// the stored vectors, read where they lie (one voxel past the edge the field displaces nothing).
 // determinant[i] of the 3 x 3 matrix whose row k is grid_step's row k plus the central differences
 // (along_x[k][i + 2] - along_x[k][i]) / 2, (ahead_y - behind_y)[k][i] / 2, (ahead_z - behind_z)[k][i] / 2,
 // divided by grid_determinant.
@@ -816,6 +813,9 @@ void jacobian_line_interior_3d(const Component* const row[3], const Component* c
     }
 }
 
+// chain_jacobian_determinant of one displacement field on its own grid: each voxel's mapped point
+// is its point plus its vector, so a derivative is the grid's step plus the central difference of
+// the stored vectors, read where they lie (one voxel past the edge the field displaces nothing).
 template <class Component, class Value>
 void field_jacobian_determinant(const ConstTensorView& vectors, const AffineMap& index_to_point, const Shape& shape,
                                 double grid_determinant, Value* out, int threads) {
