@@ -239,6 +239,24 @@ void unpack_samples(const std::uint8_t* packed, std::uint32_t count, std::uint16
     }
 }
 
+template <class T>
+void interleave_sample_of(const std::uint8_t* plane, std::size_t pixels, std::uint16_t sample, std::uint16_t samples, std::uint8_t* out) {
+    const auto* from = reinterpret_cast<const T*>(plane);
+    auto* to = reinterpret_cast<T*>(out) + sample;
+    for (std::size_t i = 0; i < pixels; ++i) to[i * samples] = from[i];
+}
+
+// Sets one sample's plane of `pixels` values among the pixels' samples in `out` (PlanarConfiguration 2).
+void interleave_sample(const std::uint8_t* plane, std::size_t pixels, std::size_t sample_bytes, std::uint16_t sample,
+                       std::uint16_t samples, std::uint8_t* out) {
+    switch (sample_bytes) {
+        case 1: interleave_sample_of<std::uint8_t>(plane, pixels, sample, samples, out); break;
+        case 2: interleave_sample_of<std::uint16_t>(plane, pixels, sample, samples, out); break;
+        case 4: interleave_sample_of<std::uint32_t>(plane, pixels, sample, samples, out); break;
+        default: interleave_sample_of<std::uint64_t>(plane, pixels, sample, samples, out); break;
+    }
+}
+
 // Decodes the current page's samples as stored (one byte per sub-byte sample), pixel after pixel,
 // into `out`. False on a decoder error (in the report) or a chunk that decodes short.
 bool decode_samples(TIFF* tif, const PageLayout& page, std::uint8_t* out) {
@@ -281,9 +299,7 @@ bool decode_samples(TIFF* tif, const PageLayout& page, std::uint8_t* out) {
                         std::memcpy(target, source, pixel_bytes * columns);
                         continue;
                     }
-                    for (std::uint32_t x = 0; x < columns; ++x) {
-                        std::memcpy(target + pixel_bytes * x + sample_bytes * plane, source + sample_bytes * x, sample_bytes);
-                    }
+                    interleave_sample(source, columns, sample_bytes, plane, page.samples, target);
                 }
             }
         }
@@ -873,24 +889,6 @@ struct TilePageHandle {
     OpenOptions options;
     TiffHandle handle;
 };
-
-template <class T>
-void interleave_sample_of(const std::uint8_t* plane, std::size_t pixels, std::uint16_t sample, std::uint16_t samples, std::uint8_t* out) {
-    const auto* from = reinterpret_cast<const T*>(plane);
-    auto* to = reinterpret_cast<T*>(out) + sample;
-    for (std::size_t i = 0; i < pixels; ++i) to[i * samples] = from[i];
-}
-
-// Sets one sample's plane of `pixels` values among the pixels' samples in `out` (PlanarConfiguration 2).
-void interleave_sample(const std::uint8_t* plane, std::size_t pixels, std::size_t sample_bytes, std::uint16_t sample,
-                       std::uint16_t samples, std::uint8_t* out) {
-    switch (sample_bytes) {
-        case 1: interleave_sample_of<std::uint8_t>(plane, pixels, sample, samples, out); break;
-        case 2: interleave_sample_of<std::uint16_t>(plane, pixels, sample, samples, out); break;
-        case 4: interleave_sample_of<std::uint32_t>(plane, pixels, sample, samples, out); break;
-        default: interleave_sample_of<std::uint64_t>(plane, pixels, sample, samples, out); break;
-    }
-}
 
 class TiffTileSource final : public TileSource {
 public:
