@@ -346,7 +346,7 @@ def volume_header_seeds():
 
 
 def package_transform_seeds():
-    # Selector % 6: lta, afni, fsl, niftyreg, ras, lps.
+    # Selector % 7: lta, afni, fsl, niftyreg, ras, lps, elastix.
     matrix = b"0.99 -0.1 0.02 3.5\n0.1 0.98 0.0 -2\n-0.02 0.01 1.01 7.25\n0 0 0 1\n"
     volume_info = (b"valid = 1  # volume info valid\nfilename = a.nii.gz\nvolume = 12 14 10\n"
                    b"voxelsize = 1.2 0.9 2.5\nxras   = -1 0 0\nyras   = 0 0 1\nzras   = 0 -1 0\ncras   = 1 2 3\n")
@@ -360,6 +360,11 @@ def package_transform_seeds():
     put("fuzz_package_transform", "volreg.1D", bytes([1]) + b"1 0 0 0 0 1 0 0 0 0 1 0\n1 0 0 0.5 0 1 0 0 0 0 1 0\n")
     for selector, name in ((2, "flirt.mat"), (3, "niftyreg.txt"), (4, "world_ras.txt"), (5, "world_lps.txt"), (0x82, "flirt_inverse.mat")):
         put("fuzz_package_transform", name, bytes([selector]) + matrix)
+    put("fuzz_package_transform", "elastix_bspline.txt",
+        bytes([6]) + b'(Transform "BSplineTransform")\n(NumberOfParameters 24)\n'
+        b"(TransformParameters 0 0.5 0 0 0 0 0 1 0 0 0 0 0 0 0.2 0 0 0 0 0 0 0 0 0)\n(GridSize 2 2 2)\n(GridIndex 0 0 0)\n"
+        b"(GridSpacing 10 10 10)\n(GridOrigin -5 -5 -5)\n(GridDirection 1 0 0 0 1 0 0 0 1)\n(BSplineTransformSplineOrder 1)\n"
+        b'(InitialTransformParametersFileName "NoInitialTransform")\n')
 
 
 def hdf5_transform_seeds():
@@ -388,20 +393,30 @@ def raster_seeds():
     ok, encoded = cv2.imencode(".jpg", image)
     jpeg = encoded.tobytes()
     put("fuzz_raster", "comment_first.jpg", bytes([1]) + jpeg[:2] + b"\xff\xfe\x00\x10" + bytes(14) + jpeg[2:])
+    import tifffile
+    planes = io.BytesIO()
+    tifffile.imwrite(planes, np.moveaxis(image, 2, 0).copy(), photometric="rgb", planarconfig="separate", rowsperstrip=2)
+    put("fuzz_raster", "rgb_planes.tif", bytes([2]) + planes.getvalue())
     hostile = ROOT / "tests" / "data" / "hostile"
     for name, selector in (("png_second_ihdr.png", 0), ("png_ihdr_not_first.png", 0), ("tiff_product_wraps_2_64.tif", 2)):
         put("fuzz_raster", name, bytes([selector]) + (hostile / name).read_bytes())
 
 
 def tiff_tile_seeds():
-    # Tiled and striped TIFFs as tifffile writes them: 8- and 16-bit, grey and RGB, raw and Deflate.
+    # Tiled and striped TIFFs as tifffile writes them: 8- and 16-bit, grey and RGB, raw and Deflate,
+    # samples together and each in a plane of its own.
     import tifffile
     image = (np.arange(40 * 48 * 3).reshape(40, 48, 3) * 7 % 256).astype(np.uint8)
     forms = {"rgb_tiles_zlib": dict(data=image, tile=(16, 16), compression="zlib", photometric="rgb"),
              "grey16_tiles": dict(data=image[..., 0].astype(np.uint16) * 257, tile=(16, 32)),
              "rgb_strips": dict(data=image, rowsperstrip=5, photometric="rgb"),
+             "rgb_planes_tiles_zlib": dict(data=np.moveaxis(image, 2, 0).copy(), tile=(16, 16), compression="zlib",
+                                           photometric="rgb", planarconfig="separate"),
+             "rgb16_planes_strips": dict(data=np.moveaxis(image, 2, 0).astype(np.uint16) * 257, rowsperstrip=7,
+                                         photometric="rgb", planarconfig="separate"),
              "rgb_ome_nm": dict(data=image, tile=(16, 16), photometric="rgb", ome=True,
-                                metadata={"axes": "YXS", "PhysicalSizeX": 250, "PhysicalSizeXUnit": "nm", "PhysicalSizeY": 0.5})}
+                                metadata={"axes": "YXS", "PhysicalSizeX": 250, "PhysicalSizeXUnit": "nm", "PhysicalSizeY": 0.5,
+                                          "UUID": "urn:uuid:1623acc2-f1bd-11f1-9715-02fc00000001"})}  # tifffile draws one
     for name, form in forms.items():
         out = io.BytesIO()
         tifffile.imwrite(out, **form)
