@@ -2,9 +2,9 @@
 """`pip install .` as docs/python.md gives it: a fresh venv made from Debian's python3 with
 --system-site-packages, pip's --no-build-isolation (Debian's setuptools and wheel, no network),
 timed and reported against the goal of 6 minutes (issue 62): a figure, not a verdict, because this
-machine's VMs differ by more than the margin (docs/performance.md, "Python"). Then, from the venv and outside the source tree: the
-module imports, a torch tensor comes back a tensor, `gridwarp` is on the venv's PATH and
-`python -m gridwarp` runs the command line.
+machine's VMs differ by more than the margin (docs/performance.md, "Python"). Then, from the venv
+and outside the source tree: the module imports, a torch tensor comes back a tensor, `gridwarp` is
+on the venv's PATH and `python -m gridwarp` runs the command line.
 
 Exits 77 (skipped) where venv, pip or wheel is missing.
 """
